@@ -1,0 +1,85 @@
+"""Multi-head attention (Vaswani et al., 2017, section 3.2).
+
+Shapes: B batch, H heads, Tq query positions, Tk key positions, D d_model, hs head size (D / H).
+Masks are boolean, broadcastable to (B, H, Tq, Tk), True where a query may look at a key.
+
+Two numerically equivalent paths: the fused `scaled_dot_product_attention` (fast, never materialises
+the probabilities) and an explicit softmax whose probabilities pass through the `attend` submodule,
+the stable place where `capture_attention` hangs its forward hooks. The explicit path runs only for
+modules whose probabilities the current context asked for, so with no capture there is no extra cost.
+"""
+from __future__ import annotations
+
+import math
+from contextvars import ContextVar
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .config import ModelConfig
+
+ATTENTION_KINDS = ("encoder_self", "decoder_self", "cross")
+
+# ids of AttentionProbabilities modules whose probabilities the current thread / task wants to see.
+# A ContextVar (not module state) so that concurrent requests on one shared model never mix.
+probabilities_requested: ContextVar[frozenset[int]] = ContextVar("probabilities_requested", default=frozenset())
+
+
+class AttentionProbabilities(nn.Module):
+    """Softmax over the keys; exists as a module so a forward hook can read its output."""
+
+    def __init__(self, kind: str):
+        super().__init__()
+        if kind not in ATTENTION_KINDS:
+            raise ValueError(f"attention kind must be one of {ATTENTION_KINDS}, got {kind!r}")
+        self.kind = kind
+
+    def forward(self, scores: torch.Tensor) -> torch.Tensor:
+        return scores.softmax(dim=-1)
+
+    def extra_repr(self) -> str:
+        return f"kind={self.kind!r}"
+
+
+def explicit_attention(q, k, v, mask, attend: nn.Module, dropout_p: float = 0.0):
+    """Returns (output (B, H, Tq, hs), probabilities (B, H, Tq, Tk))."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    probabilities = attend(scores)
+    weights = F.dropout(probabilities, dropout_p) if dropout_p > 0 else probabilities
+    return weights @ v, probabilities
+
+
+class MultiHeadAttention(nn.Module):
+    def __init__(self, config: ModelConfig, kind: str):
+        super().__init__()
+        d = config.d_model
+        self.n_heads = config.n_heads
+        self.q_proj = nn.Linear(d, d)
+        self.k_proj = nn.Linear(d, d)
+        self.v_proj = nn.Linear(d, d)
+        self.out_proj = nn.Linear(d, d)
+        self.attend = AttentionProbabilities(kind)
+        self.attention_dropout = config.attention_dropout
+        self.fused = True  # like nanoGPT's `self.flash`; tests switch it off to compare the two paths
+
+    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        batch, length, d = x.shape
+        return x.view(batch, length, self.n_heads, d // self.n_heads).transpose(1, 2)  # (B, H, T, hs)
+
+    def project_keys_values(self, source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Keys and values of `source` (B, Tk, D), each (B, H, Tk, hs): cacheable across decoding steps."""
+        return self.split_heads(self.k_proj(source)), self.split_heads(self.v_proj(source))
+
+    def forward(self, x: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None):
+        q = self.split_heads(self.q_proj(x))
+        dropout_p = self.attention_dropout if self.training else 0.0
+        if self.fused and id(self.attend) not in probabilities_requested.get():
+            out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, dropout_p=dropout_p)
+        else:
+            out, _ = explicit_attention(q, keys, values, mask, self.attend, dropout_p)
+        batch, _, length, _ = out.shape
+        out = out.transpose(1, 2).reshape(batch, length, -1)  # (B, Tq, D)
+        return self.out_proj(out)

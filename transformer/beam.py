@@ -1,0 +1,114 @@
+"""Beam search with a length penalty (Wu et al., 2016: lp(n) = ((5 + n) / 6) ** alpha).
+
+Every sentence keeps `beam_size` live hypotheses as rows of one batch; a hypothesis that emits EOS
+moves to the sentence's finished list, and a sentence stops once it has `beam_size` finished ones (or
+reaches its length limit), leaving the batch. Each live row remembers which row it came from at every
+step (`path`), so the winner's step trace and attention are read from the rows that produced it.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from .capture import capture_attention
+from .decoding import TRACE_TOPK, AttentionLog, DecodedSentence, StepTrace, _no_capture, encode_batch, length_limits
+from .model import Transformer
+from .tokenizer import BOS_ID, EOS_ID
+
+
+def length_penalty(length: int, alpha: float) -> float:
+    return ((5 + length) / 6) ** alpha
+
+
+@dataclass
+class Hypothesis:
+    token_ids: list[int]
+    token_probs: list[float]
+    path: list[int]  # the row this hypothesis occupied at each step
+    log_prob: float
+
+
+@torch.inference_mode()
+def beam_search(model: Transformer, sources: list[list[int]], beam_size: int = 4, alpha: float = 0.6,
+                max_length: int | None = None, capture: bool = False) -> list[DecodedSentence]:
+    device, k = model.device, beam_size
+    limits = length_limits([len(s) for s in sources], max_length, model.config.max_len)
+    finished: list[list[tuple[float, Hypothesis]]] = [[] for _ in sources]
+    # trace per step: top-k of every row's distribution, and the live hypotheses of every sentence
+    step_topk: list[tuple[list, list]] = []
+    step_live: list[dict[int, list[tuple[list[int], float]]]] = []
+    log = AttentionLog() if capture else None
+    with capture_attention(model) if capture else _no_capture() as record:
+        memory, src_mask = encode_batch(model, sources, device)
+        if capture:
+            log.encoder_self = torch.stack(record.take("encoder_self"), dim=1).float().cpu()
+        rows = torch.arange(len(sources), device=device).repeat_interleave(k)
+        memory, src_mask = memory.index_select(0, rows), src_mask.index_select(0, rows)
+        cache = model.new_cache()
+        active = list(range(len(sources)))
+        # only the first of a sentence's k identical start rows may expand, or the beam fills with copies
+        live = [Hypothesis([], [], [], 0.0 if j == 0 else -math.inf) for _ in sources for j in range(k)]
+        last = torch.full((len(live),), BOS_ID, dtype=torch.long, device=device)
+        step = 0
+        while active:
+            log_probs = model.decode_step(memory, src_mask, last, cache).float().log_softmax(dim=-1)  # (N, V)
+            if capture:
+                log.add_step(record)
+            top_probs, top_ids = log_probs.exp().topk(TRACE_TOPK, dim=-1)
+            step_topk.append((top_ids.tolist(), top_probs.tolist()))
+            scores = torch.tensor([h.log_prob for h in live], device=device)[:, None] + log_probs
+            vocab = scores.size(-1)
+            cand_scores, cand_index = scores.view(len(active), k * vocab).topk(2 * k, dim=-1)
+            cand_scores, cand_index = cand_scores.tolist(), cand_index.tolist()
+            next_live, next_rows, next_tokens, next_active, live_now = [], [], [], [], {}
+            for i, sentence in enumerate(active):
+                chosen = []
+                for score, index in zip(cand_scores[i], cand_index[i]):
+                    if score == -math.inf:
+                        break
+                    row, token = i * k + index // vocab, index % vocab
+                    parent = live[row]
+                    hypothesis = Hypothesis(parent.token_ids + [token], parent.token_probs + [math.exp(score - parent.log_prob)],
+                                            parent.path + [row], score)
+                    if token == EOS_ID:
+                        if len(finished[sentence]) < k:
+                            finished[sentence].append((score / length_penalty(step + 1, alpha), hypothesis))
+                    elif len(chosen) < k:
+                        chosen.append((row, hypothesis))
+                    if len(chosen) == k and len(finished[sentence]) >= k:
+                        break
+                live_now[sentence] = [(h.token_ids, h.log_prob) for _, h in chosen]
+                out_of_room = step + 1 >= limits[sentence]
+                if len(finished[sentence]) >= k or out_of_room or not chosen:
+                    if out_of_room or not finished[sentence]:
+                        finished[sentence].extend((h.log_prob / length_penalty(step + 1, alpha), h) for _, h in chosen)
+                    continue
+                while len(chosen) < k:  # pad with dead copies so every sentence keeps k rows
+                    row, h = chosen[0]
+                    chosen.append((row, Hypothesis(h.token_ids, h.token_probs, h.path, -math.inf)))
+                next_active.append(sentence)
+                for row, h in chosen:
+                    next_rows.append(row)
+                    next_tokens.append(h.token_ids[-1])
+                    next_live.append(h)
+            step_live.append(live_now)
+            if next_active:
+                index = torch.tensor(next_rows, dtype=torch.long, device=device)
+                cache.reorder(index)
+                memory, src_mask = memory.index_select(0, index), src_mask.index_select(0, index)
+                last = torch.tensor(next_tokens, dtype=torch.long, device=device)
+            active, live, step = next_active, next_live, step + 1
+    results = []
+    for sentence, candidates in enumerate(finished):
+        score, best = max(candidates, key=lambda c: c[0])
+        steps = []
+        for t, (token, prob, row) in enumerate(zip(best.token_ids, best.token_probs, best.path)):
+            top_ids, top_probs = step_topk[t][0][row], step_topk[t][1][row]
+            steps.append(StepTrace(token, prob, list(zip(top_ids, top_probs)), step_live[t].get(sentence, [])))
+        out = DecodedSentence(best.token_ids, steps, float(score))
+        if capture:
+            log.sentence(sentence, len(sources[sentence]), best.path, out)
+        results.append(out)
+    return results

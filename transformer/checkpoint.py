@@ -1,0 +1,121 @@
+"""Checkpoint folders: config.json, model.safetensors, spm.model, metrics.json.
+
+Loading never unpickles: weights come only through safetensors, settings through JSON. Every problem
+is reported as a `CheckpointError` naming the file and what is wrong with it.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+from .config import ModelConfig
+from .model import Transformer
+from .tokenizer import Tokenizer
+
+CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE, METRICS_FILE = "config.json", "model.safetensors", "spm.model", "metrics.json"
+
+
+class CheckpointError(ValueError):
+    pass
+
+
+def unique_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """State dict without the aliases that weight sharing creates (safetensors refuses shared storage)."""
+    seen, state = set(), {}
+    for name, tensor in model.state_dict().items():
+        key = (tensor.data_ptr(), tensor.shape)
+        if key not in seen:
+            seen.add(key)
+            state[name] = tensor
+    return state
+
+
+def save_checkpoint(directory, model: Transformer, tokenizer_file, extra_config: dict | None = None,
+                    metrics: dict | None = None, dtype: torch.dtype = torch.float32) -> Path:
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    config = {"model": model.config.to_dict(), **(extra_config or {})}
+    (directory / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n")
+    state = {name: t.detach().to("cpu", dtype).contiguous() for name, t in unique_state_dict(model).items()}
+    save_file(state, str(directory / WEIGHTS_FILE), metadata={"format": "pt"})
+    tokenizer_file = Path(tokenizer_file)
+    if tokenizer_file.resolve() != (directory / TOKENIZER_FILE).resolve():
+        (directory / TOKENIZER_FILE).write_bytes(tokenizer_file.read_bytes())
+    if metrics is not None:
+        (directory / METRICS_FILE).write_text(json.dumps(metrics, indent=2) + "\n")
+    return directory
+
+
+def read_json(path: Path) -> dict:
+    if not path.is_file():
+        raise CheckpointError(f"{path}: file is missing")
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise CheckpointError(f"{path}: not valid JSON ({error})") from error
+    if not isinstance(value, dict):
+        raise CheckpointError(f"{path}: expected a JSON object")
+    return value
+
+
+def read_config(directory) -> tuple[dict, ModelConfig]:
+    path = Path(directory) / CONFIG_FILE
+    config = read_json(path)
+    if "model" not in config:
+        raise CheckpointError(f"{path}: has no 'model' section")
+    try:
+        return config, ModelConfig.from_dict(config["model"])
+    except (TypeError, ValueError) as error:
+        raise CheckpointError(f"{path}: {error}") from error
+
+
+def load_weights(model: Transformer, path: Path) -> None:
+    if not path.is_file():
+        raise CheckpointError(f"{path}: file is missing")
+    try:
+        stored = load_file(str(path))
+    except (SafetensorError, OSError, ValueError) as error:
+        raise CheckpointError(f"{path}: truncated or not a safetensors file ({error})") from error
+    expected = unique_state_dict(model)
+    missing, unexpected = sorted(set(expected) - set(stored)), sorted(set(stored) - set(expected))
+    if missing or unexpected:
+        raise CheckpointError(f"{path}: does not match config.json (missing tensors {missing[:5]}, unexpected {unexpected[:5]})")
+    for name, tensor in expected.items():
+        if stored[name].shape != tensor.shape:
+            raise CheckpointError(
+                f"{path}: tensor {name!r} has shape {list(stored[name].shape)} but config.json implies {list(tensor.shape)}"
+            )
+        if not torch.isfinite(stored[name]).all():
+            raise CheckpointError(f"{path}: tensor {name!r} holds NaN or infinite values")
+    with torch.no_grad():
+        for name, tensor in expected.items():
+            tensor.copy_(stored[name].to(tensor.dtype))
+
+
+def load_checkpoint(directory, device="cpu") -> tuple[Transformer, Tokenizer, dict]:
+    """Returns (model in eval mode, tokenizer, config.json contents)."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise CheckpointError(f"{directory}: checkpoint folder does not exist")
+    config, model_config = read_config(directory)
+    model = Transformer(model_config)
+    load_weights(model, directory / WEIGHTS_FILE)
+    try:
+        tokenizer = Tokenizer.load(directory / TOKENIZER_FILE)
+    except (FileNotFoundError, ValueError) as error:
+        raise CheckpointError(str(error)) from error
+    if tokenizer.vocab_size != model_config.tgt_vocab_size or tokenizer.vocab_size != model_config.src_vocab_size:
+        raise CheckpointError(
+            f"{directory / TOKENIZER_FILE}: vocabulary of {tokenizer.vocab_size} pieces does not match config.json "
+            f"(src {model_config.src_vocab_size}, tgt {model_config.tgt_vocab_size})"
+        )
+    return model.to(device).eval(), tokenizer, config
+
+
+def read_metrics(directory) -> dict | None:
+    path = Path(directory) / METRICS_FILE
+    return read_json(path) if path.is_file() else None

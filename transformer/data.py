@@ -1,0 +1,114 @@
+"""Parallel corpora in the Multi30k layout ({split}.{lang}, one sentence per line), token-count batching,
+and `python -m transformer.data download` to fetch Multi30k task 1."""
+from __future__ import annotations
+
+import argparse
+import gzip
+import random
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+SHARED_MULTI30K = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "multi30k"
+MULTI30K_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/{split}.{lang}.gz"
+MULTI30K_SPLITS = ("train", "val", "test_2016_flickr")
+
+
+def default_data_dir() -> Path | None:
+    return SHARED_MULTI30K if SHARED_MULTI30K.is_dir() else None
+
+
+@dataclass
+class ParallelCorpus:
+    source: list[str]
+    target: list[str]
+    source_file: Path
+    target_file: Path
+
+    def __len__(self) -> int:
+        return len(self.source)
+
+
+def read_lines(path: Path) -> list[str]:
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: corpus file is missing")
+    return path.read_text(encoding="utf-8").rstrip("\n").split("\n")
+
+
+def read_parallel(data_dir, split: str, src_lang: str, tgt_lang: str) -> ParallelCorpus:
+    data_dir = Path(data_dir)
+    source_file, target_file = data_dir / f"{split}.{src_lang}", data_dir / f"{split}.{tgt_lang}"
+    source, target = read_lines(source_file), read_lines(target_file)
+    if len(source) != len(target):
+        raise ValueError(
+            f"{source_file} has {len(source)} lines but {target_file} has {len(target)}: "
+            "a parallel corpus needs line N of one file to translate line N of the other"
+        )
+    return ParallelCorpus(source, target, source_file, target_file)
+
+
+def token_batches(lengths: list[int], max_tokens: int, shuffle: bool, seed: int = 0) -> list[list[int]]:
+    """Groups example indices into batches of about `max_tokens` padded tokens.
+
+    Examples are sorted by length inside large random chunks (length bucketing), so a batch holds
+    sentences of similar length and little padding, while the order still changes every epoch.
+    """
+    rng = random.Random(seed)
+    order = list(range(len(lengths)))
+    if shuffle:
+        rng.shuffle(order)
+    chunk = max(1, 100 * max_tokens // max(1, max(lengths, default=1)))
+    batches = []
+    for start in range(0, len(order), chunk):
+        bucket = sorted(order[start : start + chunk], key=lambda i: lengths[i])
+        batch, longest = [], 0
+        for index in bucket:
+            longest_if_added = max(longest, lengths[index])
+            if batch and longest_if_added * (len(batch) + 1) > max_tokens:
+                batches.append(batch)
+                batch, longest_if_added = [], lengths[index]
+            batch.append(index)
+            longest = longest_if_added
+        if batch:
+            batches.append(batch)
+    if shuffle:
+        rng.shuffle(batches)
+    return batches
+
+
+def pad(sequences: list[list[int]], pad_id: int) -> torch.Tensor:
+    longest = max(len(s) for s in sequences)
+    out = torch.full((len(sequences), longest), pad_id, dtype=torch.long)
+    for row, sequence in enumerate(sequences):
+        out[row, : len(sequence)] = torch.tensor(sequence, dtype=torch.long)
+    return out
+
+
+def download_multi30k(dest, languages=("en", "de", "fr")) -> list[Path]:
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    written = []
+    for split in MULTI30K_SPLITS:
+        for lang in languages:
+            with urllib.request.urlopen(MULTI30K_URL.format(split=split, lang=lang), timeout=60) as response:
+                text = gzip.decompress(response.read())
+            (dest / f"{split}.{lang}").write_bytes(text)
+            written.append(dest / f"{split}.{lang}")
+    return written
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m transformer.data", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    download = commands.add_parser("download", help="fetch Multi30k task-1 raw files (train, val, test_2016_flickr)")
+    download.add_argument("--dest", required=True, help="folder to write {split}.{lang} files into")
+    download.add_argument("--langs", default="en,de,fr", help="comma-separated languages (default: en,de,fr)")
+    args = parser.parse_args(argv)
+    for path in download_multi30k(args.dest, args.langs.split(",")):
+        print(f"wrote {path} ({len(read_lines(path))} lines)")
+
+
+if __name__ == "__main__":
+    main()

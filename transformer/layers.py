@@ -1,0 +1,119 @@
+"""Encoder and decoder layers: attention and feed-forward sub-layers with residual connections.
+
+Shapes: B batch, S source length, T target length, D d_model. `norm="pre"` puts LayerNorm before each
+sub-layer (x + f(LN(x)), Xiong et al., 2020: trains without warm-up tricks); `"post"` after the residual
+add (LN(x + f(x)), the original paper).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from .attention import MultiHeadAttention
+from .config import ModelConfig
+
+
+class FeedForward(nn.Module):
+    """Position-wise feed-forward network, ReLU(x W1 + b1) W2 + b2 (section 3.3)."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.fc1 = nn.Linear(config.d_model, config.d_ff)
+        self.fc2 = nn.Linear(config.d_ff, config.d_model)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+class Residual(nn.Module):
+    """LayerNorm + dropout + residual add around one sub-layer, pre- or post-norm."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.norm = nn.LayerNorm(config.d_model)
+        self.dropout = nn.Dropout(config.dropout)
+        self.pre_norm = config.norm == "pre"
+
+    def forward(self, x, sublayer):
+        if self.pre_norm:
+            return x + self.dropout(sublayer(self.norm(x)))
+        return self.norm(x + self.dropout(sublayer(x)))
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.self_attention = MultiHeadAttention(config, "encoder_self")
+        self.feed_forward = FeedForward(config)
+        self.attention_residual = Residual(config)
+        self.feed_forward_residual = Residual(config)
+
+    def forward(self, x, src_mask):
+        def attend(h):
+            return self.self_attention(h, *self.self_attention.project_keys_values(h), src_mask)
+
+        x = self.attention_residual(x, attend)
+        return self.feed_forward_residual(x, self.feed_forward)
+
+
+@dataclass
+class LayerCache:
+    """Keys/values one decoder layer reuses across incremental steps, each (B, H, length, hs)."""
+
+    self_keys: torch.Tensor | None = None
+    self_values: torch.Tensor | None = None
+    cross_keys: torch.Tensor | None = None  # computed once per sentence from the encoder output
+    cross_values: torch.Tensor | None = None
+
+    def reorder(self, rows: torch.Tensor) -> None:
+        """Keep batch rows `rows` (beam search moves hypotheses between rows)."""
+        for name in ("self_keys", "self_values", "cross_keys", "cross_values"):
+            value = getattr(self, name)
+            if value is not None:
+                setattr(self, name, value.index_select(0, rows))
+
+
+@dataclass
+class DecoderCache:
+    layers: list[LayerCache] = field(default_factory=list)
+    length: int = 0  # target positions already processed
+
+    def reorder(self, rows: torch.Tensor) -> None:
+        for layer in self.layers:
+            layer.reorder(rows)
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.self_attention = MultiHeadAttention(config, "decoder_self")
+        self.cross_attention = MultiHeadAttention(config, "cross")
+        self.feed_forward = FeedForward(config)
+        self.self_attention_residual = Residual(config)
+        self.cross_attention_residual = Residual(config)
+        self.feed_forward_residual = Residual(config)
+
+    def forward(self, x, memory, src_mask, tgt_mask, cache: LayerCache | None = None):
+        def attend_to_prefix(h):
+            keys, values = self.self_attention.project_keys_values(h)
+            if cache is not None:
+                if cache.self_keys is not None:
+                    keys = torch.cat([cache.self_keys, keys], dim=2)
+                    values = torch.cat([cache.self_values, values], dim=2)
+                cache.self_keys, cache.self_values = keys, values
+            return self.self_attention(h, keys, values, tgt_mask)
+
+        def attend_to_source(h):
+            if cache is not None and cache.cross_keys is not None:
+                keys, values = cache.cross_keys, cache.cross_values
+            else:
+                keys, values = self.cross_attention.project_keys_values(memory)
+                if cache is not None:
+                    cache.cross_keys, cache.cross_values = keys, values
+            return self.cross_attention(h, keys, values, src_mask)
+
+        x = self.self_attention_residual(x, attend_to_prefix)
+        x = self.cross_attention_residual(x, attend_to_source)
+        return self.feed_forward_residual(x, self.feed_forward)

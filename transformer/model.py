@@ -1,0 +1,124 @@
+"""The encoder-decoder Transformer (Vaswani et al., 2017).
+
+Shapes: B batch, S source length, T target length, D d_model, V target vocabulary size.
+src (B, S) and tgt (B, T) are LongTensors of token ids; `pad_id` marks padding.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from .config import ModelConfig
+from .layers import DecoderCache, DecoderLayer, EncoderLayer, LayerCache
+from .positional import build_positions
+
+
+class TokenEmbedding(nn.Module):
+    """Token embedding scaled by sqrt(D) (section 3.4), so it is not drowned by the positional part."""
+
+    def __init__(self, vocab_size: int, d_model: int):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, d_model)
+        self.scale = math.sqrt(d_model)
+
+    @property
+    def weight(self) -> nn.Parameter:
+        return self.embedding.weight
+
+    def forward(self, tokens):
+        return self.embedding(tokens) * self.scale
+
+
+def padding_mask(tokens: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """(B, L) -> (B, 1, 1, L): True for real keys."""
+    return (tokens != pad_id)[:, None, None, :]
+
+
+def causal_mask(length: int, device) -> torch.Tensor:
+    """(T, T): True on and below the diagonal, so position i sees positions 0..i."""
+    return torch.ones(length, length, dtype=torch.bool, device=device).tril()
+
+
+class Transformer(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.config = config
+        self.src_embed = TokenEmbedding(config.src_vocab_size, config.d_model)
+        self.tgt_embed = self.src_embed if config.share_embeddings else TokenEmbedding(config.tgt_vocab_size, config.d_model)
+        self.positions = build_positions(config)
+        self.embed_dropout = nn.Dropout(config.dropout)
+        self.encoder_layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.n_layers))
+        self.decoder_layers = nn.ModuleList(DecoderLayer(config) for _ in range(config.n_layers))
+        self.encoder_norm = nn.LayerNorm(config.d_model) if config.final_norm else nn.Identity()
+        self.decoder_norm = nn.LayerNorm(config.d_model) if config.final_norm else nn.Identity()
+        self.generator = nn.Linear(config.d_model, config.tgt_vocab_size)
+        if config.tie_output:
+            self.generator.weight = self.tgt_embed.weight
+        self.apply(self._init_weights)
+
+    @staticmethod
+    def _init_weights(module: nn.Module) -> None:
+        # Xavier-uniform projections as in the reference implementation (tensor2tensor / fairseq);
+        # embeddings ~ N(0, D^-0.5) so that after the sqrt(D) scaling they have unit variance.
+        if isinstance(module, nn.Linear):
+            nn.init.xavier_uniform_(module.weight)
+            nn.init.zeros_(module.bias)
+        elif isinstance(module, TokenEmbedding):
+            nn.init.normal_(module.embedding.weight, std=module.embedding.weight.size(1) ** -0.5)
+
+    @property
+    def device(self) -> torch.device:
+        return self.generator.bias.device
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters() if p.requires_grad)
+
+    def use_fused_attention(self, fused: bool) -> None:
+        for module in self.modules():
+            if hasattr(module, "fused"):
+                module.fused = fused
+
+    def embed(self, tokens: torch.Tensor, embedding: TokenEmbedding, start: int = 0) -> torch.Tensor:
+        length = tokens.size(1)
+        if start + length > self.config.max_len:
+            raise ValueError(f"sequence of {start + length} positions exceeds the model's max_len {self.config.max_len}")
+        return self.embed_dropout(embedding(tokens) + self.positions(start, length).to(embedding.weight.dtype))
+
+    def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """(B, S) -> memory (B, S, D)."""
+        if src_mask is None:
+            src_mask = padding_mask(src, self.config.pad_id)
+        x = self.embed(src, self.src_embed)
+        for layer in self.encoder_layers:
+            x = layer(x, src_mask)
+        return self.encoder_norm(x)
+
+    def decode(self, memory, src_mask, tgt, tgt_mask=None) -> torch.Tensor:
+        """Teacher-forced decoding of the whole target prefix: (B, T) -> logits (B, T, V)."""
+        if tgt_mask is None:
+            tgt_mask = padding_mask(tgt, self.config.pad_id) & causal_mask(tgt.size(1), tgt.device)
+        x = self.embed(tgt, self.tgt_embed)
+        for layer in self.decoder_layers:
+            x = layer(x, memory, src_mask, tgt_mask)
+        return self.generator(self.decoder_norm(x))
+
+    def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+        src_mask = padding_mask(src, self.config.pad_id)
+        return self.decode(self.encode(src, src_mask), src_mask, tgt)
+
+    def new_cache(self) -> DecoderCache:
+        return DecoderCache(layers=[LayerCache() for _ in self.decoder_layers])
+
+    def decode_step(self, memory, src_mask, last_tokens: torch.Tensor, cache: DecoderCache) -> torch.Tensor:
+        """One incremental step: the newest target token per row (B,) -> next-token logits (B, V).
+
+        Past keys/values come from `cache`, which this call extends. No mask is needed for decoder
+        self-attention: the cache only holds earlier positions, which the new query may all see.
+        """
+        x = self.embed(last_tokens[:, None], self.tgt_embed, start=cache.length)
+        for layer, layer_cache in zip(self.decoder_layers, cache.layers):
+            x = layer(x, memory, src_mask, None, layer_cache)
+        cache.length += 1
+        return self.generator(self.decoder_norm(x))[:, -1]

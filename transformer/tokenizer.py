@@ -1,0 +1,73 @@
+"""A thin layer over sentencepiece with fixed special ids.
+
+Ids: 0 <pad>, 1 <unk>, 2 <s> (BOS, starts every decoder input), 3 </s> (EOS, ends every sentence).
+"""
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import sentencepiece as spm
+
+PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+
+
+class Tokenizer:
+    def __init__(self, processor: spm.SentencePieceProcessor):
+        self.processor = processor
+        for name, expected in (("pad", PAD_ID), ("unk", UNK_ID), ("bos", BOS_ID), ("eos", EOS_ID)):
+            actual = getattr(processor, f"{name}_id")()
+            if actual != expected:
+                raise ValueError(f"sentencepiece model has {name} id {actual}, this project needs {expected}")
+
+    pad_id, unk_id, bos_id, eos_id = PAD_ID, UNK_ID, BOS_ID, EOS_ID
+
+    @classmethod
+    def train(cls, text_files, model_path, vocab_size: int = 8000, model_type: str = "unigram",
+              character_coverage: float = 1.0) -> "Tokenizer":
+        """Trains on the given files (one sentence per line) and writes `model_path` (a .model file)."""
+        model_path = Path(model_path)
+        model_path.parent.mkdir(parents=True, exist_ok=True)
+        model = io.BytesIO()
+        spm.SentencePieceTrainer.train(
+            input=",".join(str(f) for f in text_files), model_writer=model, vocab_size=vocab_size,
+            model_type=model_type, character_coverage=character_coverage,
+            pad_id=PAD_ID, unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID,
+            pad_piece="<pad>", unk_piece="<unk>", bos_piece="<s>", eos_piece="</s>",
+            byte_fallback=True,  # characters unseen in training become byte pieces and still round-trip
+            input_sentence_size=2_000_000, shuffle_input_sentence=True, minloglevel=2,
+        )
+        model_path.write_bytes(model.getvalue())
+        return cls.load(model_path)
+
+    @classmethod
+    def load(cls, model_path) -> "Tokenizer":
+        model_path = Path(model_path)
+        if not model_path.is_file():
+            raise FileNotFoundError(f"{model_path}: sentencepiece model file is missing")
+        processor = spm.SentencePieceProcessor()
+        try:
+            processor.load(str(model_path))
+        except (OSError, RuntimeError) as error:
+            raise ValueError(f"{model_path}: not a valid sentencepiece model ({error})") from error
+        return cls(processor)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.processor.get_piece_size()
+
+    def encode(self, text: str) -> list[int]:
+        return self.processor.encode(text, out_type=int)
+
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        return self.processor.encode(texts, out_type=int)
+
+    def pieces(self, text: str) -> list[str]:
+        return self.processor.encode(text, out_type=str)
+
+    def id_to_piece(self, token_id: int) -> str:
+        return self.processor.id_to_piece(int(token_id))
+
+    def decode(self, ids) -> str:
+        """Ids -> text; special ids (pad, bos, eos) are dropped."""
+        return self.processor.decode([int(i) for i in ids if int(i) not in (PAD_ID, BOS_ID, EOS_ID)])
