@@ -13,9 +13,10 @@ from dataclasses import dataclass
 import torch
 
 from .capture import capture_attention
-from .decoding import TRACE_TOPK, AttentionLog, DecodedSentence, StepTrace, _no_capture, encode_batch, length_limits
+from .decoding import (TRACE_TOPK, AttentionLog, DecodedSentence, StepTrace, StepDecoder, _no_capture, encode_batch,
+                       length_limits)
 from .model import Transformer
-from .tokenizer import BOS_ID, EOS_ID
+from .tokenizer import EOS_ID
 
 
 def length_penalty(length: int, alpha: float) -> float:
@@ -32,7 +33,7 @@ class Hypothesis:
 
 @torch.inference_mode()
 def beam_search(model: Transformer, sources: list[list[int]], beam_size: int = 4, alpha: float = 0.6,
-                max_length: int | None = None, capture: bool = False) -> list[DecodedSentence]:
+                max_length: int | None = None, capture: bool = False, use_cache: bool = True) -> list[DecodedSentence]:
     device, k = model.device, beam_size
     limits = length_limits([len(s) for s in sources], max_length, model.config.max_len)
     finished: list[list[tuple[float, Hypothesis]]] = [[] for _ in sources]
@@ -44,19 +45,17 @@ def beam_search(model: Transformer, sources: list[list[int]], beam_size: int = 4
         memory, src_mask = encode_batch(model, sources, device)
         if capture:
             log.encoder_self = torch.stack(record.take("encoder_self"), dim=1).float().cpu()
-        rows = torch.arange(len(sources), device=device).repeat_interleave(k)
-        memory, src_mask = memory.index_select(0, rows), src_mask.index_select(0, rows)
-        cache = model.new_cache()
+        decoder = StepDecoder(model, memory, src_mask, use_cache)
+        decoder.select_rows([i for i in range(len(sources)) for _ in range(k)])  # k rows per sentence
         active = list(range(len(sources)))
         # only the first of a sentence's k identical start rows may expand, or the beam fills with copies
         live = [Hypothesis([], [], [], 0.0 if j == 0 else -math.inf) for _ in sources for j in range(k)]
-        last = torch.full((len(live),), BOS_ID, dtype=torch.long, device=device)
         step = 0
         while active:
-            log_probs = model.decode_step(memory, src_mask, last, cache).float().log_softmax(dim=-1)  # (N, V)
+            log_probs = decoder.step().log_softmax(dim=-1)  # (N, V)
             if capture:
                 log.add_step(record)
-            top_probs, top_ids = log_probs.exp().topk(TRACE_TOPK, dim=-1)
+            top_probs, top_ids = log_probs.exp().topk(min(TRACE_TOPK, log_probs.size(-1)), dim=-1)
             step_topk.append((top_ids.tolist(), top_probs.tolist()))
             scores = torch.tensor([h.log_prob for h in live], device=device)[:, None] + log_probs
             vocab = scores.size(-1)
@@ -65,7 +64,7 @@ def beam_search(model: Transformer, sources: list[list[int]], beam_size: int = 4
             next_live, next_rows, next_tokens, next_active, live_now = [], [], [], [], {}
             for i, sentence in enumerate(active):
                 chosen = []
-                for score, index in zip(cand_scores[i], cand_index[i]):
+                for rank, (score, index) in enumerate(zip(cand_scores[i], cand_index[i])):
                     if score == -math.inf:
                         break
                     row, token = i * k + index // vocab, index % vocab
@@ -73,7 +72,8 @@ def beam_search(model: Transformer, sources: list[list[int]], beam_size: int = 4
                     hypothesis = Hypothesis(parent.token_ids + [token], parent.token_probs + [math.exp(score - parent.log_prob)],
                                             parent.path + [row], score)
                     if token == EOS_ID:
-                        if len(finished[sentence]) < k:
+                        # as in fairseq, an ending counts only from the top k candidates (so k=1 is greedy)
+                        if rank < k and len(finished[sentence]) < k:
                             finished[sentence].append((score / length_penalty(step + 1, alpha), hypothesis))
                     elif len(chosen) < k:
                         chosen.append((row, hypothesis))
@@ -95,10 +95,8 @@ def beam_search(model: Transformer, sources: list[list[int]], beam_size: int = 4
                     next_live.append(h)
             step_live.append(live_now)
             if next_active:
-                index = torch.tensor(next_rows, dtype=torch.long, device=device)
-                cache.reorder(index)
-                memory, src_mask = memory.index_select(0, index), src_mask.index_select(0, index)
-                last = torch.tensor(next_tokens, dtype=torch.long, device=device)
+                decoder.select_rows(next_rows)
+                decoder.append(torch.tensor(next_tokens, dtype=torch.long, device=device))
             active, live, step = next_active, next_live, step + 1
     results = []
     for sentence, candidates in enumerate(finished):

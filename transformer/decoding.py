@@ -61,8 +61,9 @@ class AttentionLog:
     cross: list[torch.Tensor] = field(default_factory=list)
 
     def add_step(self, record) -> None:
-        self.decoder_self.append(torch.stack(record.take("decoder_self"), dim=1)[:, :, :, 0].float().cpu())
-        self.cross.append(torch.stack(record.take("cross"), dim=1)[:, :, :, 0].float().cpu())
+        # the newest query's row: the only one with a cache, the last one when the prefix is re-run
+        self.decoder_self.append(torch.stack(record.take("decoder_self"), dim=1)[:, :, :, -1].float().cpu())
+        self.cross.append(torch.stack(record.take("cross"), dim=1)[:, :, :, -1].float().cpu())
 
     def sentence(self, sentence: int, src_length: int, rows_per_step: list[int], out: DecodedSentence) -> None:
         """Fills `out`'s attention from the rows this sentence's output occupied at each step."""
@@ -75,6 +76,38 @@ class AttentionLog:
             decoder_self[:, :, step, : step + 1] = self.decoder_self[step][row].numpy()
             cross[:, :, step] = self.cross[step][row, :, :, :src_length].numpy()
         out.decoder_self, out.cross = decoder_self, cross
+
+
+class StepDecoder:
+    """Next-token logits for a batch of growing prefixes, with the key/value cache or (use_cache=False,
+    the reference the cache is measured against) by re-running the decoder over the whole prefix."""
+
+    def __init__(self, model: Transformer, memory, src_mask, use_cache: bool = True):
+        self.model, self.memory, self.src_mask, self.use_cache = model, memory, src_mask, use_cache
+        self.cache = model.new_cache() if use_cache else None
+        self.prefix = torch.full((memory.size(0), 1), BOS_ID, dtype=torch.long, device=memory.device)
+
+    def step(self) -> torch.Tensor:
+        """(N, V) float32 logits of the next token; padding and BOS can never be produced."""
+        if self.use_cache:
+            logits = self.model.decode_step(self.memory, self.src_mask, self.prefix[:, -1], self.cache)
+        else:
+            logits = self.model.decode(self.memory, self.src_mask, self.prefix)[:, -1]
+        logits = logits.float()
+        logits[:, [self.model.config.pad_id, BOS_ID]] = float("-inf")
+        return logits
+
+    def select_rows(self, rows: list[int]) -> None:
+        """Keeps batch rows `rows`, in that order (rows may repeat: beam search copies hypotheses)."""
+        index = torch.tensor(rows, dtype=torch.long, device=self.memory.device)
+        self.memory, self.src_mask = self.memory.index_select(0, index), self.src_mask.index_select(0, index)
+        self.prefix = self.prefix.index_select(0, index)
+        if self.cache is not None:
+            self.cache.reorder(index)
+
+    def append(self, tokens: torch.Tensor) -> None:
+        """Feeds one token per row (N,) as the newest decoder input."""
+        self.prefix = torch.cat([self.prefix, tokens[:, None]], dim=1)
 
 
 def encode_batch(model: Transformer, sources: list[list[int]], device):
@@ -106,7 +139,8 @@ def filtered_distribution(logits: torch.Tensor, settings: SamplingSettings) -> t
 
 @torch.inference_mode()
 def decode_single_path(model: Transformer, sources: list[list[int]], max_length: int | None = None,
-                       sampling: SamplingSettings | None = None, capture: bool = False) -> list[DecodedSentence]:
+                       sampling: SamplingSettings | None = None, capture: bool = False,
+                       use_cache: bool = True) -> list[DecodedSentence]:
     """Greedy decoding (sampling=None) or ancestral sampling, one hypothesis per sentence."""
     device = model.device
     limits = length_limits([len(s) for s in sources], max_length, model.config.max_len)
@@ -120,11 +154,10 @@ def decode_single_path(model: Transformer, sources: list[list[int]], max_length:
         memory, src_mask = encode_batch(model, sources, device)
         if capture:
             log.encoder_self = torch.stack(record.take("encoder_self"), dim=1).float().cpu()
-        cache = model.new_cache()
+        decoder = StepDecoder(model, memory, src_mask, use_cache)
         active = list(range(len(sources)))  # sentence of each row
-        last = torch.full((len(sources),), BOS_ID, dtype=torch.long, device=device)
         while active:
-            logits = model.decode_step(memory, src_mask, last, cache).float()
+            logits = decoder.step()
             if capture:
                 log.add_step(record)
             if sampling is None:
@@ -135,7 +168,7 @@ def decode_single_path(model: Transformer, sources: list[list[int]], max_length:
                 probs_cpu = probs.cpu()
                 chosen = torch.stack([torch.multinomial(probs_cpu[row], 1, generator=generators[s])[0]
                                       for row, s in enumerate(active)]).to(device)
-            top_probs, top_ids = probs.topk(TRACE_TOPK, dim=-1)
+            top_probs, top_ids = probs.topk(min(TRACE_TOPK, probs.size(-1)), dim=-1)
             chosen_probs = probs.gather(1, chosen[:, None])[:, 0]
             chosen_l, chosen_p = chosen.tolist(), chosen_probs.tolist()
             top_ids_l, top_probs_l = top_ids.tolist(), top_probs.tolist()
@@ -149,11 +182,9 @@ def decode_single_path(model: Transformer, sources: list[list[int]], max_length:
                 if chosen_l[row] != EOS_ID and len(out.token_ids) < limits[sentence]:
                     keep.append(row)
             if len(keep) != len(active):
-                rows = torch.tensor(keep, dtype=torch.long, device=device)
-                cache.reorder(rows)
-                memory, src_mask, chosen = memory.index_select(0, rows), src_mask.index_select(0, rows), chosen.index_select(0, rows)
-                active = [active[row] for row in keep]
-            last = chosen
+                decoder.select_rows(keep)
+                chosen, active = chosen[keep], [active[row] for row in keep]
+            decoder.append(chosen)
     if capture:
         for sentence, out in enumerate(results):
             log.sentence(sentence, len(sources[sentence]), rows_per_step[sentence], out)

@@ -122,7 +122,7 @@ def train(model: Transformer, tokenizer: Tokenizer, train_corpus: ParallelCorpus
     optimizer = torch.optim.Adam(model.parameters(), lr=settings.lr, betas=(0.9, 0.98), eps=1e-9)
     result = TrainingResult()
     started = time.perf_counter()
-    deadline = started + settings.max_minutes * 60 if settings.max_minutes else math.inf
+    deadline = started + settings.max_minutes * 60 if settings.max_minutes is not None else math.inf
     lengths = train_data.lengths()
     for epoch in range(1, settings.epochs + 1):
         model.train()

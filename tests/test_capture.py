@@ -1,0 +1,124 @@
+import threading
+
+import pytest
+import torch
+
+from transformer import Transformer, capture_attention
+from transformer.attention import AttentionProbabilities
+
+from .conftest import tiny_config
+
+
+def padded_batch():
+    torch.manual_seed(1)
+    src, tgt = torch.randint(1, 11, (3, 9)), torch.randint(1, 11, (3, 7))
+    src[1, 6:] = 0
+    tgt[2, 5:] = 0
+    return src, tgt
+
+
+def hooks_left(model):
+    return sum(len(m._forward_hooks) for m in model.modules() if isinstance(m, AttentionProbabilities))
+
+
+@pytest.fixture(params=["pre", "post"])
+def model(request):
+    torch.manual_seed(0)
+    return Transformer(tiny_config(norm=request.param, final_norm=request.param == "pre")).eval()
+
+
+def test_shapes(model):
+    src, tgt = padded_batch()
+    with capture_attention(model) as att:
+        model(src, tgt)
+    layers, heads = model.config.n_layers, model.config.n_heads
+    assert att.encoder_self.shape == (layers, 3, heads, 9, 9)
+    assert att.decoder_self.shape == (layers, 3, heads, 7, 7)
+    assert att.cross.shape == (layers, 3, heads, 7, 9)
+
+
+def test_rows_sum_to_one_causal_and_padding_zeros(model):
+    src, tgt = padded_batch()
+    with capture_attention(model) as att:
+        model(src, tgt)
+    for probs in (att.encoder_self, att.decoder_self, att.cross):
+        torch.testing.assert_close(probs.sum(-1), torch.ones(probs.shape[:-1]), atol=1e-5, rtol=0)
+    above_diagonal = ~torch.ones(7, 7, dtype=torch.bool).tril()
+    assert att.decoder_self[..., above_diagonal].abs().max() == 0
+    assert att.encoder_self[:, 1, :, :, 6:].abs().max() == 0  # padded source keys
+    assert att.cross[:, 1, :, :, 6:].abs().max() == 0
+    assert att.decoder_self[:, 2, :, :, 5:].abs().max() == 0  # padded target keys
+
+
+def test_explicit_probabilities_match_an_independent_computation():
+    torch.manual_seed(0)
+    model = Transformer(tiny_config(n_layers=1)).eval()
+    src = torch.randint(1, 11, (1, 5))
+    with capture_attention(model) as att:
+        model(src, torch.randint(1, 11, (1, 3)))
+    layer, d, h = model.encoder_layers[0], model.config.d_model, model.config.n_heads
+    x = layer.attention_residual.norm(model.src_embed(src) + model.positions.table[:5])
+    q = (x @ layer.self_attention.q_proj.weight.T + layer.self_attention.q_proj.bias).view(5, h, d // h).transpose(0, 1)
+    k = (x @ layer.self_attention.k_proj.weight.T + layer.self_attention.k_proj.bias).view(5, h, d // h).transpose(0, 1)
+    expected = torch.softmax(q @ k.transpose(-1, -2) / (d // h) ** 0.5, dim=-1)
+    torch.testing.assert_close(att.encoder_self[0, 0], expected, atol=1e-5, rtol=0)
+
+
+def test_logits_identical_with_and_without_capture_and_hooks_removed(model):
+    src, tgt = padded_batch()
+    plain = model(src, tgt)
+    with capture_attention(model):
+        captured = model(src, tgt)
+    torch.testing.assert_close(plain, captured, atol=1e-5, rtol=0)
+    assert hooks_left(model) == 0
+    assert torch.equal(model(src, tgt), plain)  # fused path again
+
+
+def test_hooks_removed_after_an_exception(model):
+    src, tgt = padded_batch()
+    with pytest.raises(RuntimeError, match="boom"):
+        with capture_attention(model):
+            model(src, tgt)
+            raise RuntimeError("boom")
+    assert hooks_left(model) == 0
+    with capture_attention(model) as att:  # and capture still works afterwards
+        model(src, tgt)
+    assert att.cross.shape[0] == model.config.n_layers
+
+
+def test_nothing_is_kept_on_the_model(model):
+    src, tgt = padded_batch()
+    before = {name: value for name, value in vars(model).items()}
+    with capture_attention(model):
+        model(src, tgt)
+    assert set(vars(model)) == set(before)
+    for module in model.modules():
+        assert not any(isinstance(v, torch.Tensor) and v.dim() == 4 for v in vars(module).values())
+
+
+def test_threads_each_get_their_own_attention():
+    torch.manual_seed(0)
+    model = Transformer(tiny_config()).eval()
+    inputs = [(torch.randint(1, 11, (1, 4 + i)), torch.randint(1, 11, (1, 3 + i))) for i in range(8)]
+
+    def run(src, tgt):
+        with capture_attention(model) as att:
+            model(src, tgt)
+        return att.encoder_self.clone(), att.decoder_self.clone(), att.cross.clone()
+
+    alone = [run(*pair) for pair in inputs]
+    together, barrier = [None] * 8, threading.Barrier(8)
+
+    def worker(i):
+        barrier.wait()
+        for _ in range(5):
+            together[i] = run(*inputs[i])
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for mine, reference in zip(together, alone):
+        for a, b in zip(mine, reference):
+            torch.testing.assert_close(a, b, atol=1e-6, rtol=0)

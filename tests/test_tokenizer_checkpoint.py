@@ -1,0 +1,122 @@
+import json
+import shutil
+
+import pytest
+import torch
+from safetensors.torch import save_file
+
+from transformer import Tokenizer, Transformer, Translator
+from transformer.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from transformer.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+
+UNICODE_TEXT = ["Ein Mann fährt Fahrrad über die Straße.", "naïve café, 日本語のテキスト", "שלום עולם مرحبا",
+                "emoji 🚲🐕 and Ωμέγα", "Zoë’s “quotes” — dash"]
+
+
+def test_special_ids_are_fixed(tokenizer_file):
+    tok = Tokenizer.load(tokenizer_file)
+    assert (tok.pad_id, tok.unk_id, tok.bos_id, tok.eos_id) == (PAD_ID, UNK_ID, BOS_ID, EOS_ID) == (0, 1, 2, 3)
+    assert [tok.id_to_piece(i) for i in range(4)] == ["<pad>", "<unk>", "<s>", "</s>"]
+
+
+@pytest.mark.parametrize("text", UNICODE_TEXT)
+def test_unicode_round_trip(tokenizer_file, text):
+    tok = Tokenizer.load(tokenizer_file)
+    ids = tok.encode(text)
+    assert UNK_ID not in ids  # unseen characters fall back to bytes
+    assert tok.decode(ids) == text
+
+
+def test_pieces_and_ids_agree(tokenizer_file):
+    tok = Tokenizer.load(tokenizer_file)
+    text = "a man rides a red bike ."
+    assert [tok.id_to_piece(i) for i in tok.encode(text)] == tok.pieces(text)
+    assert "".join(tok.pieces(text)).replace("▁", " ").strip() == text
+
+
+def test_a_file_that_is_not_a_sentencepiece_model_is_rejected(tmp_path):
+    bad = tmp_path / "spm.model"
+    bad.write_bytes(b"not a model")
+    with pytest.raises(ValueError, match="spm.model"):
+        Tokenizer.load(bad)
+
+
+@pytest.fixture
+def checkpoint(random_translator, tmp_path):
+    return random_translator.save_pretrained(tmp_path / "ckpt")
+
+
+def test_save_load_gives_identical_logits(random_translator, checkpoint):
+    loaded = Translator.from_pretrained(checkpoint)
+    src, tgt = torch.randint(4, 50, (2, 6)), torch.randint(4, 50, (2, 5))
+    assert torch.equal(random_translator.model(src, tgt), loaded.model(src, tgt))
+    assert loaded.translate("a man rides a bike .").tgt_ids == random_translator.translate("a man rides a bike .").tgt_ids
+
+
+def test_half_precision_storage_loads_as_float32(random_translator, tmp_path):
+    folder = random_translator.save_pretrained(tmp_path / "half", dtype=torch.float16)
+    model, _, _ = load_checkpoint(folder)
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+    for name, p in model.state_dict().items():
+        torch.testing.assert_close(p, random_translator.model.state_dict()[name].half().float())
+
+
+def test_tied_weights_survive_a_round_trip(checkpoint):
+    model, _, _ = load_checkpoint(checkpoint)
+    assert model.generator.weight is model.tgt_embed.weight
+
+
+@pytest.mark.parametrize("name", ["config.json", "model.safetensors", "spm.model"])
+def test_missing_file_is_named(checkpoint, name):
+    (checkpoint / name).unlink()
+    with pytest.raises(CheckpointError, match=name.replace(".", r"\.") + ".*missing"):
+        load_checkpoint(checkpoint)
+
+
+def test_truncated_weights_are_named(checkpoint):
+    weights = checkpoint / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    with pytest.raises(CheckpointError, match=r"model\.safetensors.*truncated"):
+        load_checkpoint(checkpoint)
+
+
+def test_wrong_shaped_weights_are_named(checkpoint):
+    model, _, _ = load_checkpoint(checkpoint)
+    state = {k: v.clone() for k, v in model.state_dict().items() if k != "generator.weight"}
+    state.pop("tgt_embed.embedding.weight", None)
+    state["encoder_layers.0.feed_forward.fc1.weight"] = torch.zeros(3, 3)
+    save_file(state, str(checkpoint / "model.safetensors"))
+    with pytest.raises(CheckpointError, match=r"model\.safetensors.*fc1\.weight.*shape \[3, 3\]"):
+        load_checkpoint(checkpoint)
+
+
+def test_config_that_does_not_match_the_weights_is_named(checkpoint):
+    config = json.loads((checkpoint / "config.json").read_text())
+    config["model"]["n_layers"] += 1
+    (checkpoint / "config.json").write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match=r"model\.safetensors.*missing tensors"):
+        load_checkpoint(checkpoint)
+
+
+def test_invalid_config_json_is_named(checkpoint):
+    (checkpoint / "config.json").write_text("{not json")
+    with pytest.raises(CheckpointError, match=r"config\.json.*not valid JSON"):
+        load_checkpoint(checkpoint)
+
+
+def test_tokenizer_of_another_size_is_named(checkpoint, tmp_path, corpus_dir):
+    Tokenizer.train([corpus_dir / "train.en"], tmp_path / "other.model", vocab_size=290)
+    shutil.copy(tmp_path / "other.model", checkpoint / "spm.model")
+    with pytest.raises(CheckpointError, match=r"spm\.model.*does not match"):
+        load_checkpoint(checkpoint)
+
+
+def test_pickles_are_never_loaded(checkpoint):
+    torch.save({"x": torch.zeros(1)}, checkpoint / "model.safetensors")  # a pickle under the weights' name
+    with pytest.raises(CheckpointError, match=r"model\.safetensors"):
+        load_checkpoint(checkpoint)
+
+
+def test_missing_folder_is_named(tmp_path):
+    with pytest.raises(CheckpointError, match="does not exist"):
+        load_checkpoint(tmp_path / "nope")
