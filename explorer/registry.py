@@ -1,0 +1,96 @@
+"""Checkpoints served by the app: every folder under checkpoints/ with a config.json, loaded once at start-up.
+
+A folder that fails to load is skipped and reported (the app starts with the good ones); with no usable
+checkpoint at all, start-up fails with a message that says how to fix it.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from transformer import Translator
+from transformer.checkpoint import CheckpointError
+
+log = logging.getLogger(__name__)
+
+LANGUAGE_NAMES = {"en": "English", "de": "German", "fr": "French", "cs": "Czech"}
+
+
+class NoUsableCheckpoint(RuntimeError):
+    pass
+
+
+@dataclass
+class ServedModel:
+    key: str  # folder name, e.g. "en-de"
+    label: str  # e.g. "English → German (en-de)"
+    translator: Translator  # on the CPU
+    _cuda: Translator | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def on(self, device: str) -> tuple[Translator, str | None]:
+        """The translator on `device`, or on the CPU with a notice saying why."""
+        if device != "cuda":
+            return self.translator, None
+        if not torch.cuda.is_available():
+            return self.translator, "CUDA is not available on this server: translated on the CPU."
+        with self._lock:
+            if self._cuda is None:
+                try:
+                    self._cuda = Translator.from_pretrained(self.translator.source, device="cuda")
+                except (RuntimeError, torch.cuda.OutOfMemoryError) as error:
+                    return self.translator, f"Could not load the model on CUDA ({error}): translated on the CPU."
+        return self._cuda, None
+
+
+@dataclass
+class Registry:
+    models: dict[str, ServedModel]
+    problems: dict[str, str]  # folder -> why it was skipped
+
+    @property
+    def choices(self) -> list[tuple[str, str]]:
+        return [(m.label, key) for key, m in self.models.items()]
+
+    @property
+    def default_key(self) -> str:
+        return "en-de" if "en-de" in self.models else next(iter(self.models))
+
+    def get(self, key: str) -> ServedModel:
+        if key not in self.models:
+            raise KeyError(f"unknown model {key!r}; available: {sorted(self.models)}")
+        return self.models[key]
+
+
+def direction_label(key: str, config: dict) -> str:
+    languages = config.get("languages", {})
+    src, tgt = languages.get("src"), languages.get("tgt")
+    if not src or not tgt:
+        return key
+    return f"{LANGUAGE_NAMES.get(src, src)} → {LANGUAGE_NAMES.get(tgt, tgt)} ({key})"
+
+
+def discover(root: Path) -> Registry:
+    models, problems = {}, {}
+    folders = sorted(p for p in Path(root).iterdir() if p.is_dir()) if Path(root).is_dir() else []
+    for folder in folders:
+        if not (folder / "config.json").is_file():
+            continue
+        try:
+            translator = Translator.from_pretrained(folder, device="cpu")
+        except (CheckpointError, OSError, ValueError) as error:
+            problems[folder.name] = str(error)
+            log.warning("skipping checkpoint %s: %s", folder, error)
+            continue
+        models[folder.name] = ServedModel(folder.name, direction_label(folder.name, translator.config), translator)
+    if not models:
+        details = "; ".join(f"{name}: {why}" for name, why in problems.items()) or "no folder with a config.json"
+        raise NoUsableCheckpoint(
+            f"no usable checkpoint under {root} ({details}). Restore the shipped one with `git checkout -- checkpoints/` "
+            "or train one with `python -m transformer.train --out checkpoints/en-de`."
+        )
+    return Registry(models, problems)

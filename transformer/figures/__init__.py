@@ -1,0 +1,12 @@
+"""Pure functions from recorded data (numpy arrays, token lists) to plotly figures.
+
+They never touch a model: the app calls them on stored results, so re-plotting never re-runs decoding.
+"""
+from .attention import attention_heatmap, tiled_heatmap
+from .positional import encoding_curves, encoding_heatmap, position_similarity, positional_vs_token_norms
+from .steps import candidates_bar, source_attention_bar
+
+__all__ = [
+    "attention_heatmap", "candidates_bar", "encoding_curves", "encoding_heatmap", "position_similarity",
+    "positional_vs_token_norms", "source_attention_bar", "tiled_heatmap",
+]

@@ -1,0 +1,33 @@
+"""Shared look: transparent backgrounds and neutral text, so figures read in light and dark mode.
+
+Dark mode flips the text colour through CSS (assets/style.css), since a figure cannot see the page's theme.
+"""
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import plotly.graph_objects as go
+
+ATTENTION_COLORS = "Viridis"  # perceptually uniform, readable on light and dark backgrounds
+ACCENT, MUTED = "#f97316", "#60a5fa"  # chosen token / other candidates
+DECIMALS = 4  # rounding of values sent to the browser: smaller payloads, no visible difference
+
+
+def label(piece: str) -> str:
+    """A token as plotly should show it: literal text, never markup."""
+    return html.escape(piece, quote=False)
+
+
+def rounded(values: np.ndarray) -> np.ndarray:
+    return np.round(np.asarray(values, dtype=np.float32), DECIMALS)
+
+
+def base_layout(figure: go.Figure, title: str, height: int, **layout) -> go.Figure:
+    figure.update_layout(
+        title={"text": title, "x": 0.0, "xanchor": "left", "font": {"size": 14}},
+        height=height, margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        paper_bgcolor="rgba(0,0,0,0)", plot_bgcolor="rgba(0,0,0,0)",
+        font={"color": "#374151", "size": 12}, **layout,
+    )
+    return figure
