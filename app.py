@@ -13,6 +13,7 @@ import gradio as gr
 import torch
 
 from explorer import render
+from explorer.components import Dropdown, Number, Radio, Slider
 from explorer.registry import discover
 from explorer.session import MAX_OUTPUT_TOKENS, DecodingSettings, RunResult, SettingError, run
 
@@ -145,18 +146,18 @@ with gr.Blocks(title="Attention Explorer") as demo:
             translate_button = gr.Button("Translate", variant="primary", elem_id="translate-button")
             gr.Examples(EXAMPLES, inputs=source, label="Examples (image-caption style, like the training data)")
         with gr.Column(scale=2, min_width=260):
-            model_choice = gr.Dropdown(registry.choices, value=registry.default_key, label="Model", elem_id="model")
-            device_choice = gr.Radio(DEVICES, value="cpu", label="Device", elem_id="device")
+            model_choice = Dropdown(registry.choices, value=registry.default_key, label="Model", elem_id="model")
+            device_choice = Radio(DEVICES, value="cpu", label="Device", elem_id="device")
             with gr.Accordion("Decoding settings", open=False):
-                strategy = gr.Radio([("greedy", "greedy"), ("beam search", "beam"), ("sampling", "sample")],
+                strategy = Radio([("greedy", "greedy"), ("beam search", "beam"), ("sampling", "sample")],
                                     value="greedy", label="Strategy", elem_id="strategy")
-                beam_size = gr.Slider(1, 8, value=4, step=1, label="Beam size")
-                length_penalty = gr.Slider(0.0, 2.0, value=0.6, step=0.1, label="Length penalty α (beam)")
-                temperature = gr.Slider(0.1, 2.0, value=1.0, step=0.05, label="Temperature (sampling)")
-                top_k = gr.Slider(0, 100, value=0, step=1, label="Top-k (sampling, 0 = off)")
-                top_p = gr.Slider(0.05, 1.0, value=1.0, step=0.05, label="Top-p (sampling)")
-                seed = gr.Number(value=0, precision=0, minimum=0, label="Seed (sampling)")
-                max_length = gr.Slider(1, MAX_OUTPUT_TOKENS, value=64, step=1, label="Max output tokens")
+                beam_size = Slider(1, 8, value=4, step=1, label="Beam size")
+                length_penalty = Slider(0.0, 2.0, value=0.6, step=0.1, label="Length penalty α (beam)")
+                temperature = Slider(0.1, 2.0, value=1.0, step=0.05, label="Temperature (sampling)")
+                top_k = Slider(0, 100, value=0, step=1, label="Top-k (sampling, 0 = off)")
+                top_p = Slider(0.05, 1.0, value=1.0, step=0.05, label="Top-p (sampling)")
+                seed = Number(value=0, precision=0, minimum=0, label="Seed (sampling)")
+                max_length = Slider(1, MAX_OUTPUT_TOKENS, value=64, step=1, label="Max output tokens")
     translation = gr.Textbox(label="Translation", interactive=False, elem_id="translation", lines=2)
     summary = gr.Markdown(elem_id="summary")
     with gr.Row():
@@ -167,7 +168,7 @@ with gr.Blocks(title="Attention Explorer") as demo:
     with gr.Tabs():
         with gr.Tab("Step by step", id="steps"):
             with gr.Row():
-                step = gr.Slider(1, 2, value=1, step=1, label="Decoding step", elem_id="step")
+                step = Slider(1, MAX_OUTPUT_TOKENS, value=1, step=1, label="Decoding step", elem_id="step")
                 play_button = gr.Button("▶ Play steps", scale=0, elem_id="play-button")
             step_text = gr.Markdown(elem_id="step-text")
             with gr.Row():
@@ -177,7 +178,7 @@ with gr.Blocks(title="Attention Explorer") as demo:
                                       interactive=False)
         with gr.Tab("Attention", id="attention"):
             with gr.Row():
-                kind = gr.Radio([("Encoder self-attention", "encoder_self"), ("Decoder masked self-attention", "decoder_self"),
+                kind = Radio([("Encoder self-attention", "encoder_self"), ("Decoder masked self-attention", "decoder_self"),
                                  ("Cross-attention", "cross")], value="cross", label="Attention", elem_id="kind")
                 merge = gr.Checkbox(False, label="Merge subword pieces into words", elem_id="merge")
             attention_plot = gr.Plot(label="Attention heatmap", elem_id="attention-plot")

@@ -1,0 +1,177 @@
+"""The app as a person uses it: headless Debian Chromium driven by Playwright against a launched server.
+
+Screenshots of each view are written to assets/screenshots/ (shown in the README).
+"""
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from transformer import Translator
+
+from .app_server import running_app
+from .conftest import ROOT, SHIPPED
+
+CHROMIUM = Path("/usr/bin/chromium")
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium missing (scripts/test.sh installs it)")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+SCREENSHOTS = ROOT / "assets" / "screenshots"
+SENTENCE = "A man in a blue jacket is riding a bicycle down the street."
+TIMEOUT = 30_000
+
+
+@pytest.fixture(scope="module")
+def server_url():
+    with running_app() as (_, url):
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def page(browser, server_url):
+    """One visitor's page, translated once; later tests walk its views."""
+    from playwright.sync_api import expect
+
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page.goto(server_url)
+    page.get_by_label("Source text").fill(SENTENCE)
+    page.get_by_role("button", name="Translate").click()
+    expected = Translator.from_pretrained(SHIPPED).translate(SENTENCE).text
+    expect(page.locator("#translation textarea")).to_have_value(expected, timeout=TIMEOUT)
+    wait_for_plot(page, "#candidates-plot")  # the visible tab; other tabs draw when opened
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    yield page
+    page.close()
+
+
+def wait_for_plot(page, selector):
+    page.wait_for_function(
+        f"() => {{ const p = document.querySelector('{selector} .js-plotly-plot'); return p && p.data && p.data.length > 0; }}",
+        timeout=TIMEOUT)
+
+
+def plot_data(page, selector):
+    return page.evaluate(f"() => {{ const p = document.querySelector('{selector} .js-plotly-plot');"
+                         " return {data: JSON.parse(JSON.stringify(p.data)), title: p.layout.title.text,"
+                         " x: p.layout.xaxis.ticktext, y: p.layout.yaxis.ticktext}; }")
+
+
+def choose(page, label, option):
+    page.get_by_label(label, exact=True).click()
+    page.get_by_role("option", name=option, exact=True).click()
+
+
+def test_translate_shows_translation_tokens_and_timing(page):
+    from playwright.sync_api import expect
+
+    expect(page.locator("#summary")).to_contain_text("translated in")
+    page.screenshot(path=str(SCREENSHOTS / "translate.png"), full_page=False)
+
+
+def test_step_through_decoding(page):
+    from playwright.sync_api import expect
+
+    page.get_by_role("tab", name="Step by step").click()
+    slider = page.locator("#step input[type=number]")
+    slider.fill("2")
+    slider.press("Enter")
+    expect(page.locator("#step-text")).to_contain_text("Step 2 of", timeout=TIMEOUT)
+    wait_for_plot(page, "#candidates-plot")
+    bars = plot_data(page, "#candidates-plot")
+    probs = bars["data"][0]["x"]
+    assert probs == sorted(probs, reverse=True) and 0 < probs[0] <= 1
+    assert any("chosen" in label for label in bars["y"])
+    first = page.locator("#step-text").inner_text()
+    slider.fill("3")
+    slider.press("Enter")
+    expect(page.locator("#step-text")).to_contain_text("Step 3 of", timeout=TIMEOUT)
+    assert page.locator("#step-text").inner_text() != first
+    page.locator("#step").scroll_into_view_if_needed()
+    page.screenshot(path=str(SCREENSHOTS / "steps.png"), full_page=True)
+
+
+def test_attention_kind_layer_and_head_change_the_heatmap(page):
+    page.get_by_role("tab", name="Attention").click()
+    wait_for_plot(page, "#attention-plot")
+    before = plot_data(page, "#attention-plot")
+    assert "Cross-attention" in before["title"]
+    page.get_by_label("Encoder self-attention").check()
+    page.wait_for_function("() => document.querySelector('#attention-plot .js-plotly-plot').layout.title.text.startsWith('Encoder')",
+                           timeout=TIMEOUT)
+    encoder = plot_data(page, "#attention-plot")
+    assert encoder["x"] == encoder["y"]  # source tokens on both axes
+    choose(page, "Layer", "Layer 1")
+    page.wait_for_function("() => document.querySelector('#attention-plot .js-plotly-plot').layout.title.text.includes('layer 1')",
+                           timeout=TIMEOUT)
+    choose(page, "Head", "Head 2")
+    page.wait_for_function("() => document.querySelector('#attention-plot .js-plotly-plot').layout.title.text.includes('head 2')",
+                           timeout=TIMEOUT)
+    head2 = plot_data(page, "#attention-plot")
+    assert head2["data"][0]["z"] != before["data"][0]["z"]
+    page.locator("#attention-plot").screenshot(path=str(SCREENSHOTS / "attention.png"))
+    choose(page, "Head", "All heads (tiled)")
+    page.wait_for_function("() => document.querySelector('#attention-plot .js-plotly-plot').layout.title.text.includes('all')",
+                           timeout=TIMEOUT)
+    page.locator("#attention-plot").screenshot(path=str(SCREENSHOTS / "attention-heads.png"))
+
+
+def test_positional_encoding_and_model_views(page):
+    from playwright.sync_api import expect
+
+    page.get_by_role("tab", name="Positional encoding").click()
+    wait_for_plot(page, "#encoding-plot")
+    wait_for_plot(page, "#norms-plot")
+    page.locator("#encoding-plot").scroll_into_view_if_needed()
+    page.screenshot(path=str(SCREENSHOTS / "positional.png"), full_page=True)
+    page.get_by_role("tab", name="Model").click()
+    expect(page.locator("#model-card")).to_contain_text("matches the closed-form count", timeout=TIMEOUT)
+    expect(page.locator("#architecture")).to_contain_text("encoder_layers.0.self_attention", timeout=TIMEOUT)
+    page.locator("#model-card").screenshot(path=str(SCREENSHOTS / "model.png"))
+
+
+def test_export_downloads_parse(page, tmp_path):
+    page.get_by_role("tab", name="Export").click()
+    page.get_by_role("button", name="Export JSON and CSV").click()
+    link = page.locator("#export-files a[download='translation.json']")
+    link.wait_for(timeout=TIMEOUT)
+    with page.expect_download() as download:
+        link.click()
+    path = tmp_path / "translation.json"
+    download.value.save_as(path)
+    data = json.loads(path.read_text())["sentences"][0]
+    assert data["text"] == page.locator("#translation textarea").input_value()
+    assert len(data["attention"]["cross"]["weights"][0][0]) == len(data["tgt_tokens"])
+    with page.expect_download() as download:
+        page.locator("#export-files a[download='attention.csv']").click()
+    download.value.save_as(tmp_path / "attention.csv")
+    rows = list(csv.DictReader((tmp_path / "attention.csv").open()))
+    assert {r["kind"] for r in rows} == {"encoder_self", "decoder_self", "cross"}
+
+
+def test_dark_mode_and_phone_width(browser, server_url):
+    from playwright.sync_api import expect
+
+    page = browser.new_page(viewport={"width": 390, "height": 844}, color_scheme="dark")
+    page.goto(server_url + "?__theme=dark")
+    page.get_by_label("Source text").fill("Two dogs are running through the snow.")
+    page.get_by_role("button", name="Translate").click()
+    expect(page.locator("#translation textarea")).not_to_have_value("", timeout=TIMEOUT)
+    page.get_by_role("tab", name="Attention").click()
+    wait_for_plot(page, "#attention-plot")
+    fill = page.evaluate("() => getComputedStyle(document.querySelector('#attention-plot .xtick text')).fill")
+    assert fill == "rgb(229, 231, 235)"  # light text on the dark page
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 390 + 1  # no sideways scrolling of the page
+    page.locator("#attention-plot").scroll_into_view_if_needed()
+    page.screenshot(path=str(SCREENSHOTS / "phone-dark.png"), full_page=False)
+    page.close()

@@ -1,0 +1,122 @@
+"""Figures and views against independent computations on a real (random-weight) translation."""
+import csv
+import html
+import io
+import json
+
+import numpy as np
+import pytest
+
+from transformer import figures
+from transformer.export import attention_csv, steps_csv, to_json
+from transformer.views import axis_labels, merge_to_words, select_heads, word_groups
+
+
+@pytest.fixture(scope="module")
+def translation(random_translator):
+    return random_translator.translate("a man rides a red bike near the water .", strategy="beam", beam_size=3,
+                                       max_length=12, capture=True)
+
+
+def heatmap_trace(figure):
+    return next(t for t in figure.data if t.type == "heatmap")
+
+
+def test_decoder_axes_are_labelled_as_the_model_saw_them(translation):
+    rows, cols = axis_labels(translation.src_tokens, translation.tgt_tokens, "decoder_self")
+    assert rows == translation.tgt_tokens
+    assert cols == ["<s>"] + translation.tgt_tokens[:-1]  # keys are the decoder inputs, not the outputs
+    assert axis_labels(translation.src_tokens, translation.tgt_tokens, "cross") == (translation.tgt_tokens, translation.src_tokens)
+
+
+@pytest.mark.parametrize("kind", ["encoder_self", "decoder_self", "cross"])
+def test_heatmap_shows_the_recorded_weights_with_token_labels(translation, kind):
+    weights = getattr(translation.attention, kind)
+    rows, cols = axis_labels(translation.src_tokens, translation.tgt_tokens, kind)
+    figure = figures.attention_heatmap(select_heads(weights, 1, "2"), rows, cols, "t")
+    trace = heatmap_trace(figure)
+    np.testing.assert_allclose(np.asarray(trace.z, dtype=np.float32), weights[1, 2], atol=1e-4)
+    escaped = lambda tokens: [html.escape(t, quote=False) for t in tokens]  # noqa: E731  ("</s>" shows as text)
+    assert list(figure.layout.xaxis.ticktext) == escaped(cols) and list(figure.layout.yaxis.ticktext) == escaped(rows)
+    assert figure.layout.yaxis.autorange == "reversed"  # first query on top
+    assert trace.text[0][-1] == f"query {escaped(rows)[0]}<br>key {escaped(cols)[-1]}"
+
+
+def test_mean_over_heads(translation):
+    cross = translation.attention.cross
+    np.testing.assert_allclose(select_heads(cross, 0, "mean"), cross[0].sum(axis=0) / cross.shape[1], atol=1e-6)
+
+
+def test_tiled_heatmap_places_every_head(translation):
+    weights = translation.attention.encoder_self
+    heads = weights.shape[1]
+    figure = figures.tiled_heatmap(list(weights[2]), [f"head {h + 1}" for h in range(heads)], 2,
+                                   translation.src_tokens, translation.src_tokens, "t")
+    z = np.asarray(heatmap_trace(figure).z, dtype=np.float32)
+    n = len(translation.src_tokens)
+    for h in range(heads):
+        top, left = (h // 2) * (n + 1), (h % 2) * (n + 1)
+        np.testing.assert_allclose(z[top : top + n, left : left + n], weights[2, h], atol=1e-4)
+    assert np.isnan(z[:, n]).all()  # the gap column between tiles
+    assert [a.text for a in figure.layout.annotations] == [f"head {h + 1}" for h in range(heads)]
+
+
+def test_word_groups_follow_sentencepiece_word_starts():
+    pieces = ["▁Ein", "▁Fahr", "rad", "fahr", "er", ".", "</s>"]
+    assert word_groups(pieces) == [[0], [1, 2, 3, 4, 5], [6]]
+
+
+def test_merging_pieces_into_words():
+    rng = np.random.default_rng(0)
+    weights = rng.random((4, 5))
+    weights /= weights.sum(axis=1, keepdims=True)
+    rows, cols = ["▁a", "b", "▁c", "</s>"], ["<s>", "▁x", "y", "z", "▁w"]
+    merged, row_words, col_words = merge_to_words(weights, rows, cols)
+    assert row_words == ["ab", "c", "</s>"] and col_words == ["<s>", "xyz", "w"]
+    expected_first = [(weights[0, 0] + weights[1, 0]) / 2, (weights[0, 1:4].sum() + weights[1, 1:4].sum()) / 2,
+                      (weights[0, 4] + weights[1, 4]) / 2]
+    np.testing.assert_allclose(merged[0], expected_first)
+    np.testing.assert_allclose(merged.sum(axis=1), 1.0)
+
+
+def test_candidates_bar_marks_the_chosen_token(translation):
+    step = translation.steps[0]
+    figure = figures.candidates_bar(step.topk, step.token, "t")
+    bar = figure.data[0]
+    assert list(bar.x) == pytest.approx([round(p, 4) for _, p in step.topk])
+    chosen = [i for i, label in enumerate(figure.layout.yaxis.ticktext) if "chosen" in label]
+    assert [step.topk[i][0] for i in chosen] == [step.token]
+
+
+def test_labels_are_escaped_not_rendered():
+    figure = figures.attention_heatmap(np.eye(2), ["<b>x</b>", "&"], ["<script>", "y"], "t")
+    assert list(figure.layout.xaxis.ticktext) == ["&lt;script&gt;", "y"]
+    assert "<b>" not in figure.layout.yaxis.ticktext[0]
+
+
+def test_json_export_round_trips_the_attention(translation):
+    data = json.loads(to_json([translation]))["sentences"][0]
+    assert data["tgt_tokens"] == translation.tgt_tokens and data["src_ids"] == translation.src_ids
+    np.testing.assert_allclose(np.array(data["attention"]["cross"]["weights"]), translation.attention.cross, atol=1e-6)
+    assert [s["token"] for s in data["steps"]] == translation.tgt_tokens
+
+
+def test_csv_exports_hold_one_row_per_weight_and_candidate(translation):
+    rows = list(csv.DictReader(io.StringIO(attention_csv([translation]))))
+    expected = sum(getattr(translation.attention, k).size for k in ("encoder_self", "decoder_self", "cross"))
+    assert len(rows) == expected
+    cross = [r for r in rows if r["kind"] == "cross" and r["layer"] == "1" and r["head"] == "0" and r["query_index"] == "2"]
+    np.testing.assert_allclose([float(r["weight"]) for r in cross], translation.attention.cross[1, 0, 2], atol=1e-6)
+    assert [r["key_token"] for r in cross] == translation.src_tokens
+    step_rows = list(csv.DictReader(io.StringIO(steps_csv([translation]))))
+    assert len(step_rows) == sum(len(s.topk) for s in translation.steps)
+
+
+def test_positional_figures(random_translator):
+    table = random_translator.model.positions.table.numpy()
+    heatmap = figures.encoding_heatmap(table[:20], "t")
+    np.testing.assert_allclose(np.asarray(heatmap.data[0].z, dtype=np.float32), table[:20], atol=1e-4)
+    similarity = figures.position_similarity(table[:10], "t")
+    np.testing.assert_allclose(np.asarray(similarity.data[0].z, dtype=np.float32), table[:10] @ table[:10].T, atol=1e-3)
+    curves = figures.encoding_curves(table, [0, 3], "t")
+    assert [t.name for t in curves.data] == ["dim 0 (sin)", "dim 3 (cos)"]
