@@ -80,7 +80,9 @@ def attention_figure(result: RunResult, sentence: int, kind: str, layer: str, he
                 tiles.append(tile)
                 titles.append(f"L{l + 1} H{h + 1}")
         return figures.tiled_heatmap(tiles, titles, n_heads, r, c,
-                                     f"{KIND_TITLES[kind]}{unit}: every layer (rows) × head (columns)", show_token_ticks=False)
+                                     f"{KIND_TITLES[kind]}{unit}: every layer (rows) × head (columns)", show_token_ticks=False,
+                                     row_group_titles=[f"L{l + 1}" for l in range(n_layers)],
+                                     col_group_titles=[f"H{h + 1}" for h in range(n_heads)])
     l = int(layer)
     if head == "all":
         merged = [_maybe_merge(weights[l, h], rows, cols, merge) for h in range(n_heads)]

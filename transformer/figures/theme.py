@@ -19,6 +19,20 @@ def label(piece: str) -> str:
     return html.escape(piece, quote=False)
 
 
+# Two invisible characters spell a position in binary after a label, so repeated tokens ("▁a" twice) stay
+# distinct categories on a plotly axis while looking identical. Hover can then name query and key from the
+# axes alone, instead of a text string per cell, which made large figures several times bigger.
+_INVISIBLE_DIGITS = {"0": "\u200b", "1": "\u200c"}
+
+
+def unique_labels(tokens: list[str], start: int = 0) -> list[str]:
+    return [label(t) + "".join(_INVISIBLE_DIGITS[b] for b in bin(start + i)[2:]) for i, t in enumerate(tokens)]
+
+
+def visible(axis_label: str) -> str:
+    return axis_label.replace("\u200b", "").replace("\u200c", "")
+
+
 def rounded(values: np.ndarray) -> np.ndarray:
     return np.round(np.asarray(values, dtype=np.float32), DECIMALS)
 
