@@ -28,7 +28,8 @@ log = logging.getLogger("attention-explorer")
 registry = discover(ROOT / "checkpoints")  # every model is loaded once, here, never per request
 for name, why in registry.problems.items():
     log.warning("checkpoint %s skipped: %s", name, why)
-DEVICES = [("CPU", "cpu")] + ([("CUDA", "cuda")] if torch.cuda.is_available() else [])
+# CUDA stays selectable without a GPU: the request then runs on the CPU and says so
+DEVICES = [("CPU", "cpu"), ("CUDA" if torch.cuda.is_available() else "CUDA (not available here: falls back to CPU)", "cuda")]
 
 
 def translate(text, model_key, device, strategy, beam_size, length_penalty, temperature, top_k, top_p, seed, max_length):
@@ -137,6 +138,9 @@ def translate_details(text: str, model: str = "en-de", strategy: str = "greedy",
 default_model = registry.get(registry.default_key).translator.model
 with gr.Blocks(title="Attention Explorer") as demo:
     result_state = gr.State(None)
+    if registry.problems:
+        gr.Markdown("⚠️ Skipped checkpoint(s): " + "; ".join(f"**{render.text(name)}**: {render.text(why)}"
+                                                         for name, why in registry.problems.items()), elem_id="problems")
     gr.Markdown("# Attention Explorer\nA Transformer trained from scratch translates your sentence; then walk through "
                 "every decoding step and every attention head. Rows of every heatmap are queries, columns are keys.")
     with gr.Row():
@@ -194,7 +198,7 @@ with gr.Blocks(title="Attention Explorer") as demo:
             norms_plot = gr.Plot(label="Token vs positional part for this input", elem_id="norms-plot")
         with gr.Tab("Model", id="model"):
             model_text = gr.Markdown(elem_id="model-card")
-            architecture = gr.Dataframe(label="Architecture: modules, output shapes on this input, parameters",
+            architecture = gr.Dataframe(label="Architecture: every module, its output shape on a 3-token example, its parameters",
                                         elem_id="architecture", interactive=False)
         with gr.Tab("Export", id="export"):
             gr.Markdown("Tokens, decoding steps and every attention weight of the current translation.")

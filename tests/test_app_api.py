@@ -79,3 +79,22 @@ def test_changing_the_view_never_reruns_the_model(server, monkeypatch):
     assert app.on_attention(result, 0, "cross", "overview", "mean", True) is not None
     markdown, *_ = app.on_step(result, 0, 2, "1", "all")
     assert "Step 2 of" in markdown
+
+
+def test_cuda_without_a_gpu_falls_back_to_cpu_with_a_notice(server, monkeypatch):
+    app, client = server
+    monkeypatch.setattr(app.torch.cuda, "is_available", lambda: False)
+    outputs = client.predict(SENTENCE, "en-de", "cuda", api_name="/translate")
+    assert outputs[0]
+    assert "CUDA is not available" in outputs[1] and "on CPU" in outputs[1]
+
+
+def test_play_walks_through_every_step(server, monkeypatch):
+    app, _ = server
+    result = app.translate(SENTENCE, "en-de", "cpu", "beam", 3, 0.6, 1.0, 0, 1.0, 0, 64)[2]
+    monkeypatch.setattr(app, "PLAY_DELAY_S", 0)
+    frames = list(app.play(result, 0, "2", "mean"))
+    steps = len(result.translations[0].steps)
+    assert [frame[0] for frame in frames] == list(range(1, steps + 1))
+    assert all(f"Step {i + 1} of {steps}" in frame[1] for i, frame in enumerate(frames))
+    assert frames[-1][2] is not None and frames[-1][4] is not None  # the last frame draws the figures

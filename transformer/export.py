@@ -12,7 +12,7 @@ from .views import axis_labels
 
 def translation_dict(translation: Translation) -> dict:
     out = {
-        "text": translation.text, "truncated": translation.truncated, "score": translation.score,
+        "source": translation.source, "text": translation.text, "truncated": translation.truncated, "score": translation.score,
         "src_tokens": translation.src_tokens, "src_ids": translation.src_ids,
         "tgt_tokens": translation.tgt_tokens, "tgt_ids": translation.tgt_ids,
         "decoder_input_tokens": translation.decoder_input_tokens,

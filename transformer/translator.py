@@ -36,7 +36,8 @@ class Step:
 
 @dataclass
 class Translation:
-    text: str
+    source: str  # the input sentence
+    text: str  # the detokenized translation
     src_tokens: list[str]  # source pieces, ending with </s>
     tgt_tokens: list[str]  # output pieces, without BOS, with </s> if produced
     src_ids: list[int]
@@ -112,9 +113,9 @@ class Translator:
         else:
             sampling = SamplingSettings(temperature, top_k, top_p, seed) if strategy == "sample" else None
             decoded = decode_single_path(self.model, sources, max_length, sampling, capture)
-        return [self._result(ids, truncated, out) for (ids, truncated), out in zip(encoded, decoded)]
+        return [self._result(text, ids, truncated, out) for text, (ids, truncated), out in zip(texts, encoded, decoded)]
 
-    def _result(self, src_ids: list[int], truncated: bool, out: DecodedSentence) -> Translation:
+    def _result(self, source: str, src_ids: list[int], truncated: bool, out: DecodedSentence) -> Translation:
         piece = self.tokenizer.id_to_piece
         steps = [
             Step(piece(s.token_id), s.token_id, s.prob, [(piece(i), p) for i, p in s.topk],
@@ -125,7 +126,7 @@ class Translator:
         if out.encoder_self is not None:
             attention = Attention(out.encoder_self, out.decoder_self, out.cross)
         return Translation(
-            text=self.tokenizer.decode(out.token_ids), src_tokens=[piece(i) for i in src_ids],
+            source=source, text=self.tokenizer.decode(out.token_ids), src_tokens=[piece(i) for i in src_ids],
             tgt_tokens=[piece(i) for i in out.token_ids], src_ids=src_ids, tgt_ids=out.token_ids,
             steps=steps, score=out.score, attention=attention, truncated=truncated,
         )

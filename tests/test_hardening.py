@@ -1,0 +1,173 @@
+"""Bad input, out-of-range settings, faults, untrusted files, determinism and many users at once."""
+import json
+import shutil
+import sys
+import urllib.error
+import urllib.request
+
+import pytest
+from gradio_client import Client
+
+from explorer.registry import NoUsableCheckpoint, discover
+from explorer.session import MAX_CHARACTERS, MAX_LINES
+
+from .app_server import running_app
+from .conftest import ROOT, SHIPPED
+
+sys.path.insert(0, str(ROOT / "bench"))
+from load_test import fingerprint, request_plan, run_load_test  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def server():
+    with running_app() as (app, url):
+        yield app, url, Client(url, verbose=False)
+
+
+EXOTIC = [
+    "A man 🚴‍♂️ rides a bike 🚲.", "一个男人在骑自行车。", "رجل يركب دراجة", "איש רוכב על אופניים",
+    "Cafe\u0301 s\u0308ign with combining marks", "zero\u200bwidth\u200djoiner\ufeff text", "control\x00\x07\x1b chars\ttab",
+    "<script>alert(1)</script> <b>bold</b> & <img src=x onerror=alert(1)>",
+]
+
+
+@pytest.mark.parametrize("text", EXOTIC)
+def test_exotic_input_translates_without_breaking(server, text):
+    _, _, client = server
+    details = client.predict(text, api_name="/translate_details")
+    sentence = details["sentences"][0]
+    assert len(sentence["tgt_tokens"]) >= 1 and sentence["attention"]["cross"]["shape"][3] == len(sentence["src_tokens"])
+
+
+def test_html_stays_text_in_summary_steps_and_export(server):
+    app, _, _ = server
+    source = "<b>A dog</b> <img src=x onerror=alert(1)>"
+    outputs = app.translate(source, "en-de", "cpu", "greedy", 4, 0.6, 1.0, 0, 1.0, 0, 64)
+    result = outputs[2]
+    step_markdown = outputs[8]
+    assert "<img" not in step_markdown and "<b>" not in step_markdown
+    with open(app.render.export_files(result)[0], encoding="utf-8") as exported:
+        assert json.load(exported)["sentences"][0]["source"] == source  # data, kept exactly
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "empty"), ("   \n\t ", "empty"),
+    ("word " * (MAX_CHARACTERS // 5 + 10), f"limit is {MAX_CHARACTERS:,}"),
+    ("x" * 10_500, "10,500 characters"),
+    ("\n".join(["A dog."] * (MAX_LINES + 1)), f"limit is {MAX_LINES} sentences"),
+])
+def test_bad_text_gets_a_clear_message(server, text, message):
+    _, _, client = server
+    with pytest.raises(Exception, match=message):
+        client.predict(text, api_name="/translate")
+
+
+def test_text_longer_than_the_model_is_cut_and_says_so(server):
+    _, _, client = server
+    long_line = " ".join(["a red ball"] * 60)  # ~180 pieces, above the model's 127 source positions
+    translation, summary, *_ = client.predict(long_line, api_name="/translate")
+    assert translation and "only the first part was translated" in summary
+
+
+SENTENCE = "A dog runs."
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"strategy": "beam", "beam_size": 0}, r"beam_size must be in \[1, 8\]"),
+    ({"strategy": "sample", "temperature": 0}, r"temperature must be in \[0.01, 10.0\]"),
+    ({"strategy": "sample", "temperature": -1}, r"temperature"),
+    ({"strategy": "sample", "top_p": 1.5}, r"top_p must be in \[0.01, 1.0\]"),
+    ({"strategy": "sample", "seed": -1}, r"seed must be in \[0, 2147483647\]"),
+    ({"max_length": 0}, r"max_length must be in \[1, 128\]"),
+    ({"max_length": 10**9}, r"max_length must be in \[1, 128\]"),
+    ({"model": "../../etc"}, r"unknown model"),
+    ({"device": "tpu"}, r"device must be 'cpu' or 'cuda'"),
+    ({"strategy": "telepathy"}, r"strategy must be one of"),
+])
+def test_out_of_range_settings_name_the_setting(server, settings, message):
+    _, _, client = server
+    with pytest.raises(Exception, match=message):
+        client.predict(SENTENCE, **settings, api_name="/translate_details")
+
+
+@pytest.mark.parametrize("position, value, message", [
+    (4, 9, r"Beam size must be in \[1, 8\]"), (6, 0, r"Temperature \(sampling\) must be in"),
+    (8, 1.5, r"Top-p \(sampling\) must be in"), (9, -3, r"Seed \(sampling\) must be a whole number"),
+    (10, 10**9, r"Max output tokens must be in \[1, 128\]"), (2, "tpu", r"Device must be one of 'cpu', 'cuda'"),
+])
+def test_ui_endpoint_settings_are_named_too(server, position, value, message):
+    _, _, client = server
+    args = [SENTENCE, "en-de", "cpu", "greedy", 4, 0.6, 1.0, 0, 1.0, 0, 64]
+    args[position] = value
+    with pytest.raises(Exception, match=message):
+        client.predict(*args, api_name="/translate")
+
+
+def test_a_failure_inside_the_model_reaches_only_that_visitor(server, monkeypatch):
+    app, _, client = server
+    translator = app.registry.get("en-de").translator
+    original = translator.translate_batch
+    calls = {"n": 0}
+
+    def fail_once(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("simulated fault inside the model")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(translator, "translate_batch", fail_once)
+    with pytest.raises(Exception, match="Translation failed: RuntimeError"):
+        client.predict(SENTENCE, api_name="/translate")
+    assert client.predict(SENTENCE, api_name="/translate")[0]  # the server keeps serving
+
+
+def test_sampling_is_deterministic_for_a_seed(server):
+    _, _, client = server
+    first = client.predict(SENTENCE, strategy="sample", temperature=1.5, seed=42, api_name="/translate_details")
+    again = client.predict(SENTENCE, strategy="sample", temperature=1.5, seed=42, api_name="/translate_details")
+    assert fingerprint(first) == fingerprint(again)
+
+
+def test_server_serves_no_files_beyond_the_ui(server):
+    app, url, _ = server
+    for path in (ROOT / "app.py", SHIPPED / "model.safetensors", "/etc/passwd"):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"{url}gradio_api/file={path}", timeout=10)
+        assert refused.value.code in (403, 404)
+
+
+def copy_checkpoint(destination):
+    shutil.copytree(SHIPPED, destination)
+    return destination
+
+
+def test_bad_checkpoints_are_skipped_and_named(tmp_path):
+    copy_checkpoint(tmp_path / "en-de")
+    (copy_checkpoint(tmp_path / "missing") / "model.safetensors").unlink()
+    corrupted = copy_checkpoint(tmp_path / "corrupted") / "model.safetensors"
+    corrupted.write_bytes(corrupted.read_bytes()[:1000])
+    mismatched = copy_checkpoint(tmp_path / "mismatched") / "config.json"
+    config = json.loads(mismatched.read_text())
+    config["model"]["d_model"] *= 2
+    mismatched.write_text(json.dumps(config))
+    registry = discover(tmp_path)
+    assert list(registry.models) == ["en-de"]
+    assert "missing" in registry.problems["missing"] and "model.safetensors" in registry.problems["missing"]
+    assert "truncated" in registry.problems["corrupted"]
+    assert "shape" in registry.problems["mismatched"]
+
+
+def test_no_usable_checkpoint_says_how_to_fix_it(tmp_path):
+    (copy_checkpoint(tmp_path / "broken") / "spm.model").unlink()
+    with pytest.raises(NoUsableCheckpoint, match="git checkout -- checkpoints/.*transformer.train"):
+        discover(tmp_path)
+    with pytest.raises(NoUsableCheckpoint, match="no folder with a config.json"):
+        discover(tmp_path / "empty")
+
+
+def test_simultaneous_clients_get_what_they_get_alone(server):
+    _, url, _ = server
+    report = run_load_test(url, clients=4, plan=request_plan(24, seed=1), max_seconds=240)
+    assert report["failures"] == 0, report["failure_examples"]
+    assert report["mismatches"] == 0
+    assert report["completed"] == 24
