@@ -175,3 +175,27 @@ def test_dark_mode_and_phone_width(browser, server_url):
     page.locator("#attention-plot").scroll_into_view_if_needed()
     page.screenshot(path=str(SCREENSHOTS / "phone-dark.png"), full_page=False)
     page.close()
+
+
+def test_html_input_shows_as_text_and_never_runs(browser, server_url):
+    from playwright.sync_api import expect
+
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page.goto(server_url)
+    payload = '<img src=x onerror="window.__xss=1"><b>A dog</b> <script>window.__xss=2</script>'
+    page.get_by_label("Source text").fill(payload)
+    page.get_by_role("button", name="Translate").click()
+    expect(page.locator("#translation textarea")).not_to_have_value("", timeout=TIMEOUT)
+    page.get_by_role("tab", name="Attention").click()
+    page.get_by_label("Encoder self-attention").check()
+    page.wait_for_function("() => document.querySelector('#attention-plot .js-plotly-plot')?.layout.title.text.startsWith('Encoder')",
+                           timeout=TIMEOUT)
+    labels = page.locator("#attention-plot .xtick text").all_text_contents()
+    shown = "".join(labels).replace("\u200b", "").replace("\u200c", "")
+    assert "<0x3C>img" in shown, labels  # the markup is there as text on the axis (< is a byte piece)
+    assert page.evaluate("() => window.__xss") is None
+    assert page.locator("img[src='x']").count() == 0 and page.locator("#attention-plot b").count() == 0
+    page.get_by_role("tab", name="Tokens").click()
+    expect(page.locator("#tokens")).to_contain_text("img", timeout=TIMEOUT)
+    assert page.locator("#tokens img").count() == 0
+    page.close()
