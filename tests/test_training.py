@@ -1,4 +1,7 @@
 import json
+import shutil
+
+import sacrebleu
 
 import pytest
 import torch
@@ -93,8 +96,13 @@ def test_evaluate_cli_scores_a_split(tmp_path, capsys, monkeypatch):
     folder.mkdir()
     for lang in ("en", "de"):
         (folder / f"val.{lang}").write_text("\n".join((MULTI30K / f"val.{lang}").read_text().splitlines()[:40]) + "\n")
-    evaluate_cli.main(["--checkpoint", str(SHIPPED), "--data-dir", str(folder), "--split", "val", "--json",
-                       "--out", str(tmp_path / "hyp.txt")])
+    checkpoint = tmp_path / "ckpt"
+    shutil.copytree(SHIPPED, checkpoint)
+    evaluate_cli.main(["--checkpoint", str(checkpoint), "--data-dir", str(folder), "--split", "val", "--json",
+                       "--out", str(tmp_path / "hyp.txt"), "--update-metrics"])
     result = json.loads(capsys.readouterr().out)
     assert result["sentences"] == 40 and result["bleu"] > 15
-    assert len((tmp_path / "hyp.txt").read_text().splitlines()) == 40
+    hypotheses = (tmp_path / "hyp.txt").read_text().splitlines()
+    references = (folder / "val.de").read_text().splitlines()
+    assert result["bleu"] == round(sacrebleu.corpus_bleu(hypotheses, [references]).score, 2)  # independent scoring
+    assert json.loads((checkpoint / "metrics.json").read_text())["scores"]["val"]["bleu"] == result["bleu"]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import sacrebleu
 
+from .checkpoint import METRICS_FILE
 from .data import default_data_dir, read_parallel
 from .translator import STRATEGIES, Translator
 
@@ -56,6 +57,8 @@ def main(argv=None) -> None:
     parser.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
     parser.add_argument("--out", help="write the translations here, one per line")
     parser.add_argument("--json", action="store_true", help="print the scores as one JSON object")
+    parser.add_argument("--update-metrics", action="store_true",
+                        help="record these scores under scores[split] in the checkpoint's metrics.json")
     args = parser.parse_args(argv)
     if args.data_dir is None:
         parser.error("no --data-dir given and ../shared/data/multi30k does not exist")
@@ -74,6 +77,13 @@ def main(argv=None) -> None:
         Path(args.out).write_text("\n".join(hypotheses) + "\n", encoding="utf-8")
     result = {"split": args.split, "strategy": strategy, "beam_size": beam_size if strategy == "beam" else 1,
               "length_penalty": alpha, **score(hypotheses, corpus.target), "seconds": round(elapsed, 1)}
+    if args.update_metrics:
+        metrics_file = Path(args.checkpoint) / METRICS_FILE
+        metrics = translator.metrics or {}
+        metrics.setdefault("scores", {})[args.split] = {k: result[k] for k in ("bleu", "chrf", "bleu_signature",
+                                                                              "chrf_signature", "sentences")}
+        metrics["decoding"] = {"strategy": strategy, "beam_size": result["beam_size"], "length_penalty": alpha}
+        metrics_file.write_text(json.dumps(metrics, indent=2) + "\n")
     if args.json:
         print(json.dumps(result))
     else:

@@ -119,16 +119,18 @@ def main(argv=None) -> None:
                                       "joint": True, "pad_id": 0, "unk_id": 1, "bos_id": 2, "eos_id": 3}}
         print(f"model: {model.num_parameters():,} parameters; train {len(train_corpus):,} pairs, val {len(val):,}", flush=True)
 
-        bar = tqdm(total=settings.epochs, unit="epoch", dynamic_ncols=True, mininterval=5)
+        bar = tqdm(unit="batch", dynamic_ncols=True, mininterval=2)  # total set once the first epoch is batched
         tokens_seen, bar_started = [0], time.perf_counter()
 
-        def on_batch(updates, tokens, loss):
+        def on_batch(updates, tokens, loss, batches_per_epoch):
+            if bar.total is None:
+                bar.total = settings.epochs * batches_per_epoch
             tokens_seen[0] += tokens
             rate = tokens_seen[0] / (time.perf_counter() - bar_started)
-            bar.set_postfix_str(f"update {updates} loss {loss:.3f} {rate:,.0f} tok/s", refresh=False)
+            bar.set_postfix_str(f"loss {loss:.3f} {rate:,.0f} tok/s", refresh=False)
+            bar.update(1)
 
         def on_epoch(report, result):
-            bar.update(1)
             tqdm.write(f"epoch {report.epoch}: updates {report.updates} train loss {report.train_loss:.3f} "
                        f"val loss {report.val_loss:.3f} val BLEU {report.val_bleu:.2f} chrF {report.val_chrf:.2f} "
                        f"({report.minutes:.1f} min)")

@@ -112,7 +112,8 @@ def validate(model, tokenizer, val: ParallelCorpus, val_data: EncodedCorpus, set
 
 def train(model: Transformer, tokenizer: Tokenizer, train_corpus: ParallelCorpus, val: ParallelCorpus,
           settings: TrainingSettings, on_batch=None, on_epoch=None) -> TrainingResult:
-    """on_batch(updates, tokens, loss_per_token); on_epoch(EpochReport, TrainingResult). Returns the best states."""
+    """on_batch(updates, tokens, loss_per_token, batches_this_epoch); on_epoch(EpochReport, TrainingResult).
+    Returns the best states by val BLEU, for averaging."""
     torch.manual_seed(settings.seed)
     device = model.device
     autocast = settings.bf16 and bf16_supported(device)
@@ -127,7 +128,8 @@ def train(model: Transformer, tokenizer: Tokenizer, train_corpus: ParallelCorpus
     for epoch in range(1, settings.epochs + 1):
         model.train()
         epoch_loss, epoch_tokens = 0.0, 0
-        for batch in token_batches(lengths, settings.max_tokens, shuffle=True, seed=settings.seed * 1000 + epoch):
+        batches = token_batches(lengths, settings.max_tokens, shuffle=True, seed=settings.seed * 1000 + epoch)
+        for batch in batches:
             if time.perf_counter() > deadline:
                 result.stopped_early = True
                 break
@@ -143,7 +145,7 @@ def train(model: Transformer, tokenizer: Tokenizer, train_corpus: ParallelCorpus
             optimizer.step()
             epoch_loss, epoch_tokens = epoch_loss + float(loss.detach()), epoch_tokens + tokens
             if on_batch:
-                on_batch(result.updates, int(src.numel() + tgt.numel()), float(loss.detach()) / tokens)
+                on_batch(result.updates, int(src.numel() + tgt.numel()), float(loss.detach()) / tokens, len(batches))
         if result.stopped_early and epoch_tokens == 0:
             break
         model.use_fused_attention(True)
