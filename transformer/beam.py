@@ -7,13 +7,15 @@ step (`path`), so the winner's step trace and attention are read from the rows t
 """
 from __future__ import annotations
 
+import contextlib
+
 import math
 from dataclasses import dataclass
 
 import torch
 
 from .capture import capture_attention
-from .decoding import (TRACE_TOPK, AttentionLog, DecodedSentence, StepTrace, StepDecoder, _no_capture, encode_batch,
+from .decoding import (TRACE_TOPK, AttentionLog, DecodedSentence, StepTrace, StepDecoder, encode_batch,
                        length_limits)
 from .model import Transformer
 from .tokenizer import EOS_ID
@@ -41,7 +43,7 @@ def beam_search(model: Transformer, sources: list[list[int]], beam_size: int = 4
     step_topk: list[tuple[list, list]] = []
     step_live: list[dict[int, list[tuple[list[int], float]]]] = []
     log = AttentionLog() if capture else None
-    with capture_attention(model) if capture else _no_capture() as record:
+    with capture_attention(model) if capture else contextlib.nullcontext() as record:
         memory, src_mask = encode_batch(model, sources, device)
         if capture:
             log.encoder_self = torch.stack(record.take("encoder_self"), dim=1).float().cpu()

@@ -8,6 +8,8 @@ Shapes: N rows still decoding, S source length, V vocabulary, L layers, H heads.
 """
 from __future__ import annotations
 
+import contextlib
+
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -150,7 +152,7 @@ def decode_single_path(model: Transformer, sources: list[list[int]], max_length:
         generators = [torch.Generator(device="cpu").manual_seed(sampling.seed) for _ in sources]
     log = AttentionLog() if capture else None
     rows_per_step: list[list[int]] = [[] for _ in sources]
-    with capture_attention(model) if capture else _no_capture() as record:
+    with capture_attention(model) if capture else contextlib.nullcontext() as record:
         memory, src_mask = encode_batch(model, sources, device)
         if capture:
             log.encoder_self = torch.stack(record.take("encoder_self"), dim=1).float().cpu()
@@ -189,11 +191,3 @@ def decode_single_path(model: Transformer, sources: list[list[int]], max_length:
         for sentence, out in enumerate(results):
             log.sentence(sentence, len(sources[sentence]), rows_per_step[sentence], out)
     return results
-
-
-class _no_capture:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False
