@@ -35,7 +35,9 @@ def _choices_error(component, payload):
     return gr.Error(f"{component.label} must be one of {allowed}; got {payload!r}")
 
 
-class Dropdown(gr.Dropdown):
+class _NamedChoices:
+    """Mixed into a choice component: a value outside its choices gets a message naming both."""
+
     def preprocess(self, payload):
         try:
             return super().preprocess(payload)
@@ -43,9 +45,9 @@ class Dropdown(gr.Dropdown):
             raise _choices_error(self, payload) from error
 
 
-class Radio(gr.Radio):
-    def preprocess(self, payload):
-        try:
-            return super().preprocess(payload)
-        except gr.Error as error:
-            raise _choices_error(self, payload) from error
+class Dropdown(_NamedChoices, gr.Dropdown):
+    pass
+
+
+class Radio(_NamedChoices, gr.Radio):
+    pass
