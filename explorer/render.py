@@ -11,8 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import torch
 
-from transformer import Translation, expected_parameter_count
-from transformer import figures
+from transformer import Translation, expected_parameter_count, figures
 from transformer.architecture import architecture_rows
 from transformer.export import attention_csv, steps_csv, to_json
 from transformer.model import Transformer
@@ -74,23 +73,25 @@ def attention_figure(result: RunResult, sentence: int, kind: str, layer: str, he
     unit = " (words)" if merge else ""
     if layer == "overview":
         tiles, titles = [], []
-        for l in range(n_layers):
+        for layer_index in range(n_layers):
             for h in range(n_heads):
-                tile, r, c = _maybe_merge(weights[l, h], rows, cols, merge)
+                tile, r, c = _maybe_merge(weights[layer_index, h], rows, cols, merge)
                 tiles.append(tile)
-                titles.append(f"L{l + 1} H{h + 1}")
+                titles.append(f"L{layer_index + 1} H{h + 1}")
         return figures.tiled_heatmap(tiles, titles, n_heads, r, c,
                                      f"{KIND_TITLES[kind]}{unit}: every layer (rows) × head (columns)", show_token_ticks=False,
-                                     row_group_titles=[f"L{l + 1}" for l in range(n_layers)],
+                                     row_group_titles=[f"L{i + 1}" for i in range(n_layers)],
                                      col_group_titles=[f"H{h + 1}" for h in range(n_heads)])
-    l = int(layer)
+    layer_index = int(layer)
     if head == "all":
-        merged = [_maybe_merge(weights[l, h], rows, cols, merge) for h in range(n_heads)]
+        merged = [_maybe_merge(weights[layer_index, h], rows, cols, merge) for h in range(n_heads)]
         return figures.tiled_heatmap([m[0] for m in merged], [f"head {h + 1}" for h in range(n_heads)], min(n_heads, 4),
-                                     merged[0][1], merged[0][2], f"{KIND_TITLES[kind]}{unit}: layer {l + 1}, all {n_heads} heads")
-    matrix, r, c = _maybe_merge(select_heads(weights, l, head), rows, cols, merge)
+                                     merged[0][1], merged[0][2],
+                                     f"{KIND_TITLES[kind]}{unit}: layer {layer_index + 1}, all {n_heads} heads")
+    matrix, r, c = _maybe_merge(select_heads(weights, layer_index, head), rows, cols, merge)
     which = f"mean of {n_heads} heads" if head == "mean" else f"head {int(head) + 1}"
-    return figures.attention_heatmap(matrix, r, c, f"{KIND_TITLES[kind]}{unit}: layer {l + 1}, {which}", row_title, col_title)
+    return figures.attention_heatmap(matrix, r, c, f"{KIND_TITLES[kind]}{unit}: layer {layer_index + 1}, {which}",
+                                     row_title, col_title)
 
 
 def step_outputs(result: RunResult, sentence: int, step: int, layer: str, head: str):
@@ -103,12 +104,12 @@ def step_outputs(result: RunResult, sentence: int, step: int, layer: str, head: 
                 f"Chose **{text(current.token)}** with probability {current.prob:.1%}.")
     candidates = figures.candidates_bar(current.topk, current.token, f"Step {step}: top {len(current.topk)} next-token candidates")
     cross = translation.attention.cross  # (L, H, T, S)
-    l = cross.shape[0] - 1 if layer == "overview" else int(layer)
+    layer_index = cross.shape[0] - 1 if layer == "overview" else int(layer)
     head_value = "mean" if head in ("all", "mean") else head
-    weights = select_heads(cross[:, :, step - 1 : step], l, head_value)[0]
+    weights = select_heads(cross[:, :, step - 1 : step], layer_index, head_value)[0]
     which = "mean over heads" if head_value == "mean" else f"head {int(head_value) + 1}"
     source = figures.source_attention_bar(weights, translation.src_tokens,
-                                          f"Step {step}: cross-attention over the source (layer {l + 1}, {which})")
+                                          f"Step {step}: cross-attention over the source (layer {layer_index + 1}, {which})")
     hypotheses = pd.DataFrame(
         [(rank + 1, h, round(score, 3)) for rank, (h, score) in enumerate(current.hypotheses or [])],
         columns=["rank", "live hypothesis after this step", "log-probability"],

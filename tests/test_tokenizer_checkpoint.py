@@ -5,8 +5,8 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from transformer import Tokenizer, Transformer, Translator
-from transformer.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from transformer import Tokenizer, Translator
+from transformer.checkpoint import CheckpointError, load_checkpoint
 from transformer.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
 UNICODE_TEXT = ["Ein Mann fährt Fahrrad über die Straße.", "naïve café, 日本語のテキスト", "שלום עולם مرحبا",

@@ -1,9 +1,8 @@
 import json
 import shutil
 
-import sacrebleu
-
 import pytest
+import sacrebleu
 import torch
 
 from transformer import Translator

@@ -8,15 +8,13 @@ step (`path`), so the winner's step trace and attention are read from the rows t
 from __future__ import annotations
 
 import contextlib
-
 import math
 from dataclasses import dataclass
 
 import torch
 
 from .capture import capture_attention
-from .decoding import (TRACE_TOPK, AttentionLog, DecodedSentence, StepTrace, StepDecoder, encode_batch,
-                       length_limits)
+from .decoding import TRACE_TOPK, AttentionLog, DecodedSentence, StepDecoder, StepTrace, encode_batch, length_limits
 from .model import Transformer
 from .tokenizer import EOS_ID
 

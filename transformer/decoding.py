@@ -9,7 +9,6 @@ Shapes: N rows still decoding, S source length, V vocabulary, L layers, H heads.
 from __future__ import annotations
 
 import contextlib
-
 from dataclasses import dataclass, field
 
 import numpy as np

@@ -14,7 +14,7 @@ import sacrebleu
 
 from .checkpoint import METRICS_FILE
 from .data import default_data_dir, read_parallel
-from .translator import STRATEGIES, Translator
+from .translator import Translator
 
 
 def translate_corpus(translator: Translator, sentences: list[str], strategy: str = "greedy", beam_size: int = 4,

@@ -39,7 +39,8 @@ def steps_csv(translations: list[Translation]) -> str:
     for sentence, translation in enumerate(translations):
         for step_index, step in enumerate(translation.steps):
             for rank, (candidate, prob) in enumerate(step.topk, start=1):
-                writer.writerow([sentence, step_index, step.token, step.token_id, f"{step.prob:.6f}", rank, candidate, f"{prob:.6f}"])
+                writer.writerow([sentence, step_index, step.token, step.token_id, f"{step.prob:.6f}", rank, candidate,
+                                 f"{prob:.6f}"])
     return buffer.getvalue()
 
 
