@@ -84,7 +84,9 @@ class StepDecoder:
     the reference the cache is measured against) by re-running the decoder over the whole prefix."""
 
     def __init__(self, model: Transformer, memory, src_mask, use_cache: bool = True):
-        self.model, self.memory, self.src_mask, self.use_cache = model, memory, src_mask, use_cache
+        # with no padding in the batch the cross-attention needs no mask: skipping it saves work every step
+        self.model, self.memory, self.use_cache = model, memory, use_cache
+        self.src_mask = None if bool(src_mask.all()) else src_mask
         self.cache = model.new_cache() if use_cache else None
         self.prefix = torch.full((memory.size(0), 1), BOS_ID, dtype=torch.long, device=memory.device)
 
@@ -101,7 +103,9 @@ class StepDecoder:
     def select_rows(self, rows: list[int]) -> None:
         """Keeps batch rows `rows`, in that order (rows may repeat: beam search copies hypotheses)."""
         index = torch.tensor(rows, dtype=torch.long, device=self.memory.device)
-        self.memory, self.src_mask = self.memory.index_select(0, index), self.src_mask.index_select(0, index)
+        self.memory = self.memory.index_select(0, index)
+        if self.src_mask is not None:
+            self.src_mask = self.src_mask.index_select(0, index)
         self.prefix = self.prefix.index_select(0, index)
         if self.cache is not None:
             self.cache.reorder(index)
