@@ -9,6 +9,7 @@ from transformer import Translator
 from transformer import evaluate as evaluate_cli
 from transformer import train as train_cli
 from transformer.averaging import average_state_dicts
+from transformer.model_card import model_card
 from transformer.data import read_parallel, token_batches
 from transformer.trainer import TrainingSettings, learning_rate
 
@@ -33,6 +34,8 @@ def test_short_training_run_lowers_loss_and_writes_a_usable_checkpoint(corpus_di
     result = translator.translate("a man rides a red bike .", strategy="beam", beam_size=3)
     assert result.text.strip() and result.tgt_tokens[-1] == "</s>"
     assert "wrote" in capsys.readouterr().out
+    card = model_card(metrics, "toy")
+    assert f"| val | **{metrics['scores']['val']['bleu']}** |" in card and "Reproduce: `python -m transformer.train" in card
 
 
 def test_training_stops_within_its_time_budget(corpus_dir, tmp_path):

@@ -1,0 +1,63 @@
+"""Markdown model card from a checkpoint's metrics.json, so the README states exactly what was measured.
+
+    python -m transformer.model_card --checkpoint checkpoints/en-de
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .checkpoint import read_metrics
+
+
+def model_card(metrics: dict, checkpoint: str) -> str:
+    model, training, scores = metrics["model"], metrics["training"], metrics["scores"]
+    decoding = metrics["decoding"]
+    lines = [
+        f"### Model card: `{checkpoint}`", "",
+        f"- **Architecture**: encoder-decoder Transformer, {model['n_layers']} + {model['n_layers']} layers, d_model "
+        f"{model['d_model']}, {model['n_heads']} heads, feed-forward {model['d_ff']}, {model['norm']}-norm"
+        f"{' with a final LayerNorm per stack' if model['final_norm'] else ''}, {model['pos_encoding']} positions, "
+        f"dropout {model['dropout']}, {'shared source/target embeddings, ' if model['share_embeddings'] else ''}"
+        f"{'output projection tied to the embedding, ' if model['tie_output'] else ''}"
+        f"**{metrics['parameters']:,} parameters**; weights stored as {metrics['weights_dtype']} "
+        f"(val BLEU cost of half precision: {metrics['fp16_val_bleu_cost']}).",
+        f"- **Data**: {metrics['data']['train']['lines']:,} training sentence pairs "
+        f"({', '.join(Path(f).name for f in metrics['data']['train']['files'])}); "
+        f"val ({metrics['data']['val']['lines']:,} pairs) for model selection; the test split only reported.",
+        f"- **Tokenizer**: joint {metrics['tokenizer']['type']} vocabulary of {metrics['tokenizer']['vocab_size']:,} "
+        f"pieces trained on the {metrics['tokenizer']['trained_on']}, byte fallback for unseen characters.",
+        f"- **Training**: {training['epochs_run']} epochs, {training['updates']:,} updates of ≤{training['max_tokens']:,} "
+        f"tokens, Adam (0.9, 0.98, 1e-9), peak lr {training['lr']} after {training['warmup']} warm-up updates then "
+        f"1/√step, label smoothing {training['label_smoothing']}, gradient clipping {training['clip_norm']}, bfloat16 "
+        f"autocast; **{training['wall_minutes']} min** on {training['hardware']} (torch {training['torch']}).",
+        f"- **Final weights**: {metrics['selection']['kind']} of epoch(s) {metrics['selection']['epochs']} "
+        f"(greedy val BLEU {metrics['selection']['val_bleu']}).",
+        f"- **Decoding for the scores**: {decoding['strategy']}, beam {decoding['beam_size']}, length penalty "
+        f"{decoding['length_penalty']}.", "",
+        "| split | BLEU | chrF | sentences |", "|---|---|---|---|",
+    ]
+    lines += [f"| {split} | **{s['bleu']}** | {s['chrf']} | {s['sentences']:,} |" for split, s in scores.items()]
+    any_scores = next(iter(scores.values()))
+    lines += ["", f"sacreBLEU signatures: BLEU `{any_scores['bleu_signature']}`, chrF `{any_scores['chrf_signature']}`.",
+              "", "Validation after each epoch (greedy decoding):", "",
+              "| epoch | updates | train loss | val loss | val BLEU | val chrF | minutes |", "|---|---|---|---|---|---|---|"]
+    lines += [f"| {e['epoch']} | {e['updates']:,} | {e['train_loss']:.3f} | {e['val_loss']:.3f} | {e['val_bleu']} | "
+              f"{e['val_chrf']} | {e['minutes']:.1f} |" for e in metrics["epochs"]]
+    lines += ["", f"Reproduce: `{training['command']}`"]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m transformer.model_card", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--checkpoint", default="checkpoints/en-de")
+    args = parser.parse_args(argv)
+    metrics = read_metrics(args.checkpoint)
+    if metrics is None:
+        parser.error(f"{args.checkpoint} has no metrics.json")
+    print(model_card(metrics, args.checkpoint))
+
+
+if __name__ == "__main__":
+    main()
