@@ -214,11 +214,12 @@ with gr.Blocks(title="Attention Explorer") as demo:
         trigger(translate, settings_inputs, translate_outputs, api_name="translate" if trigger == translate_button.click else False)
     sentence.input(on_sentence, [result_state, sentence, kind, layer, head, merge], sentence_views, api_visibility="private")
     view_inputs = [result_state, sentence, kind, layer, head, merge]
+    # re-plotting from the stored result takes ~10 ms and never runs the model: skip the queue's round trips
     for control in (kind, layer, head, merge):
-        control.input(on_attention, view_inputs, attention_plot, api_visibility="private")
+        control.input(on_attention, view_inputs, attention_plot, api_visibility="private", queue=False)
     for control in (step, layer, head):
         control.input(on_step, [result_state, sentence, step, layer, head],
-                      [step_text, candidates_plot, source_plot, hypotheses], api_visibility="private")
+                      [step_text, candidates_plot, source_plot, hypotheses], api_visibility="private", queue=False)
     play_button.click(play, [result_state, sentence, layer, head], [step, step_text, candidates_plot, source_plot, hypotheses],
                       api_visibility="private")
     model_outputs = [encoding_plot, curves_plot, similarity_plot, model_text, architecture]
