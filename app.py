@@ -32,8 +32,10 @@ for name, why in registry.problems.items():
 DEVICES = [("CPU", "cpu"), ("CUDA" if torch.cuda.is_available() else "CUDA (not available here: falls back to CPU)", "cuda")]
 
 
-def translate(text, model_key, device, strategy, beam_size, length_penalty, temperature, top_k, top_p, seed, max_length):
-    """Translate each line; returns the translation first, then everything the views draw."""
+def translate(text, model_key="en-de", device="cpu", strategy="greedy", beam_size=4, length_penalty=0.6, temperature=1.0,
+              top_k=0, top_p=1.0, seed=0, max_length=64, kind="cross", layer=None, head=None, merge=False):
+    """Translate each line; returns the translation first, then everything the views draw (in the views
+    the visitor has chosen: attention kind, layer, head, merged words)."""
     settings = DecodingSettings(strategy, beam_size, length_penalty, temperature, top_k, top_p, seed, max_length)
     try:
         result = run(registry, text, model_key, device, settings)
@@ -45,7 +47,7 @@ def translate(text, model_key, device, strategy, beam_size, length_penalty, temp
     for notice in result.notices:
         gr.Warning(notice)
     return (("\n".join(t.text for t in result.translations), render.summary(result), result)
-            + sentence_outputs(result, 0, "cross", None, None, False))
+            + sentence_outputs(result, 0, kind, layer, head, merge))
 
 
 def sentence_outputs(result: RunResult, sentence, kind, layer, head, merge):
@@ -64,7 +66,7 @@ def sentence_outputs(result: RunResult, sentence, kind, layer, head, merge):
         gr.update(minimum=1, maximum=steps, value=steps, step=1),
         *render.step_outputs(result, sentence, steps, layer, head),
         render.attention_figure(result, sentence, kind, layer, head, merge),
-        render.positional_figures(model, translation, [])[3],
+        render.positional_norms(model, translation),
     )
 
 
@@ -102,7 +104,7 @@ def play(result, sentence, layer, head):
 
 def on_model(model_key, dimensions):
     model = registry.get(model_key).translator.model
-    heatmap, curves, similarity, _ = render.positional_figures(model, None, parse_dimensions(dimensions, model.config.d_model))
+    heatmap, curves, similarity = render.positional_figures(model, parse_dimensions(dimensions, model.config.d_model))
     card, table = render.model_card(model, registry.get(model_key).translator.metrics, None)
     return heatmap, curves, similarity, card, table
 
@@ -114,7 +116,7 @@ def parse_dimensions(dimensions, d_model: int) -> list[int]:
 
 def on_dimensions(model_key, dimensions):
     model = registry.get(model_key).translator.model
-    return render.positional_figures(model, None, parse_dimensions(dimensions, model.config.d_model))[1]
+    return render.positional_curves(model, parse_dimensions(dimensions, model.config.d_model))
 
 
 def on_export(result):
@@ -206,7 +208,7 @@ with gr.Blocks(title="Attention Explorer") as demo:
             export_files = gr.File(label="Downloads", file_count="multiple", elem_id="export-files")
 
     settings_inputs = [source, model_choice, device_choice, strategy, beam_size, length_penalty, temperature, top_k,
-                       top_p, seed, max_length]
+                       top_p, seed, max_length, kind, layer, head, merge]
     sentence_views = [sentence, layer, head, tokens, step, step_text, candidates_plot, source_plot, hypotheses,
                       attention_plot, norms_plot]
     translate_outputs = [translation, summary, result_state] + sentence_views

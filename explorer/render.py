@@ -117,23 +117,37 @@ def step_outputs(result: RunResult, sentence: int, step: int, layer: str, head: 
     return markdown, candidates, source, hypotheses
 
 
-def positional_figures(model: Transformer, translation: Translation | None, dimensions: list[int]):
-    table = model.positions.table.detach().float().cpu().numpy()
+POSITIONS_SHOWN = 100
+
+
+def positional_table(model: Transformer) -> np.ndarray:
+    """The first POSITIONS_SHOWN rows of the model's positional table (sinusoidal or learned), (P, D)."""
+    return model.positions.table[:POSITIONS_SHOWN].detach().float().cpu().numpy()
+
+
+def positional_curves(model: Transformer, dimensions: list[int]) -> go.Figure:
+    table = positional_table(model)
+    return figures.encoding_curves(table, [d for d in dimensions if 0 <= d < table.shape[1]] or [0, 1],
+                                   "Chosen dimensions over positions")
+
+
+def positional_figures(model: Transformer, dimensions: list[int]):
+    """The model's encoding table, chosen dimensions over positions, and position-to-position similarity."""
+    table = positional_table(model)
     kind = "sinusoidal" if model.config.pos_encoding == "sinusoidal" else "learned"
-    shown = table[: min(len(table), 100)]
-    heatmap = figures.encoding_heatmap(shown, f"{kind.capitalize()} positional encoding: positions × dimensions")
-    curves = figures.encoding_curves(shown, [d for d in dimensions if 0 <= d < table.shape[1]] or [0, 1],
-                                     "Chosen dimensions over positions")
-    similarity = figures.position_similarity(shown[:60], "Dot product between position encodings")
-    norms = None
-    if translation is not None:
-        ids = torch.tensor(translation.src_ids, device=model.device)
-        with torch.inference_mode():
-            token_norms = model.src_embed(ids[None])[0].norm(dim=-1).float().cpu().numpy()
-        position_norms = np.linalg.norm(table[: len(ids)], axis=-1)
-        norms = figures.positional_vs_token_norms(token_norms, position_norms, translation.src_tokens,
-                                                  "This input: size of the token and positional parts")
-    return heatmap, curves, similarity, norms
+    heatmap = figures.encoding_heatmap(table, f"{kind.capitalize()} positional encoding: positions × dimensions")
+    similarity = figures.position_similarity(table[:60], "Dot product between position encodings")
+    return heatmap, positional_curves(model, dimensions), similarity
+
+
+def positional_norms(model: Transformer, translation: Translation) -> go.Figure:
+    """For the current input: the size of the scaled token embedding and of the positional vector."""
+    ids = torch.tensor(translation.src_ids, device=model.device)
+    with torch.inference_mode():
+        token_norms = model.src_embed(ids[None])[0].norm(dim=-1).float().cpu().numpy()
+        position_norms = model.positions(0, len(ids)).norm(dim=-1).float().cpu().numpy()
+    return figures.positional_vs_token_norms(token_norms, position_norms, translation.src_tokens,
+                                             "This input: size of the token and positional parts")
 
 
 def model_card(model: Transformer, metrics: dict | None, translation: Translation | None) -> tuple[str, pd.DataFrame]:

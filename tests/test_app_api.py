@@ -98,3 +98,11 @@ def test_play_walks_through_every_step(server, monkeypatch):
     assert [frame[0] for frame in frames] == list(range(1, steps + 1))
     assert all(f"Step {i + 1} of {steps}" in frame[1] for i, frame in enumerate(frames))
     assert frames[-1][2] is not None and frames[-1][4] is not None  # the last frame draws the figures
+
+
+def test_translating_keeps_the_chosen_view(server):
+    app, _ = server
+    outputs = app.translate(SENTENCE, kind="encoder_self", layer="0", head="1")
+    figure = outputs[12]
+    assert figure.layout.title.text == "Encoder self-attention: layer 1, head 2"
+    assert outputs[4]["value"] == "0" and outputs[5]["value"] == "1"  # layer and head controls stay
