@@ -155,7 +155,7 @@ def main(argv=None) -> None:
                                                          args.length_penalty), test.target)
     metrics = {
         "model": model.config.to_dict(), "parameters": model.num_parameters(),
-        "data": {split: {"files": [str(c.source_file), str(c.target_file)], "lines": len(c)}
+        "data": {split: {"files": [os.path.relpath(c.source_file), os.path.relpath(c.target_file)], "lines": len(c)}
                  for split, c in (("train", train_corpus), ("val", val))},
         "tokenizer": {"type": "sentencepiece unigram", "vocab_size": tokenizer.vocab_size, "trained_on": "train split, both languages"},
         "training": {**vars(settings), "epochs_run": len(result.reports), "updates": result.updates,
