@@ -100,7 +100,7 @@ def step_outputs(result: RunResult, sentence: int, step: int, layer: str, head: 
     step = max(1, min(int(step), len(translation.steps)))
     current = translation.steps[step - 1]
     prefix = " ".join(text(t) for t in translation.decoder_input_tokens[:step])
-    markdown = (f"**Step {step} of {len(translation.steps)}.** Decoder input so far: `{prefix}`  \n"
+    markdown = (f"**Step {step} of {len(translation.steps)}.** Decoder input so far: {prefix}  \n"
                 f"Chose **{text(current.token)}** with probability {current.prob:.1%}.")
     candidates = figures.candidates_bar(current.topk, current.token, f"Step {step}: top {len(current.topk)} next-token candidates")
     cross = translation.attention.cross  # (L, H, T, S)
@@ -153,7 +153,7 @@ def positional_norms(model: Transformer, translation: Translation) -> go.Figure:
 def model_card(model: Transformer, metrics: dict | None, translation: Translation | None) -> tuple[str, pd.DataFrame]:
     config = model.config
     counted, closed_form = model.num_parameters(), expected_parameter_count(config)
-    check = "✅ matches" if counted == closed_form else "❌ differs from"
+    check = "✓ matches" if counted == closed_form else "✗ differs from"
     lines = [f"**{counted:,} trainable parameters** — {check} the closed-form count {closed_form:,}.",
              f"{config.n_layers} encoder + {config.n_layers} decoder layers, d_model {config.d_model}, {config.n_heads} heads "
              f"of size {config.head_dim}, feed-forward {config.d_ff}, {config.norm}-norm, {config.pos_encoding} positions, "

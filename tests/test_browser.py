@@ -87,6 +87,7 @@ def test_step_through_decoding(page):
     slider.fill("2")
     slider.press("Enter")
     expect(page.locator("#step-text")).to_contain_text("Step 2 of", timeout=TIMEOUT)
+    expect(page.locator("#step-text")).to_contain_text("Decoder input so far: <s> ")  # shown as text, not escaped twice
     wait_for_plot(page, "#candidates-plot")
     bars = plot_data(page, "#candidates-plot")
     probs = bars["data"][0]["x"]
