@@ -192,6 +192,7 @@ with gr.Blocks(title="Attention Explorer") as demo:
             tokens = gr.Dataframe(label="Sentencepiece pieces and ids", elem_id="tokens", interactive=False)
         with gr.Tab("Positional encoding", id="positional"):
             dimensions = gr.Dropdown([str(d) for d in range(default_model.config.d_model)], multiselect=True,
+                                     value=[str(d) for d in parse_dimensions([], default_model.config.d_model)],
                                      label="Dimensions to plot", elem_id="dimensions")
             with gr.Row():
                 encoding_plot = gr.Plot(label="Encoding table", elem_id="encoding-plot")

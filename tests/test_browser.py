@@ -156,6 +156,7 @@ def test_export_downloads_parse(page, tmp_path):
     with page.expect_download() as download:
         page.locator("#export-files a[download='attention.csv']").click()
     download.value.save_as(tmp_path / "attention.csv")
+    page.locator("#export-files").screenshot(path=str(SCREENSHOTS / "export.png"))
     rows = list(csv.DictReader((tmp_path / "attention.csv").open()))
     assert {r["kind"] for r in rows} == {"encoder_self", "decoder_self", "cross"}
 
