@@ -138,7 +138,8 @@ def translate_details(text: str, model: str = "en-de", strategy: str = "greedy",
 
 
 default_model = registry.get(registry.default_key).translator.model
-with gr.Blocks(title="Attention Explorer") as demo:
+# Gradio's copies of exported files: removed after an hour, checked every hour
+with gr.Blocks(title="Attention Explorer", delete_cache=(3600, 3600)) as demo:
     result_state = gr.State(None)
     if registry.problems:
         gr.Markdown("⚠️ Skipped checkpoint(s): " + "; ".join(f"**{render.text(name)}**: {render.text(why)}"

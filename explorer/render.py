@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import html
 import json
+import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -171,8 +173,19 @@ def model_card(model: Transformer, metrics: dict | None, translation: Translatio
     return "\n\n".join(lines), table
 
 
+EXPORT_ROOT = Path(tempfile.gettempdir()) / "attention-explorer-exports"
+EXPORT_MAX_AGE_S = 3600
+
+
 def export_files(result: RunResult) -> list[str]:
-    folder = Path(tempfile.mkdtemp(prefix="attention-export-"))
+    """Writes the JSON and CSV files into a fresh folder; folders older than an hour are removed, so a
+    long-running server does not fill its disk (Gradio serves its own copies of the files)."""
+    EXPORT_ROOT.mkdir(exist_ok=True)
+    now = time.time()
+    for old in EXPORT_ROOT.iterdir():
+        if now - old.stat().st_mtime > EXPORT_MAX_AGE_S:
+            shutil.rmtree(old, ignore_errors=True)
+    folder = Path(tempfile.mkdtemp(dir=EXPORT_ROOT))
     files = {"translation.json": to_json(result.translations), "steps.csv": steps_csv(result.translations),
              "attention.csv": attention_csv(result.translations)}
     for name, content in files.items():

@@ -171,3 +171,17 @@ def test_simultaneous_clients_get_what_they_get_alone(server):
     assert report["failures"] == 0, report["failure_examples"]
     assert report["mismatches"] == 0
     assert report["completed"] == 24
+
+
+def test_old_exports_are_removed(server, monkeypatch):
+    import os
+    import time
+
+    app, _, _ = server
+    result = app.translate(SENTENCE)[2]
+    first = app.render.export_files(result)
+    old_folder = os.path.dirname(first[0])
+    past = time.time() - app.render.EXPORT_MAX_AGE_S - 10
+    os.utime(old_folder, (past, past))
+    second = app.render.export_files(result)
+    assert not os.path.exists(old_folder) and all(os.path.exists(path) for path in second)
