@@ -4,6 +4,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+import torch
+
 from transformer import Translation
 
 from .registry import Registry
@@ -81,12 +83,23 @@ def run(registry: Registry, text: str, model_key: str, device: str, settings: De
         raise SettingError(str(error.args[0])) from error
     translator, notice = served.on(device)
     notices = [notice] if notice else []
+
+    def translate_with(chosen):
+        return chosen.translate_batch(
+            lines, strategy=settings.strategy, beam_size=settings.beam_size, length_penalty=settings.length_penalty,
+            temperature=settings.temperature, top_k=settings.top_k, top_p=settings.top_p, seed=settings.seed,
+            max_length=settings.max_length, capture=True,
+        )
+
     started = time.perf_counter()
-    translations = translator.translate_batch(
-        lines, strategy=settings.strategy, beam_size=settings.beam_size, length_penalty=settings.length_penalty,
-        temperature=settings.temperature, top_k=settings.top_k, top_p=settings.top_p, seed=settings.seed,
-        max_length=settings.max_length, capture=True,
-    )
+    try:
+        translations = translate_with(translator)
+    except torch.cuda.OutOfMemoryError:
+        if translator is served.translator:
+            raise
+        translator = served.translator
+        notices.append("CUDA ran out of memory for this request: translated on the CPU.")
+        translations = translate_with(translator)
     elapsed = (time.perf_counter() - started) * 1000
     cut = [i + 1 for i, t in enumerate(translations) if t.truncated]
     if cut:

@@ -1,5 +1,6 @@
 import threading
 
+import numpy as np
 import pytest
 import torch
 
@@ -122,3 +123,23 @@ def test_threads_each_get_their_own_attention():
     for mine, reference in zip(together, alone):
         for a, b in zip(mine, reference):
             torch.testing.assert_close(a, b, atol=1e-6, rtol=0)
+
+
+def test_threads_translating_with_capture_get_their_own_attention(random_translator):
+    sentences = [f"a {w} dog runs near the water ." for w in ("red", "big", "small", "blue", "wet", "old", "tall", "happy")]
+    alone = [random_translator.translate(s, capture=True, max_length=12) for s in sentences]
+    together, barrier = [None] * 8, threading.Barrier(8)
+
+    def worker(i):
+        barrier.wait()
+        together[i] = random_translator.translate(sentences[i], capture=True, max_length=12)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for mine, reference in zip(together, alone):
+        assert mine.tgt_ids == reference.tgt_ids
+        for kind in ("encoder_self", "decoder_self", "cross"):
+            np.testing.assert_array_equal(getattr(mine.attention, kind), getattr(reference.attention, kind))

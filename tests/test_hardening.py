@@ -185,3 +185,17 @@ def test_old_exports_are_removed(server, monkeypatch):
     os.utime(old_folder, (past, past))
     second = app.render.export_files(result)
     assert not os.path.exists(old_folder) and all(os.path.exists(path) for path in second)
+
+
+def test_cuda_out_of_memory_falls_back_to_cpu_with_a_notice(server, monkeypatch):
+    app, _, _ = server
+    served = app.registry.get("en-de")
+
+    class OutOfMemoryOnCuda:  # stands in for the CUDA copy of the model, which this machine cannot hold
+        def translate_batch(self, *args, **kwargs):
+            raise app.torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+
+    monkeypatch.setattr(type(served), "on", lambda self, device: (OutOfMemoryOnCuda(), None) if device == "cuda" else (self.translator, None))
+    outputs = app.translate(SENTENCE, "en-de", "cuda")
+    assert outputs[0] == served.translator.translate(SENTENCE).text
+    assert "CUDA ran out of memory" in outputs[1] and "on CPU" in outputs[1]

@@ -9,8 +9,8 @@ from transformer import Translator
 from transformer import evaluate as evaluate_cli
 from transformer import train as train_cli
 from transformer.averaging import average_state_dicts
-from transformer.model_card import model_card
 from transformer.data import read_parallel, token_batches
+from transformer.model_card import model_card
 from transformer.trainer import TrainingSettings, learning_rate
 
 from .conftest import MULTI30K, SHIPPED
