@@ -10,6 +10,23 @@ from transformer.attention import AttentionProbabilities
 from .conftest import tiny_config
 
 
+def run_all_at_once(task, n_threads: int, repeats: int = 1) -> list:
+    """Runs task(i) in n_threads threads released together by a barrier; returns each thread's last result."""
+    results, barrier = [None] * n_threads, threading.Barrier(n_threads)
+
+    def worker(i):
+        barrier.wait()
+        for _ in range(repeats):
+            results[i] = task(i)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(n_threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
 def padded_batch():
     torch.manual_seed(1)
     src, tgt = torch.randint(1, 11, (3, 9)), torch.randint(1, 11, (3, 7))
@@ -108,18 +125,7 @@ def test_threads_each_get_their_own_attention():
         return att.encoder_self.clone(), att.decoder_self.clone(), att.cross.clone()
 
     alone = [run(*pair) for pair in inputs]
-    together, barrier = [None] * 8, threading.Barrier(8)
-
-    def worker(i):
-        barrier.wait()
-        for _ in range(5):
-            together[i] = run(*inputs[i])
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    together = run_all_at_once(lambda i: run(*inputs[i]), len(inputs), repeats=5)
     for mine, reference in zip(together, alone):
         for a, b in zip(mine, reference):
             torch.testing.assert_close(a, b, atol=1e-6, rtol=0)
@@ -128,17 +134,7 @@ def test_threads_each_get_their_own_attention():
 def test_threads_translating_with_capture_get_their_own_attention(random_translator):
     sentences = [f"a {w} dog runs near the water ." for w in ("red", "big", "small", "blue", "wet", "old", "tall", "happy")]
     alone = [random_translator.translate(s, capture=True, max_length=12) for s in sentences]
-    together, barrier = [None] * 8, threading.Barrier(8)
-
-    def worker(i):
-        barrier.wait()
-        together[i] = random_translator.translate(sentences[i], capture=True, max_length=12)
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    together = run_all_at_once(lambda i: random_translator.translate(sentences[i], capture=True, max_length=12), 8)
     for mine, reference in zip(together, alone):
         assert mine.tgt_ids == reference.tgt_ids
         for kind in ("encoder_self", "decoder_self", "cross"):
