@@ -19,10 +19,11 @@ import time
 from pathlib import Path
 
 import torch
+from safetensors.torch import save_file
 from tqdm import tqdm
 
 from .averaging import average_state_dicts
-from .checkpoint import TOKENIZER_FILE, load_checkpoint, save_checkpoint
+from .checkpoint import TOKENIZER_FILE, load_checkpoint, save_checkpoint, unique_state_dict
 from .config import NORM_PLACEMENTS, POSITIONAL_ENCODINGS, ModelConfig
 from .data import default_data_dir, read_parallel
 from .evaluate import score, translate_corpus
@@ -70,6 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     opt.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: all cores)")
     opt.add_argument("--init-from", help="continue from this checkpoint folder (its config and tokenizer), fresh optimizer")
+    opt.add_argument("--save-epochs", action="store_true",
+                     help="also write every epoch's weights (float16) to OUT/epochs/, for the attention-across-training timeline")
     dec = p.add_argument_group("decoding used for the reported scores")
     dec.add_argument("--beam-size", type=int, default=4)
     dec.add_argument("--length-penalty", type=float, default=0.6)
@@ -136,6 +139,8 @@ def main(argv=None) -> None:
                        f"({report.minutes:.1f} min)")
             # the best epoch so far goes to disk, so an interrupted run still leaves a usable checkpoint
             save_checkpoint(out, model_with(model.config, result.best_states[0][2], device), tokenizer_file, extra_config)
+            if args.save_epochs:
+                save_epoch_weights(out / "epochs", report.epoch, model)
 
         result = train(model, tokenizer, train_corpus, val, settings, on_batch=on_batch, on_epoch=on_epoch)
         bar.close()
@@ -170,6 +175,12 @@ def main(argv=None) -> None:
     for split, s in scores.items():
         print(f"{split}: BLEU {s['bleu']} chrF {s['chrf']} (beam {args.beam_size})  {s['bleu_signature']}")
     print(f"wrote {out}")
+
+
+def save_epoch_weights(folder: Path, epoch: int, model: Transformer) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    state = {name: t.detach().to("cpu", torch.float16).contiguous() for name, t in unique_state_dict(model).items()}
+    save_file(state, str(folder / f"epoch-{epoch:03d}.safetensors"), metadata={"format": "pt", "epoch": str(epoch)})
 
 
 def model_with(config: ModelConfig, state: dict, device) -> Transformer:
