@@ -1,15 +1,17 @@
-"""A from-scratch encoder-decoder Transformer whose attention can be watched.
+"""A from-scratch encoder-decoder Transformer whose insides can be watched.
 
-text -> tokenizer -> model (encode, decode step by step) -> recorded attention and steps -> figures
+text -> tokenizer -> core (the model, and what it can record) -> decoding (strategies, the trace) -> your views
+
+    transformer.core       the model: config, attention, layers, positions, probes and recording
+    transformer.decoding   strategies (a registry), the step-by-step decoder, Translator and its Translation trace
+    transformer.training   data, the training loop and CLI, evaluation, averaging, model cards
 """
-from .capture import AttentionRecord, capture_attention
-from .config import ModelConfig
-from .model import Transformer
-from .params import expected_parameter_count
+from .core import ModelConfig, Transformer, capture_attention, expected_parameter_count, record
+from .core.capture import AttentionRecord
+from .decoding import Translation, Translator
 from .tokenizer import Tokenizer
-from .translator import Translation, Translator
 
 __all__ = [
     "AttentionRecord", "ModelConfig", "Tokenizer", "Transformer", "Translation", "Translator",
-    "capture_attention", "expected_parameter_count",
+    "capture_attention", "expected_parameter_count", "record",
 ]

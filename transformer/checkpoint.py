@@ -12,8 +12,8 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from .config import ModelConfig
-from .model import Transformer
+from .core.config import ModelConfig
+from .core.model import Transformer
 from .tokenizer import Tokenizer
 
 CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE, METRICS_FILE = "config.json", "model.safetensors", "spm.model", "metrics.json"

@@ -43,6 +43,8 @@ class Residual(nn.Module):
 
 
 class EncoderLayer(nn.Module):
+    probe = "encoder_hidden"  # its output is recordable (see probes.py)
+
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.self_attention = MultiHeadAttention(config, "encoder_self")
@@ -86,6 +88,8 @@ class DecoderCache:
 
 
 class DecoderLayer(nn.Module):
+    probe = "decoder_hidden"
+
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.self_attention = MultiHeadAttention(config, "decoder_self")

@@ -1,9 +1,12 @@
-"""Beam search with a length penalty (Wu et al., 2016: lp(n) = ((5 + n) / 6) ** alpha).
+"""Beam search with a length penalty (Wu et al., 2016: lp(n) = ((5 + n) / 6) ** alpha), recording its tree.
 
 Every sentence keeps `beam_size` live hypotheses as rows of one batch; a hypothesis that emits EOS
 moves to the sentence's finished list, and a sentence stops once it has `beam_size` finished ones (or
 reaches its length limit), leaving the batch. Each live row remembers which row it came from at every
-step (`path`), so the winner's step trace and attention are read from the rows that produced it.
+step (`path`), so the winner's step trace and recorded probes are read from the rows that produced it.
+
+Each step examines the 2k best candidates of a sentence; every one becomes a node of the search tree,
+kept (extends a live hypothesis), finished (ends one) or pruned (examined and dropped).
 """
 from __future__ import annotations
 
@@ -13,10 +16,21 @@ from dataclasses import dataclass
 
 import torch
 
-from .capture import capture_attention
-from .decoding import TRACE_TOPK, AttentionLog, DecodedSentence, StepDecoder, StepTrace, encode_batch, length_limits
-from .model import Transformer
-from .tokenizer import EOS_ID
+from ...core.capture import record
+from ...core.model import Transformer
+from ...tokenizer import EOS_ID
+from ..decoded import FINISHED, KEPT, PRUNED, DecodedSentence, SearchNode, StepTrace
+from ..probe_log import ProbeLog
+from ..step_decoder import StepDecoder, encode_batch, length_limits
+from .registry import Strategy, register, setting
+from .single_path import TRACE_TOPK
+
+
+@dataclass
+class BeamSettings:
+    beam_size: int = setting(4, 1, 8, "Beam size", step=1, help="hypotheses kept at every step")
+    length_penalty: float = setting(0.6, 0.0, 2.0, "Length penalty α (beam)", step=0.1,
+                                    help="GNMT length normalisation; 0 compares raw log-probabilities")
 
 
 def length_penalty(length: int, alpha: float) -> float:
@@ -28,33 +42,39 @@ class Hypothesis:
     token_ids: list[int]
     token_probs: list[float]
     path: list[int]  # the row this hypothesis occupied at each step
+    nodes: list[int]  # its search-tree node at each step
     log_prob: float
+
+
+def decode_beam(model, sources, settings: BeamSettings, max_length=None, probes=(), use_cache=True):
+    return beam_search(model, sources, settings.beam_size, settings.length_penalty, max_length, probes, use_cache)
 
 
 @torch.inference_mode()
 def beam_search(model: Transformer, sources: list[list[int]], beam_size: int = 4, alpha: float = 0.6,
-                max_length: int | None = None, capture: bool = False, use_cache: bool = True) -> list[DecodedSentence]:
+                max_length: int | None = None, probes=(), use_cache: bool = True) -> list[DecodedSentence]:
     device, k = model.device, beam_size
     limits = length_limits([len(s) for s in sources], max_length, model.config.max_len)
     finished: list[list[tuple[float, Hypothesis]]] = [[] for _ in sources]
+    trees: list[list[SearchNode]] = [[] for _ in sources]
     # trace per step: top-k of every row's distribution, and the live hypotheses of every sentence
     step_topk: list[tuple[list, list]] = []
     step_live: list[dict[int, list[tuple[list[int], float]]]] = []
-    log = AttentionLog() if capture else None
-    with capture_attention(model) if capture else contextlib.nullcontext() as record:
+    log = ProbeLog(probes) if probes else None
+    with record(model, probes) if probes else contextlib.nullcontext() as recording:
         memory, src_mask = encode_batch(model, sources, device)
-        if capture:
-            log.encoder_self = torch.stack(record.take("encoder_self"), dim=1).float().cpu()
+        if log:
+            log.add_encoder(recording)
         decoder = StepDecoder(model, memory, src_mask, use_cache)
         decoder.select_rows([i for i in range(len(sources)) for _ in range(k)])  # k rows per sentence
         active = list(range(len(sources)))
         # only the first of a sentence's k identical start rows may expand, or the beam fills with copies
-        live = [Hypothesis([], [], [], 0.0 if j == 0 else -math.inf) for _ in sources for j in range(k)]
+        live = [Hypothesis([], [], [], [], 0.0 if j == 0 else -math.inf) for _ in sources for j in range(k)]
         step = 0
         while active:
             log_probs = decoder.step().log_softmax(dim=-1)  # (N, V)
-            if capture:
-                log.add_step(record)
+            if log:
+                log.add_step(recording)
             top_probs, top_ids = log_probs.exp().topk(min(TRACE_TOPK, log_probs.size(-1)), dim=-1)
             step_topk.append((top_ids.tolist(), top_probs.tolist()))
             scores = torch.tensor([h.log_prob for h in live], device=device)[:, None] + log_probs
@@ -63,31 +83,38 @@ def beam_search(model: Transformer, sources: list[list[int]], beam_size: int = 4
             cand_scores, cand_index = cand_scores.tolist(), cand_index.tolist()
             next_live, next_rows, next_tokens, next_active, live_now = [], [], [], [], {}
             for i, sentence in enumerate(active):
-                chosen = []
+                chosen, tree = [], trees[sentence]
                 for rank, (score, index) in enumerate(zip(cand_scores[i], cand_index[i])):
                     if score == -math.inf:
                         break
                     row, token = i * k + index // vocab, index % vocab
                     parent = live[row]
-                    hypothesis = Hypothesis(parent.token_ids + [token], parent.token_probs + [math.exp(score - parent.log_prob)],
-                                            parent.path + [row], score)
+                    node = SearchNode(len(tree), parent.nodes[-1] if parent.nodes else None, step, token,
+                                      score - parent.log_prob, score, score / length_penalty(step + 1, alpha), PRUNED)
+                    tree.append(node)
+                    hypothesis = Hypothesis(parent.token_ids + [token], parent.token_probs + [math.exp(node.log_prob)],
+                                            parent.path + [row], parent.nodes + [node.id], score)
                     if token == EOS_ID:
                         # as in fairseq, an ending counts only from the top k candidates (so k=1 is greedy)
                         if rank < k and len(finished[sentence]) < k:
-                            finished[sentence].append((score / length_penalty(step + 1, alpha), hypothesis))
+                            finished[sentence].append((node.normalized_score, hypothesis))
+                            node.status = FINISHED
                     elif len(chosen) < k:
                         chosen.append((row, hypothesis))
+                        node.status = KEPT
                     if len(chosen) == k and len(finished[sentence]) >= k:
                         break
                 live_now[sentence] = [(h.token_ids, h.log_prob) for _, h in chosen]
                 out_of_room = step + 1 >= limits[sentence]
                 if len(finished[sentence]) >= k or out_of_room or not chosen:
                     if out_of_room or not finished[sentence]:
-                        finished[sentence].extend((h.log_prob / length_penalty(step + 1, alpha), h) for _, h in chosen)
+                        for _, h in chosen:  # ended by the length limit: they compete as they are
+                            tree[h.nodes[-1]].status = FINISHED
+                            finished[sentence].append((h.log_prob / length_penalty(step + 1, alpha), h))
                     continue
                 while len(chosen) < k:  # pad with dead copies so every sentence keeps k rows
                     row, h = chosen[0]
-                    chosen.append((row, Hypothesis(h.token_ids, h.token_probs, h.path, -math.inf)))
+                    chosen.append((row, Hypothesis(h.token_ids, h.token_probs, h.path, h.nodes, -math.inf)))
                 next_active.append(sentence)
                 for row, h in chosen:
                     next_rows.append(row)
@@ -105,8 +132,12 @@ def beam_search(model: Transformer, sources: list[list[int]], beam_size: int = 4
         for t, (token, prob, row) in enumerate(zip(best.token_ids, best.token_probs, best.path)):
             top_ids, top_probs = step_topk[t][0][row], step_topk[t][1][row]
             steps.append(StepTrace(token, prob, list(zip(top_ids, top_probs)), step_live[t].get(sentence, [])))
-        out = DecodedSentence(best.token_ids, steps, float(score))
-        if capture:
-            log.sentence(sentence, len(sources[sentence]), best.path, out)
+        out = DecodedSentence(best.token_ids, steps, float(score), tree=trees[sentence], winner=best.nodes)
+        if log:
+            out.recorded = log.sentence(sentence, len(sources[sentence]), best.path)
         results.append(out)
     return results
+
+
+BEAM = register(Strategy("beam", "beam search", BeamSettings, decode_beam,
+                         "keeps the best few hypotheses at every step"))

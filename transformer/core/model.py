@@ -13,6 +13,7 @@ from torch import nn
 from .config import ModelConfig
 from .layers import DecoderCache, DecoderLayer, EncoderLayer, LayerCache
 from .positional import build_positions
+from .probes import PROBES
 
 
 class TokenEmbedding(nn.Module):
@@ -42,6 +43,8 @@ def causal_mask(length: int, device) -> torch.Tensor:
 
 
 class Transformer(nn.Module):
+    PROBES = PROBES  # what `record` can capture from this model, by name
+
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.config = config

@@ -15,9 +15,9 @@ import torch.nn.functional as F
 
 from .data import ParallelCorpus, pad, token_batches
 from .evaluate import score, translate_corpus
-from .model import Transformer
-from .tokenizer import BOS_ID, EOS_ID, Tokenizer
-from .translator import Translator
+from ..core.model import Transformer
+from ..tokenizer import BOS_ID, EOS_ID, Tokenizer
+from ..decoding.translator import Translator
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""A translation's tokens, steps and attention as JSON and as CSV (long format, one weight per row)."""
+"""A translation's trace as JSON and as CSV (long format, one weight per row): the numbers behind every plot."""
 from __future__ import annotations
 
 import csv
@@ -6,25 +6,31 @@ import io
 import json
 from dataclasses import asdict
 
-from .translator import Translation
-from .views import axis_labels
+from ..core.probes import ATTENTION_KINDS
+from .trace import Translation
 
 
 def translation_dict(translation: Translation) -> dict:
     out = {
         "source": translation.source, "text": translation.text, "truncated": translation.truncated, "score": translation.score,
+        "strategy": translation.strategy, "settings": translation.settings,
         "src_tokens": translation.src_tokens, "src_ids": translation.src_ids,
         "tgt_tokens": translation.tgt_tokens, "tgt_ids": translation.tgt_ids,
         "decoder_input_tokens": translation.decoder_input_tokens,
         "steps": [asdict(step) for step in translation.steps],
+        "tree": None if translation.tree is None else {"winner": translation.tree.winner,
+                                                        "nodes": [asdict(n) for n in translation.tree.nodes]},
         "attention": None,
+        "recorded": {},
     }
-    if translation.attention is not None:
-        out["attention"] = {
-            kind: {"shape": list(getattr(translation.attention, kind).shape), "axes": ["layer", "head", "query", "key"],
-                   "weights": getattr(translation.attention, kind).round(6).tolist()}
-            for kind in ("encoder_self", "decoder_self", "cross")
-        }
+    for name, recorded in translation.recorded.items():
+        entry = {"title": recorded.title, "shape": list(recorded.values.shape), "axes": list(recorded.axes),
+                 "rows": recorded.rows, "cols": recorded.cols, "weights": recorded.values.round(6).tolist()}
+        if name in ATTENTION_KINDS:
+            out["attention"] = out["attention"] or {}
+            out["attention"][name] = entry
+        else:
+            out["recorded"][name] = entry
     return out
 
 
@@ -49,14 +55,14 @@ def attention_csv(translations: list[Translation]) -> str:
     writer = csv.writer(buffer)
     writer.writerow(["sentence", "kind", "layer", "head", "query_index", "query_token", "key_index", "key_token", "weight"])
     for sentence, translation in enumerate(translations):
-        if translation.attention is None:
-            continue
-        for kind in ("encoder_self", "decoder_self", "cross"):
-            weights = getattr(translation.attention, kind)
-            rows, cols = axis_labels(translation.src_tokens, translation.tgt_tokens, kind)
+        for kind in ATTENTION_KINDS:
+            if kind not in translation.recorded:
+                continue
+            recorded = translation.recorded[kind]
+            weights = recorded.values
             for layer in range(weights.shape[0]):
                 for head in range(weights.shape[1]):
-                    for q, query in enumerate(rows):
-                        for k, key in enumerate(cols):
+                    for q, query in enumerate(recorded.rows):
+                        for k, key in enumerate(recorded.cols):
                             writer.writerow([sentence, kind, layer, head, q, query, k, key, f"{weights[layer, head, q, k]:.6f}"])
     return buffer.getvalue()

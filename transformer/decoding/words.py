@@ -1,38 +1,10 @@
-"""What a plot shows, derived from a stored Translation: which matrix, with which labels, pieces or words.
-
-Attention kinds and their axes (rows are queries, columns keys):
-  encoder_self  source pieces x source pieces
-  decoder_self  predicted pieces x decoder inputs (BOS followed by the pieces fed back)
-  cross         predicted pieces x source pieces
-"""
+"""Subword pieces grouped into words, and attention merged from pieces to words."""
 from __future__ import annotations
 
 import numpy as np
 
-KIND_TITLES = {
-    "encoder_self": "Encoder self-attention",
-    "decoder_self": "Decoder masked self-attention",
-    "cross": "Cross-attention (decoder → encoder)",
-}
 WORD_START = "▁"  # sentencepiece marks the first piece of every word
 SPECIAL_TOKENS = ("<s>", "</s>", "<pad>", "<unk>")
-
-
-def axis_labels(src_tokens: list[str], tgt_tokens: list[str], kind: str) -> tuple[list[str], list[str]]:
-    """(row labels, column labels). Row i of the decoder kinds is the query that predicted tgt_tokens[i]."""
-    if kind == "encoder_self":
-        return src_tokens, src_tokens
-    if kind == "decoder_self":
-        return tgt_tokens, ["<s>"] + tgt_tokens[:-1]
-    if kind == "cross":
-        return tgt_tokens, src_tokens
-    raise ValueError(f"attention kind must be one of {list(KIND_TITLES)}, got {kind!r}")
-
-
-def select_heads(weights: np.ndarray, layer: int, head: int | str) -> np.ndarray:
-    """(L, H, rows, cols) -> (rows, cols) for one head, or the mean over heads with head='mean'."""
-    per_layer = weights[layer]
-    return per_layer.mean(axis=0) if head == "mean" else per_layer[int(head)]
 
 
 def word_groups(pieces: list[str]) -> list[list[int]]:

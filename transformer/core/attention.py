@@ -11,29 +11,25 @@ modules whose probabilities the current context asked for, so with no capture th
 from __future__ import annotations
 
 import math
-from contextvars import ContextVar
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from .config import ModelConfig
-
-ATTENTION_KINDS = ("encoder_self", "decoder_self", "cross")
-
-# ids of AttentionProbabilities modules whose probabilities the current thread / task wants to see.
-# A ContextVar (not module state) so that concurrent requests on one shared model never mix.
-probabilities_requested: ContextVar[frozenset[int]] = ContextVar("probabilities_requested", default=frozenset())
+from .probes import ATTENTION_KINDS, is_recorded
 
 
 class AttentionProbabilities(nn.Module):
-    """Softmax over the keys; exists as a module so a forward hook can read its output."""
+    """Softmax over the keys; exists as a module so a forward hook can read its output. Its probe name
+    is its attention kind (see `probes.py`)."""
 
     def __init__(self, kind: str):
         super().__init__()
         if kind not in ATTENTION_KINDS:
             raise ValueError(f"attention kind must be one of {ATTENTION_KINDS}, got {kind!r}")
         self.kind = kind
+        self.probe = kind
 
     def forward(self, scores: torch.Tensor) -> torch.Tensor:
         return scores.softmax(dim=-1)
@@ -76,7 +72,7 @@ class MultiHeadAttention(nn.Module):
     def forward(self, x: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None):
         q = self.split_heads(self.q_proj(x))
         dropout_p = self.attention_dropout if self.training else 0.0
-        if self.fused and id(self.attend) not in probabilities_requested.get():
+        if self.fused and not is_recorded(self.attend):
             out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, dropout_p=dropout_p)
         else:
             out, _ = explicit_attention(q, keys, values, mask, self.attend, dropout_p)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .checkpoint import read_metrics
+from ..checkpoint import read_metrics
 
 
 def model_card(metrics: dict, checkpoint: str) -> str:

@@ -1,0 +1,66 @@
+"""What the model can record: named probe points that the model declares and `record` reads.
+
+Like Hugging Face's `_can_record_outputs`, the declaration lives with the model, not with whoever
+captures: a module records under the name in its `probe` attribute, and `Transformer.PROBES` says what
+each name holds. Recording a new quantity (say, every encoder layer's output) means giving a module a
+`probe` name and declaring it here; decoding, the trace and the views then pick it up by name.
+
+The ContextVar holds the recordings that are open in the current context. It travels with the
+context (threads, asyncio tasks, and worker threads started with the context copied), so several
+requests sharing one model each see exactly their own recordings.
+"""
+from __future__ import annotations
+
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+ENCODER, DECODER = "encoder", "decoder"
+SOURCE, TARGET = "source", "target"
+
+
+@dataclass(frozen=True)
+class Probe:
+    name: str
+    title: str
+    stage: str  # ENCODER: recorded once over the source; DECODER: one new query position per decoding step
+    query_axis: int  # axis of the query position in one layer's recorded tensor, batch axis excluded
+    keys: str | None  # what the last axis is: SOURCE or TARGET (decoder inputs) tokens, or None (features)
+    axes: tuple[str, ...]  # the axes of the assembled per-sentence array, layer first
+    attention: bool  # recorded from an attention softmax, so the explicit attention path must run
+    row_title: str
+    col_title: str
+
+
+_ATTENTION_AXES = ("layer", "head", "query", "key")
+_STATE_AXES = ("layer", "position", "feature")
+
+PROBES: dict[str, Probe] = {p.name: p for p in (
+    Probe("encoder_self", "Encoder self-attention", ENCODER, 1, SOURCE, _ATTENTION_AXES, True,
+          "query: source token", "key: source token"),
+    Probe("decoder_self", "Decoder masked self-attention", DECODER, 1, TARGET, _ATTENTION_AXES, True,
+          "query: the token it predicted", "key: decoder input (<s>, then the tokens fed back)"),
+    Probe("cross", "Cross-attention (decoder → encoder)", DECODER, 1, SOURCE, _ATTENTION_AXES, True,
+          "query: the token it predicted", "key: source token"),
+    Probe("encoder_hidden", "Encoder layer outputs", ENCODER, 0, None, _STATE_AXES, False,
+          "position: source token", "feature"),
+    Probe("decoder_hidden", "Decoder layer outputs (before the final norm)", DECODER, 0, None, _STATE_AXES, False,
+          "position: the token it predicted", "feature"),
+)}
+ATTENTION_KINDS = tuple(name for name, probe in PROBES.items() if probe.attention)
+
+# the recordings open in this context; each knows the ids of the modules it listens to
+active_recordings: ContextVar[tuple] = ContextVar("active_recordings", default=())
+
+
+def is_recorded(module) -> bool:
+    """Whether an open recording in this context wants `module`'s output (cheap when none is open)."""
+    recordings = active_recordings.get()
+    return bool(recordings) and any(id(module) in r.module_ids for r in recordings)
+
+
+def check_probe_names(names) -> tuple[str, ...]:
+    names = tuple(names)
+    unknown = sorted(set(names) - set(PROBES))
+    if unknown:
+        raise ValueError(f"unknown probes {unknown}; the model declares {list(PROBES)}")
+    return names

@@ -1,0 +1,62 @@
+"""Incremental decoding of a batch of growing prefixes, shared by every strategy.
+
+Shapes: N rows still decoding, S source length, V vocabulary.
+"""
+from __future__ import annotations
+
+import torch
+
+from ..core.model import Transformer, padding_mask
+from ..tokenizer import BOS_ID
+
+
+def length_limits(src_lengths: list[int], max_length: int | None, model_max_len: int) -> list[int]:
+    """Most output tokens (EOS included) per sentence: the caller's cap, else 2 x source + 10."""
+    return [min(model_max_len, max_length or 2 * n + 10) for n in src_lengths]
+
+
+def encode_batch(model: Transformer, sources: list[list[int]], device):
+    """Pads sources (each ending with EOS) into (B, S) and runs the encoder once."""
+    longest = max(len(s) for s in sources)
+    src = torch.full((len(sources), longest), model.config.pad_id, dtype=torch.long)
+    for row, ids in enumerate(sources):
+        src[row, : len(ids)] = torch.tensor(ids)
+    src = src.to(device)
+    src_mask = padding_mask(src, model.config.pad_id)
+    return model.encode(src, src_mask), src_mask
+
+
+class StepDecoder:
+    """Next-token logits for a batch of growing prefixes, with the key/value cache or (use_cache=False,
+    the reference the cache is measured against) by re-running the decoder over the whole prefix."""
+
+    def __init__(self, model: Transformer, memory, src_mask, use_cache: bool = True):
+        # with no padding in the batch the cross-attention needs no mask: skipping it saves work every step
+        self.model, self.memory, self.use_cache = model, memory, use_cache
+        self.src_mask = None if bool(src_mask.all()) else src_mask
+        self.cache = model.new_cache() if use_cache else None
+        self.prefix = torch.full((memory.size(0), 1), BOS_ID, dtype=torch.long, device=memory.device)
+
+    def step(self) -> torch.Tensor:
+        """(N, V) float32 logits of the next token; padding and BOS can never be produced."""
+        if self.use_cache:
+            logits = self.model.decode_step(self.memory, self.src_mask, self.prefix[:, -1], self.cache)
+        else:
+            logits = self.model.decode(self.memory, self.src_mask, self.prefix)[:, -1]
+        logits = logits.float()
+        logits[:, [self.model.config.pad_id, BOS_ID]] = float("-inf")
+        return logits
+
+    def select_rows(self, rows: list[int]) -> None:
+        """Keeps batch rows `rows`, in that order (rows may repeat: beam search copies hypotheses)."""
+        index = torch.tensor(rows, dtype=torch.long, device=self.memory.device)
+        self.memory = self.memory.index_select(0, index)
+        if self.src_mask is not None:
+            self.src_mask = self.src_mask.index_select(0, index)
+        self.prefix = self.prefix.index_select(0, index)
+        if self.cache is not None:
+            self.cache.reorder(index)
+
+    def append(self, tokens: torch.Tensor) -> None:
+        """Feeds one token per row (N,) as the newest decoder input."""
+        self.prefix = torch.cat([self.prefix, tokens[:, None]], dim=1)

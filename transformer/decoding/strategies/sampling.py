@@ -1,0 +1,53 @@
+"""Ancestral sampling with temperature, top-k and top-p (nucleus, Holtzman et al. 2020) filters."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .registry import Strategy, register, setting
+from .single_path import decode_single_path
+
+
+@dataclass
+class SamplingSettings:
+    temperature: float = setting(1.0, 0.05, 5.0, "Temperature (sampling)", step=0.05,
+                                 help="below 1 sharpens the distribution, above 1 flattens it")
+    top_k: int = setting(0, 0, 1000, "Top-k (sampling, 0 = off)", step=1, help="keep only the k most probable tokens")
+    top_p: float = setting(1.0, 0.05, 1.0, "Top-p (sampling)", step=0.05,
+                           help="keep the most probable tokens whose probabilities add up to p")
+    seed: int = setting(0, 0, 2**31 - 1, "Seed (sampling)", help="the same seed gives the same output")
+
+
+def filtered_distribution(logits: torch.Tensor, settings: SamplingSettings) -> torch.Tensor:
+    """(N, V) logits -> probabilities after temperature, top-k and top-p."""
+    logits = logits / settings.temperature
+    if settings.top_k > 0:
+        kth = logits.topk(min(settings.top_k, logits.size(-1)), dim=-1).values[:, -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    probs = logits.softmax(dim=-1)
+    if settings.top_p < 1.0:
+        sorted_probs, order = probs.sort(dim=-1, descending=True)
+        # drop a token when the tokens before it already reach top_p (the first always stays)
+        drop_sorted = (sorted_probs.cumsum(dim=-1) - sorted_probs) >= settings.top_p
+        probs = probs.masked_fill(drop_sorted.scatter(-1, order, drop_sorted), 0.0)
+        probs = probs / probs.sum(dim=-1, keepdim=True)
+    return probs
+
+
+def decode_sampling(model, sources, settings: SamplingSettings, max_length=None, probes=(), use_cache=True):
+    # one generator per sentence: a sentence's output does not depend on the rest of its batch
+    generators = [torch.Generator(device="cpu").manual_seed(settings.seed) for _ in sources]
+
+    def draw(logits, sentences):
+        probs = filtered_distribution(logits, settings)
+        on_cpu = probs.cpu()
+        chosen = torch.stack([torch.multinomial(on_cpu[row], 1, generator=generators[s])[0]
+                              for row, s in enumerate(sentences)])
+        return probs, chosen.to(probs.device)
+
+    return decode_single_path(model, sources, draw, max_length, probes, use_cache)
+
+
+SAMPLING = register(Strategy("sample", "sampling", SamplingSettings, decode_sampling,
+                             "draws each token from the model's distribution"))

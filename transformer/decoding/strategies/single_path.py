@@ -1,0 +1,65 @@
+"""One hypothesis per sentence, extended one token at a time: greedy decoding and sampling share this loop.
+
+All sentences decode as one batch with the key/value cache, and leave the batch as they finish.
+Shapes: N rows still decoding, V vocabulary.
+"""
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+from ...core.capture import record
+from ...core.model import Transformer
+from ...tokenizer import EOS_ID
+from ..decoded import DecodedSentence, StepTrace
+from ..probe_log import ProbeLog
+from ..step_decoder import StepDecoder, encode_batch, length_limits
+
+TRACE_TOPK = 10  # candidates recorded per step
+
+# (logits (N, V), the sentence of each row) -> (distribution the token is drawn from (N, V), chosen ids (N,))
+Chooser = Callable[[torch.Tensor, list[int]], tuple[torch.Tensor, torch.Tensor]]
+
+
+@torch.inference_mode()
+def decode_single_path(model: Transformer, sources: list[list[int]], choose: Chooser, max_length: int | None = None,
+                       probes=(), use_cache: bool = True) -> list[DecodedSentence]:
+    limits = length_limits([len(s) for s in sources], max_length, model.config.max_len)
+    results = [DecodedSentence([], [], 0.0) for _ in sources]
+    log = ProbeLog(probes) if probes else None
+    rows_per_step: list[list[int]] = [[] for _ in sources]
+    with record(model, probes) if probes else contextlib.nullcontext() as recording:
+        memory, src_mask = encode_batch(model, sources, model.device)
+        if log:
+            log.add_encoder(recording)
+        decoder = StepDecoder(model, memory, src_mask, use_cache)
+        active = list(range(len(sources)))  # sentence of each row
+        while active:
+            logits = decoder.step()
+            if log:
+                log.add_step(recording)
+            probs, chosen = choose(logits, active)
+            top_probs, top_ids = probs.topk(min(TRACE_TOPK, probs.size(-1)), dim=-1)
+            chosen_probs = probs.gather(1, chosen[:, None])[:, 0]
+            chosen_l, chosen_p = chosen.tolist(), chosen_probs.tolist()
+            top_ids_l, top_probs_l = top_ids.tolist(), top_probs.tolist()
+            keep = []
+            for row, sentence in enumerate(active):
+                out = results[sentence]
+                out.token_ids.append(chosen_l[row])
+                out.score += float(np.log(max(chosen_p[row], 1e-30)))
+                out.steps.append(StepTrace(chosen_l[row], chosen_p[row], list(zip(top_ids_l[row], top_probs_l[row]))))
+                rows_per_step[sentence].append(row)
+                if chosen_l[row] != EOS_ID and len(out.token_ids) < limits[sentence]:
+                    keep.append(row)
+            if len(keep) != len(active):
+                decoder.select_rows(keep)
+                chosen, active = chosen[keep], [active[row] for row in keep]
+            decoder.append(chosen)
+    if log:
+        for sentence, out in enumerate(results):
+            out.recorded = log.sentence(sentence, len(sources[sentence]), rows_per_step[sentence])
+    return results

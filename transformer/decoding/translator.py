@@ -1,0 +1,98 @@
+"""Text in, trace out: tokenizer + model + a registered decoding strategy."""
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+
+from ..checkpoint import METRICS_FILE, TOKENIZER_FILE, load_checkpoint, read_metrics, save_checkpoint
+from ..core.model import Transformer
+from ..core.probes import ATTENTION_KINDS, check_probe_names
+from ..tokenizer import EOS_ID, Tokenizer
+from .decoded import DecodedSentence
+from .strategies import SettingError, build_settings, get_strategy
+from .trace import Step, Translation, label_recorded, labelled_tree, path_tree
+
+
+def check_device(device: str) -> torch.device:
+    device = torch.device(device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("device 'cuda' was asked for but CUDA is not available here; use device='cpu'")
+    if device.type not in ("cpu", "cuda"):
+        raise ValueError(f"device must be 'cpu' or 'cuda', got {str(device)!r}")
+    return device
+
+
+class Translator:
+    def __init__(self, model: Transformer, tokenizer: Tokenizer, config: dict | None = None,
+                 source: Path | None = None):
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.config = config or {"model": model.config.to_dict()}
+        self.source = source  # the folder it was loaded from, for metrics and the tokenizer file
+
+    @classmethod
+    def from_pretrained(cls, directory, device: str = "cpu") -> "Translator":
+        model, tokenizer, config = load_checkpoint(directory, check_device(device))
+        return cls(model, tokenizer, config, Path(directory))
+
+    @property
+    def metrics(self) -> dict | None:
+        return read_metrics(self.source) if self.source else None
+
+    def save_pretrained(self, directory, metrics: dict | None = None, dtype: torch.dtype = torch.float32) -> Path:
+        if metrics is None and self.source and (self.source / METRICS_FILE).is_file():
+            metrics = self.metrics
+        extra = {k: v for k, v in self.config.items() if k != "model"}
+        return save_checkpoint(directory, self.model, self._tokenizer_file(), extra, metrics, dtype)
+
+    def _tokenizer_file(self) -> Path:
+        if self.source is None:
+            raise ValueError("this Translator was not loaded from a folder; save with checkpoint.save_checkpoint")
+        return self.source / TOKENIZER_FILE
+
+    def source_ids(self, text: str) -> tuple[list[int], bool]:
+        """Ids ending with EOS, cut to fit the model's positions; and whether it was cut."""
+        ids = self.tokenizer.encode(text)
+        room = self.model.config.max_len - 1
+        return ids[:room] + [EOS_ID], len(ids) > room
+
+    def translate(self, text: str, **settings) -> Translation:
+        return self.translate_batch([text], **settings)[0]
+
+    def translate_batch(self, texts: list[str], strategy: str = "greedy", max_length: int | None = None,
+                        capture: bool = False, record=None, **settings) -> list[Translation]:
+        """Decodes every text with a registered strategy (see decoding/strategies). `settings` are that
+        strategy's settings by name (beam_size=4, temperature=0.7, ...); `capture=True` records the three
+        attention kinds, `record` any probes the model declares (Transformer.PROBES) by name."""
+        chosen = get_strategy(strategy)
+        strategy_settings = build_settings(strategy, settings)
+        if max_length is not None and (not isinstance(max_length, int) or max_length < 1):
+            raise SettingError(f"max_length must be a positive integer or None, got {max_length!r}")
+        probes = check_probe_names(record if record is not None else (ATTENTION_KINDS if capture else ()))
+        if not texts:
+            return []
+        encoded = [self.source_ids(text) for text in texts]
+        decoded = chosen.decode(self.model, [ids for ids, _ in encoded], strategy_settings, max_length, probes)
+        used = {**asdict(strategy_settings), "max_length": max_length}
+        return [self._result(text, ids, truncated, out, strategy, used)
+                for text, (ids, truncated), out in zip(texts, encoded, decoded)]
+
+    def _result(self, source: str, src_ids: list[int], truncated: bool, out: DecodedSentence, strategy: str,
+                settings: dict) -> Translation:
+        piece = self.tokenizer.id_to_piece
+        tree = labelled_tree(out.tree, out.winner, piece) if out.tree is not None else path_tree(out.steps, piece)
+        steps = [
+            Step(piece(s.token_id), s.token_id, s.prob, [(piece(i), p) for i, p in s.topk],
+                 None if s.hypotheses is None else [(" ".join(piece(i) for i in ids), score) for ids, score in s.hypotheses],
+                 tree.winner[t] if t < len(tree.winner) else None)
+            for t, s in enumerate(out.steps)
+        ]
+        src_tokens, tgt_tokens = [piece(i) for i in src_ids], [piece(i) for i in out.token_ids]
+        return Translation(
+            source=source, text=self.tokenizer.decode(out.token_ids), src_tokens=src_tokens, tgt_tokens=tgt_tokens,
+            src_ids=src_ids, tgt_ids=out.token_ids, steps=steps, score=out.score, truncated=truncated,
+            strategy=strategy, settings=settings, recorded=label_recorded(out.recorded, src_tokens, tgt_tokens),
+            tree=tree,
+        )

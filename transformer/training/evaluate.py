@@ -1,0 +1,118 @@
+"""Translate a split and score it with sacreBLEU (cased, 13a tokenisation, detokenised output).
+
+    python -m transformer.evaluate --checkpoint checkpoints/en-de --split test_2016_flickr
+    python -m transformer.evaluate --checkpoint checkpoints/en-de --strategy sample --temperature 0.7 --seed 3
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import sacrebleu
+
+from ..checkpoint import METRICS_FILE
+from .data import default_data_dir, read_parallel
+from ..decoding.strategies import STRATEGIES, SettingError, all_settings, build_settings, get_strategy
+from ..decoding.translator import Translator
+
+
+def translate_corpus(translator: Translator, sentences: list[str], strategy: str = "greedy", batch_size: int = 64,
+                     progress=None, **settings) -> list[str]:
+    """Translates in batches of similar length (less padding), returning outputs in input order.
+    `settings` are the strategy's settings by name (see decoding/strategies)."""
+    order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
+    outputs = [""] * len(sentences)
+    for start in range(0, len(order), batch_size):
+        batch = order[start : start + batch_size]
+        results = translator.translate_batch([sentences[i] for i in batch], strategy=strategy, **settings)
+        for index, result in zip(batch, results):
+            outputs[index] = result.text
+        if progress is not None:
+            progress(len(batch))
+    return outputs
+
+
+def score(hypotheses: list[str], references: list[str]) -> dict:
+    bleu, chrf = sacrebleu.metrics.BLEU(), sacrebleu.metrics.CHRF()
+    bleu_score, chrf_score = bleu.corpus_score(hypotheses, [references]), chrf.corpus_score(hypotheses, [references])
+    return {
+        "bleu": round(bleu_score.score, 2), "chrf": round(chrf_score.score, 2),
+        "bleu_signature": str(bleu.get_signature()), "chrf_signature": str(chrf.get_signature()),
+        "sentences": len(hypotheses),
+    }
+
+
+def add_strategy_arguments(parser: argparse.ArgumentParser) -> None:
+    """--strategy and one flag per registered strategy setting, with its range, from the registry."""
+    parser.add_argument("--strategy", choices=list(STRATEGIES), default=None,
+                        help="decoding strategy (default: the one recorded in the checkpoint's metrics.json, else beam)")
+    group = parser.add_argument_group("strategy settings (default: from metrics.json, else the strategy's default)")
+    for spec in all_settings():
+        group.add_argument("--" + spec.name.replace("_", "-"), type=spec.kind, default=None,
+                           help=f"{spec.strategy}: {spec.label}, in [{spec.minimum}, {spec.maximum}], default {spec.default}")
+
+
+def chosen_settings(args, recorded: dict) -> tuple[str, dict]:
+    """The strategy and its settings: the command line first, then metrics.json's decoding section."""
+    strategy = args.strategy or recorded.get("strategy", "beam")
+    settings = {}
+    for spec in get_strategy(strategy).specs:
+        value = getattr(args, spec.name)
+        settings[spec.name] = value if value is not None else recorded.get(spec.name, spec.default)
+    return strategy, settings
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m transformer.evaluate", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--checkpoint", required=True, help="checkpoint folder (config.json, model.safetensors, spm.model)")
+    parser.add_argument("--split", default="val", help="split name: reads {split}.{src} and {split}.{tgt} (default: val)")
+    parser.add_argument("--data-dir", default=default_data_dir(), help="folder of {split}.{lang} files (default: ../shared/data/multi30k)")
+    add_strategy_arguments(parser)
+    parser.add_argument("--batch-size", type=int, default=64, help="sentences per batch (default: 64)")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
+    parser.add_argument("--out", help="write the translations here, one per line")
+    parser.add_argument("--json", action="store_true", help="print the scores as one JSON object")
+    parser.add_argument("--update-metrics", action="store_true",
+                        help="record these scores under scores[split] in the checkpoint's metrics.json")
+    args = parser.parse_args(argv)
+    if args.data_dir is None:
+        parser.error("no --data-dir given and ../shared/data/multi30k does not exist")
+
+    translator = Translator.from_pretrained(args.checkpoint, device=args.device)
+    strategy, settings = chosen_settings(args, (translator.metrics or {}).get("decoding", {}))
+    try:
+        build_settings(strategy, settings)
+    except SettingError as error:
+        parser.error(str(error))
+    languages = translator.config.get("languages", {"src": "en", "tgt": "de"})
+    corpus = read_parallel(args.data_dir, args.split, languages["src"], languages["tgt"])
+    started = time.perf_counter()
+    hypotheses = translate_corpus(translator, corpus.source, strategy, args.batch_size, **settings)
+    elapsed = time.perf_counter() - started
+    if args.out:
+        Path(args.out).write_text("\n".join(hypotheses) + "\n", encoding="utf-8")
+    result = {"split": args.split, "strategy": strategy, **settings, **score(hypotheses, corpus.target),
+              "seconds": round(elapsed, 1)}
+    if args.update_metrics:
+        metrics_file = Path(args.checkpoint) / METRICS_FILE
+        metrics = translator.metrics or {}
+        metrics.setdefault("scores", {})[args.split] = {k: result[k] for k in ("bleu", "chrf", "bleu_signature",
+                                                                              "chrf_signature", "sentences")}
+        metrics["decoding"] = {"strategy": strategy, **settings}
+        metrics_file.write_text(json.dumps(metrics, indent=2) + "\n")
+    if args.json:
+        print(json.dumps(result))
+    else:
+        described = ", ".join(f"{k} {v}" for k, v in settings.items())
+        print(f"{args.split}: BLEU {result['bleu']}  chrF {result['chrf']}  ({len(hypotheses)} sentences, "
+              f"{strategy}{' (' + described + ')' if described else ''}, {elapsed:.1f} s)")
+        print(f"BLEU signature: {result['bleu_signature']}")
+        print(f"chrF signature: {result['chrf_signature']}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
