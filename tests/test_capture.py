@@ -1,11 +1,13 @@
+import asyncio
+import gc
 import threading
+import weakref
 
 import numpy as np
 import pytest
 import torch
 
-from transformer import Transformer, capture_attention
-from transformer.attention import AttentionProbabilities
+from transformer import Transformer, capture_attention, record
 
 from .conftest import tiny_config
 
@@ -36,7 +38,7 @@ def padded_batch():
 
 
 def hooks_left(model):
-    return sum(len(m._forward_hooks) for m in model.modules() if isinstance(m, AttentionProbabilities))
+    return sum(len(m._forward_hooks) for m in model.modules())
 
 
 @pytest.fixture(params=["pre", "post"])
@@ -104,14 +106,55 @@ def test_hooks_removed_after_an_exception(model):
     assert att.cross.shape[0] == model.config.n_layers
 
 
-def test_nothing_is_kept_on_the_model(model):
+def test_the_model_keeps_no_reference_to_what_was_recorded(model):
     src, tgt = padded_batch()
-    before = {name: value for name, value in vars(model).items()}
-    with capture_attention(model):
+    with capture_attention(model) as att:
         model(src, tgt)
-    assert set(vars(model)) == set(before)
-    for module in model.modules():
-        assert not any(isinstance(v, torch.Tensor) and v.dim() == 4 for v in vars(module).values())
+    recorded = [weakref.ref(t) for calls in att.calls.values() for t in calls]
+    assert len(recorded) == 3 * model.config.n_layers
+    del att
+    gc.collect()
+    assert all(ref() is None for ref in recorded)  # nothing on the model (or anywhere else) still holds them
+
+
+def test_layer_outputs_are_recorded_by_their_declared_probe(model):
+    src, tgt = padded_batch()
+    with record(model, ["encoder_hidden", "decoder_hidden"]) as rec:
+        logits = model(src, tgt)
+    assert rec["encoder_hidden"].shape == (model.config.n_layers, 3, 9, model.config.d_model)
+    # the last decoder layer's output, through the final norm and the generator, gives the logits
+    torch.testing.assert_close(model.generator(model.decoder_norm(rec["decoder_hidden"][-1])), logits, atol=1e-5, rtol=0)
+    with pytest.raises(ValueError, match="unknown probes \\['nonsense'\\]"):
+        with record(model, ["nonsense"]):
+            pass
+
+
+def test_a_capture_in_an_asyncio_task_records_the_model_run_in_a_worker_thread():
+    """The task opens the capture and hands the model call to a worker thread (with its context, as
+    asyncio.to_thread does); two such tasks at once each get exactly their own attention."""
+    torch.manual_seed(0)
+    model = Transformer(tiny_config()).eval()
+    inputs = [(torch.randint(1, 11, (1, 4 + i)), torch.randint(1, 11, (1, 3 + i))) for i in range(2)]
+    with torch.no_grad():
+        alone = []
+        for src, tgt in inputs:
+            with capture_attention(model) as att:
+                model(src, tgt)
+            alone.append(att.cross)
+
+    async def task(src, tgt, started):
+        with capture_attention(model) as att:
+            started.release()
+            await asyncio.to_thread(torch.no_grad()(model), src, tgt)
+        return att.cross
+
+    async def both():
+        started = asyncio.Semaphore(0)
+        return await asyncio.gather(*(task(src, tgt, started) for src, tgt in inputs))
+
+    for got, want in zip(asyncio.run(both()), alone):
+        assert got is not None
+        torch.testing.assert_close(got, want, atol=1e-6, rtol=0)
 
 
 def test_threads_each_get_their_own_attention():

@@ -3,11 +3,26 @@ import pytest
 import torch
 
 from transformer import Transformer, capture_attention
-from transformer.beam import beam_search
-from transformer.decoding import SamplingSettings, decode_single_path, filtered_distribution
+from transformer.core.probes import ATTENTION_KINDS
+from transformer.decoding.decoded import FINISHED
+from transformer.decoding.strategies.beam import beam_search, length_penalty
+from transformer.decoding.strategies.greedy import GreedySettings, decode_greedy
+from transformer.decoding.strategies.sampling import SamplingSettings, decode_sampling, filtered_distribution
 from transformer.tokenizer import BOS_ID, EOS_ID
 
 from .conftest import tiny_config
+
+
+def greedy(model, sources, max_length=None, capture=False, use_cache=True):
+    return decode_greedy(model, sources, GreedySettings(), max_length, ATTENTION_KINDS if capture else (), use_cache)
+
+
+def sample(model, sources, max_length, settings, capture=False):
+    return decode_sampling(model, sources, settings, max_length, ATTENTION_KINDS if capture else ())
+
+
+def beam(model, sources, beam_size=4, alpha=0.6, max_length=None, capture=False, use_cache=True):
+    return beam_search(model, sources, beam_size, alpha, max_length, ATTENTION_KINDS if capture else (), use_cache)
 
 
 def uncached_greedy(model, src_ids, steps):
@@ -30,7 +45,7 @@ def test_cached_greedy_equals_uncached(seed, norm):
     torch.manual_seed(seed)
     model = Transformer(tiny_config(vocab_size=12, norm=norm, final_norm=norm == "pre")).double().eval()
     sources = [torch.randint(4, 12, (n,)).tolist() + [EOS_ID] for n in (3, 7, 5)]
-    decoded = decode_single_path(model, sources, max_length=15)
+    decoded = greedy(model, sources, max_length=15)
     for src_ids, out in zip(sources, decoded):
         assert out.token_ids == uncached_greedy(model, src_ids, 15)
 
@@ -48,36 +63,75 @@ def test_recorded_attention_is_that_of_the_produced_output(strategy):
     model = Transformer(tiny_config(vocab_size=12)).double().eval()
     sources = [torch.randint(4, 12, (n,)).tolist() + [EOS_ID] for n in (6, 3, 9)]
     if strategy == "beam":
-        decoded = beam_search(model, sources, beam_size=3, max_length=10, capture=True)
+        decoded = beam(model, sources, beam_size=3, max_length=10, capture=True)
+    elif strategy == "sample":
+        decoded = sample(model, sources, 10, SamplingSettings(temperature=1.5, seed=7), capture=True)
     else:
-        sampling = SamplingSettings(temperature=1.5, seed=7) if strategy == "sample" else None
-        decoded = decode_single_path(model, sources, max_length=10, sampling=sampling, capture=True)
+        decoded = greedy(model, sources, max_length=10, capture=True)
     for src_ids, out in zip(sources, decoded):
         expected = teacher_forced_attention(model, src_ids, out.token_ids)
-        for got, want in zip((out.encoder_self, out.decoder_self, out.cross), expected):
+        for got, want in zip((out.recorded[kind] for kind in ATTENTION_KINDS), expected):
             assert got.shape == want.shape
             np.testing.assert_allclose(got, want, atol=1e-6)
 
 
-def test_beam_of_one_is_greedy_and_wider_beams_score_no_worse():
+def test_beam_of_one_is_greedy():
     torch.manual_seed(5)
     model = Transformer(tiny_config(vocab_size=12)).double().eval()
     sources = [torch.randint(4, 12, (n,)).tolist() + [EOS_ID] for n in (4, 8)]
-    greedy = decode_single_path(model, sources, max_length=12)
-    beam1 = beam_search(model, sources, beam_size=1, max_length=12)
-    assert [o.token_ids for o in beam1] == [o.token_ids for o in greedy]
-    for narrow, wide in zip(beam_search(model, sources, 2, alpha=0.0, max_length=12),
-                            beam_search(model, sources, 6, alpha=0.0, max_length=12)):
-        assert wide.score >= narrow.score - 1e-9
+    assert [o.token_ids for o in beam(model, sources, beam_size=1, max_length=12)] == \
+        [o.token_ids for o in greedy(model, sources, max_length=12)]
+
+
+@pytest.mark.parametrize("beam_size, alpha", [(2, 0.0), (4, 0.6), (6, 1.0)])
+def test_beam_returns_the_best_finished_hypothesis_of_its_tree(beam_size, alpha):
+    torch.manual_seed(9)
+    model = Transformer(tiny_config(vocab_size=12)).double().eval()
+    sources = [torch.randint(4, 12, (n,)).tolist() + [EOS_ID] for n in (4, 8, 3)]
+    for out in beam(model, sources, beam_size, alpha, max_length=12):
+        nodes = out.tree
+        # every node's score is its parent's score plus its own token's log-probability
+        for node in nodes:
+            parent_score = 0.0 if node.parent is None else nodes[node.parent].score
+            assert node.score == pytest.approx(parent_score + node.log_prob, abs=1e-9)
+            assert node.normalized_score == pytest.approx(node.score / length_penalty(node.depth + 1, alpha), abs=1e-9)
+            assert node.log_prob <= 0
+        # the winner's nodes form a path from the root that spells the output
+        assert [nodes[i].token_id for i in out.winner] == out.token_ids
+        assert [nodes[i].parent for i in out.winner] == [None] + out.winner[:-1]
+        # and its last node is the best finished one, with the score returned
+        finished = [n for n in nodes if n.status == FINISHED]
+        best = max(finished, key=lambda n: n.normalized_score)
+        assert out.winner[-1] == best.id and out.score == pytest.approx(best.normalized_score)
+        # the probabilities in the step trace are those of the tree
+        assert [s.prob for s in out.steps] == pytest.approx([np.exp(nodes[i].log_prob) for i in out.winner])
+
+
+def test_beam_tree_log_probabilities_match_the_model():
+    """Independent check: each node's log-probability is the model's for that token after that prefix."""
+    torch.manual_seed(10)
+    model = Transformer(tiny_config(vocab_size=12)).double().eval()
+    src_ids = [5, 6, 7, 8, EOS_ID]
+    out = beam(model, [src_ids], beam_size=3, max_length=6)[0]
+    nodes = out.tree
+    for node in nodes[:: max(1, len(nodes) // 12)]:
+        prefix, walker = [], node.parent
+        while walker is not None:
+            prefix.insert(0, nodes[walker].token_id)
+            walker = nodes[walker].parent
+        with torch.no_grad():
+            logits = model(torch.tensor([src_ids]), torch.tensor([[BOS_ID] + prefix]))[0, -1]
+        logits[[0, BOS_ID]] = float("-inf")
+        assert node.log_prob == pytest.approx(float(logits.log_softmax(-1)[node.token_id]), abs=1e-6)  # decoding works in float32
 
 
 def test_batched_beam_equals_one_at_a_time():
     torch.manual_seed(6)
     model = Transformer(tiny_config(vocab_size=12)).double().eval()
     sources = [torch.randint(4, 12, (n,)).tolist() + [EOS_ID] for n in (4, 8, 2, 6)]
-    batched = beam_search(model, sources, beam_size=4, max_length=12)
+    batched = beam(model, sources, beam_size=4, max_length=12)
     for src_ids, out in zip(sources, batched):
-        alone = beam_search(model, [src_ids], beam_size=4, max_length=12)[0]
+        alone = beam(model, [src_ids], beam_size=4, max_length=12)[0]
         assert out.token_ids == alone.token_ids
         assert out.score == pytest.approx(alone.score)
 
@@ -86,9 +140,9 @@ def test_step_trace_is_consistent():
     torch.manual_seed(2)
     model = Transformer(tiny_config(vocab_size=12)).double().eval()
     src_ids = [5, 6, 7, EOS_ID]
-    out = beam_search(model, [src_ids], beam_size=3, max_length=8)[0]
-    greedy = decode_single_path(model, [src_ids], max_length=8)[0]
-    for step, token in zip(greedy.steps, greedy.token_ids):
+    out = beam(model, [src_ids], beam_size=3, max_length=8)[0]
+    path = greedy(model, [src_ids], max_length=8)[0]
+    for step, token in zip(path.steps, path.token_ids):
         assert step.token_id == token == step.topk[0][0]  # greedy picks the top candidate
         assert step.prob == pytest.approx(step.topk[0][1])
         assert all(a[1] >= b[1] for a, b in zip(step.topk, step.topk[1:]))
@@ -104,12 +158,12 @@ def test_sampling_is_deterministic_per_seed_and_batch_independent():
     model = Transformer(tiny_config(vocab_size=12)).eval()
     sources = [[5, 6, EOS_ID], [7, 8, 9, EOS_ID]]
     settings = SamplingSettings(temperature=2.0, top_k=5, seed=11)
-    first = decode_single_path(model, sources, 10, settings)
-    again = decode_single_path(model, sources, 10, settings)
-    alone = decode_single_path(model, sources[1:], 10, settings)
+    first = sample(model, sources, 10, settings)
+    again = sample(model, sources, 10, settings)
+    alone = sample(model, sources[1:], 10, settings)
     assert [o.token_ids for o in first] == [o.token_ids for o in again]
     assert first[1].token_ids == alone[0].token_ids
-    other = [decode_single_path(model, sources, 10, SamplingSettings(2.0, 5, 1.0, s))[0].token_ids for s in range(6)]
+    other = [sample(model, sources, 10, SamplingSettings(2.0, 5, 1.0, s))[0].token_ids for s in range(6)]
     assert len({tuple(o) for o in other}) > 1
 
 
@@ -126,7 +180,7 @@ def test_top_k_and_top_p_filters():
 def test_max_length_stops_decoding():
     torch.manual_seed(0)
     model = Transformer(tiny_config(vocab_size=12)).eval()
-    for out in decode_single_path(model, [[5, 6, EOS_ID]], max_length=4) + beam_search(model, [[5, 6, EOS_ID]], 3, max_length=4):
+    for out in greedy(model, [[5, 6, EOS_ID]], max_length=4) + beam(model, [[5, 6, EOS_ID]], 3, max_length=4):
         assert 1 <= len(out.token_ids) <= 4
 
 
@@ -136,10 +190,10 @@ def test_package_uncached_path_matches_cached(search):
     model = Transformer(tiny_config(vocab_size=12)).double().eval()
     sources = [torch.randint(4, 12, (n,)).tolist() + [EOS_ID] for n in (5, 2, 7)]
     if search == "beam":
-        cached, uncached = (beam_search(model, sources, 3, max_length=9, capture=True, use_cache=c) for c in (True, False))
+        cached, uncached = (beam(model, sources, 3, max_length=9, capture=True, use_cache=c) for c in (True, False))
     else:
-        cached, uncached = (decode_single_path(model, sources, 9, capture=True, use_cache=c) for c in (True, False))
+        cached, uncached = (greedy(model, sources, 9, capture=True, use_cache=c) for c in (True, False))
     for a, b in zip(cached, uncached):
         assert a.token_ids == b.token_ids
-        np.testing.assert_allclose(a.cross, b.cross, atol=1e-9)
-        np.testing.assert_allclose(a.decoder_self, b.decoder_self, atol=1e-9)
+        for kind in ATTENTION_KINDS:
+            np.testing.assert_allclose(a.recorded[kind], b.recorded[kind], atol=1e-9)

@@ -8,10 +8,10 @@ import torch
 from transformer import Translator
 from transformer import evaluate as evaluate_cli
 from transformer import train as train_cli
-from transformer.averaging import average_state_dicts
-from transformer.data import read_parallel, token_batches
-from transformer.model_card import model_card
-from transformer.trainer import TrainingSettings, learning_rate
+from transformer.training.averaging import average_state_dicts
+from transformer.training.data import read_parallel, token_batches
+from transformer.training.model_card import model_card
+from transformer.training.trainer import TrainingSettings, learning_rate
 
 from .conftest import MULTI30K, SHIPPED
 
