@@ -15,6 +15,8 @@ import torch
 from transformer import Translator
 from transformer.checkpoint import CheckpointError
 
+from .profile import ModelProfile, profile_model
+
 log = logging.getLogger(__name__)
 
 LANGUAGE_NAMES = {"en": "English", "de": "German", "fr": "French", "cs": "Czech"}
@@ -29,6 +31,7 @@ class ServedModel:
     key: str  # folder name, e.g. "en-de"
     label: str  # e.g. "English → German (en-de)"
     translator: Translator  # on the CPU
+    profile: ModelProfile  # what the views draw about the model itself, computed once here
     _cuda: Translator | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -55,6 +58,9 @@ class Registry:
     @property
     def choices(self) -> list[tuple[str, str]]:
         return [(m.label, key) for key, m in self.models.items()]
+
+    def source_language(self, key: str) -> str | None:
+        return self.get(key).translator.config.get("languages", {}).get("src")
 
     @property
     def default_key(self) -> str:
@@ -86,7 +92,8 @@ def discover(root: Path) -> Registry:
             problems[folder.name] = str(error)
             log.warning("skipping checkpoint %s: %s", folder, error)
             continue
-        models[folder.name] = ServedModel(folder.name, direction_label(folder.name, translator.config), translator)
+        models[folder.name] = ServedModel(folder.name, direction_label(folder.name, translator.config), translator,
+                                          profile_model(translator))
     if not models:
         details = "; ".join(f"{name}: {why}" for name, why in problems.items()) or "no folder with a config.json"
         raise NoUsableCheckpoint(

@@ -1,6 +1,7 @@
 """The app's named API endpoints through gradio_client, against a launched server."""
 import numpy as np
 import pytest
+import torch
 from gradio_client import Client
 
 from transformer import Translator
@@ -65,44 +66,61 @@ def test_bad_requests_get_a_message_that_names_the_problem(server, args, message
         client.predict(*args, api_name="/translate")
 
 
-def test_changing_the_view_never_reruns_the_model(server, monkeypatch):
+def test_rendering_never_runs_the_model(server, monkeypatch):
     app, _ = server
-    outputs = app.translate(SENTENCE, "en-de", "cpu", "greedy", 4, 0.6, 1.0, 0, 1.0, 0, 64)
-    result = outputs[2]
+    ui = app.ui
+    result = ui.translate(SENTENCE, strategy="beam")["result"]
     model = app.registry.get("en-de").translator.model
-    monkeypatch.setattr(model, "forward", lambda *a, **k: pytest.fail("model ran"))
-    monkeypatch.setattr(model, "decode_step", lambda *a, **k: pytest.fail("model ran"))
+    for method in ("forward", "encode", "decode", "decode_step"):
+        monkeypatch.setattr(model, method, lambda *a, **k: pytest.fail("model ran"))
+    state = ui.default_state()
+    for changed in ["translation", "model", *ui.state_names]:
+        assert ui.render_named(ui.views, result, state, "en-de", changed) is not None
     for kind in ("encoder_self", "decoder_self", "cross"):
-        figure = app.on_attention(result, 0, kind, "0", "1", False)
-        np.testing.assert_allclose(np.asarray(figure.data[0].z, dtype=np.float32),
-                                   getattr(result.translations[0].attention, kind)[0, 1], atol=1e-4)
-    assert app.on_attention(result, 0, "cross", "overview", "mean", True) is not None
-    markdown, *_ = app.on_step(result, 0, 2, "1", "all")
-    assert "Step 2 of" in markdown
+        named = ui.render_named(ui.views, result, state | {"kind": kind, "layer": "0", "head": "1"}, "en-de", "kind")
+        np.testing.assert_allclose(np.asarray(named["attention_plot"].data[0].z, dtype=np.float32),
+                                   result.translations[0].recorded[kind].values[0, 1], atol=1e-4)
+    named = ui.render_named(ui.views, result, state | {"layer": "1", "head": "all", "step": 2}, "en-de", "step")
+    assert "Step 2 of" in named["step_text"]
 
 
 def test_cuda_without_a_gpu_falls_back_to_cpu_with_a_notice(server, monkeypatch):
     app, client = server
-    monkeypatch.setattr(app.torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     outputs = client.predict(SENTENCE, "en-de", "cuda", api_name="/translate")
     assert outputs[0]
     assert "CUDA is not available" in outputs[1] and "on CPU" in outputs[1]
 
 
-def test_play_walks_through_every_step(server, monkeypatch):
+def test_play_walks_through_every_step_with_text_and_plots_in_agreement(server, monkeypatch):
+    from explorer.views import steps as steps_view
+
     app, _ = server
-    result = app.translate(SENTENCE, "en-de", "cpu", "beam", 3, 0.6, 1.0, 0, 1.0, 0, 64)[2]
-    monkeypatch.setattr(app, "PLAY_DELAY_S", 0)
-    frames = list(app.play(result, 0, "2", "mean"))
-    steps = len(result.translations[0].steps)
-    assert [frame[0] for frame in frames] == list(range(1, steps + 1))
-    assert all(f"Step {i + 1} of {steps}" in frame[1] for i, frame in enumerate(frames))
-    assert frames[-1][2] is not None and frames[-1][4] is not None  # the last frame draws the figures
+    translation = app.ui.translate(SENTENCE, "en-de", "cpu", "beam", 3)["result"].translations[0]
+    monkeypatch.setattr(steps_view, "PLAY_DELAY_S", 0)
+    frames = list(app.ui.view("steps").play_frames(translation, "2", "mean"))
+    steps = len(translation.steps)
+    assert [frame["step"] for frame in frames] == list(range(1, steps + 1))
+    assert all(f"Step {i + 1} of {steps}" in frame["step_text"] for i, frame in enumerate(frames))
+    for frame in frames:
+        if "candidates_plot" in frame:  # a drawn frame shows the step its text names
+            assert frame["candidates_plot"].layout.title.text.startswith(f"Step {frame['step']}:")
+    assert "candidates_plot" in frames[-1] and "hypotheses" in frames[-1]  # the last frame draws the figures
 
 
 def test_translating_keeps_the_chosen_view(server):
     app, _ = server
-    outputs = app.translate(SENTENCE, kind="encoder_self", layer="0", head="1")
-    figure = outputs[12]
-    assert figure.layout.title.text == "Encoder self-attention: layer 1, head 2"
-    assert outputs[4]["value"] == "0" and outputs[5]["value"] == "1"  # layer and head controls stay
+    named = app.ui.translate(SENTENCE, kind="encoder_self", layer="0", head="1")
+    assert named["attention_plot"].layout.title.text == "Encoder self-attention: layer 1, head 2"
+    assert named["layer"]["value"] == "0" and named["head"]["value"] == "1"  # layer and head controls stay
+
+
+def test_translate_and_details_take_the_same_arguments(server):
+    _, client = server
+    endpoints = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
+    names = [[p["parameter_name"] for p in endpoints[api]["parameters"]] for api in ("/translate", "/translate_details")]
+    expected = ["text", "model", "device", "strategy", "beam_size", "length_penalty", "temperature", "top_k", "top_p",
+                "seed", "max_length"]
+    assert names[0][: len(expected)] == expected and names[1] == expected
+    beam = dict(zip(expected, [SENTENCE, "en-de", "cpu", "beam", 2, 1.0, 1.0, 0, 1.0, 0, 20]))
+    assert client.predict(**beam, api_name="/translate")[0] == client.predict(**beam, api_name="/translate_details")["sentences"][0]["text"]

@@ -7,9 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from transformer import figures
-from transformer.export import attention_csv, steps_csv, to_json
-from transformer.views import axis_labels, merge_to_words, select_heads, word_groups
+from explorer import figures
+from explorer.views.selection import select_heads
+from transformer.decoding.export import attention_csv, steps_csv, to_json
+from transformer.decoding.words import merge_to_words, word_groups
 
 
 @pytest.fixture(scope="module")
@@ -31,17 +32,20 @@ def heatmap_trace(figure):
     return next(t for t in figure.data if t.type == "heatmap")
 
 
-def test_decoder_axes_are_labelled_as_the_model_saw_them(translation):
-    rows, cols = axis_labels(translation.src_tokens, translation.tgt_tokens, "decoder_self")
-    assert rows == translation.tgt_tokens
-    assert cols == ["<s>"] + translation.tgt_tokens[:-1]  # keys are the decoder inputs, not the outputs
-    assert axis_labels(translation.src_tokens, translation.tgt_tokens, "cross") == (translation.tgt_tokens, translation.src_tokens)
+def test_every_recorded_map_carries_the_labels_the_model_saw(translation):
+    recorded = translation.recorded
+    assert recorded["decoder_self"].rows == translation.tgt_tokens
+    assert recorded["decoder_self"].cols == ["<s>"] + translation.tgt_tokens[:-1]  # keys are the decoder inputs
+    assert (recorded["cross"].rows, recorded["cross"].cols) == (translation.tgt_tokens, translation.src_tokens)
+    assert recorded["encoder_self"].rows == recorded["encoder_self"].cols == translation.src_tokens
+    for item in recorded.values():  # the labels fit the array they label
+        assert item.values.shape[-2:] == (len(item.rows), len(item.cols))
 
 
 @pytest.mark.parametrize("kind", ["encoder_self", "decoder_self", "cross"])
 def test_heatmap_shows_the_recorded_weights_with_token_labels(translation, kind):
     weights = getattr(translation.attention, kind)
-    rows, cols = axis_labels(translation.src_tokens, translation.tgt_tokens, kind)
+    rows, cols = translation.recorded[kind].rows, translation.recorded[kind].cols
     figure = figures.attention_heatmap(select_heads(weights, 1, "2"), rows, cols, "t")
     trace = heatmap_trace(figure)
     np.testing.assert_allclose(np.asarray(trace.z, dtype=np.float32), weights[1, 2], atol=1e-4)

@@ -1,0 +1,46 @@
+"""The decoding controls, built from the strategy registry: one input per registered setting, so a new
+strategy's settings appear in the page and the API with no edit here."""
+from __future__ import annotations
+
+import inspect
+
+from transformer.decoding.strategies import STRATEGIES, all_settings
+
+from .components import Number, Radio, Slider
+from .session import DEFAULT_MAX_LENGTH, MAX_OUTPUT_TOKENS
+
+
+def strategy_radio():
+    return Radio([(s.label, name) for name, s in STRATEGIES.items()], value=next(iter(STRATEGIES)),
+                 label="Strategy", elem_id="strategy")
+
+
+def setting_inputs() -> dict:
+    """name -> component, in registry order (the API's argument order)."""
+    inputs = {}
+    for spec in all_settings():
+        common = dict(value=spec.default, label=spec.label, info=spec.help or None, elem_id=f"setting-{spec.name}")
+        if spec.step is None:
+            inputs[spec.name] = Number(precision=0 if spec.kind is int else None, minimum=spec.minimum,
+                                       maximum=spec.maximum, **common)
+        else:
+            inputs[spec.name] = Slider(spec.minimum, spec.maximum, step=spec.step, **common)
+    return inputs
+
+
+def max_length_slider():
+    return Slider(1, MAX_OUTPUT_TOKENS, value=DEFAULT_MAX_LENGTH, step=1, label="Max output tokens", elem_id="max-length")
+
+
+def request_parameters(default_model: str) -> list[inspect.Parameter]:
+    """The API's arguments, shared by /translate and /translate_details: text, model, device, strategy,
+    every strategy's settings, max_length."""
+    keyword = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    parameters = [inspect.Parameter("text", keyword, annotation=str),
+                  inspect.Parameter("model", keyword, default=default_model, annotation=str),
+                  inspect.Parameter("device", keyword, default="cpu", annotation=str),
+                  inspect.Parameter("strategy", keyword, default=next(iter(STRATEGIES)), annotation=str)]
+    parameters += [inspect.Parameter(spec.name, keyword, default=spec.default, annotation=spec.kind)
+                   for spec in all_settings()]
+    parameters.append(inspect.Parameter("max_length", keyword, default=DEFAULT_MAX_LENGTH, annotation=int))
+    return parameters

@@ -1,0 +1,47 @@
+"""Everything the views need from a model that does not depend on the visitor's sentence, computed once
+when the model loads, so that rendering never runs the model."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from transformer import Translator, expected_parameter_count
+from transformer.core.architecture import architecture_rows
+
+POSITIONS_SHOWN = 100  # rows of the positional table the views draw
+EXAMPLE_SOURCE = [4, 5, 3]  # two ordinary pieces and </s>: the architecture table's example input
+EXAMPLE_DECODER_INPUT = [2, 4]  # <s> and one piece
+
+
+@dataclass
+class ModelProfile:
+    config: object  # ModelConfig
+    parameters: int
+    closed_form_parameters: int
+    architecture: list[dict]  # one row per module: name, type, output shape on the example, parameters
+    positional_table: np.ndarray  # (POSITIONS_SHOWN, D) float32, sinusoidal or learned
+    position_norms: np.ndarray  # (max_len,) size of each position's vector
+    token_norms: np.ndarray  # (V,) size of each source token's scaled embedding
+    metrics: dict | None
+
+    def source_norms(self, src_ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """For one input: (size of each scaled token embedding, size of each positional vector)."""
+        return self.token_norms[src_ids], self.position_norms[: len(src_ids)]
+
+
+@torch.inference_mode()
+def profile_model(translator: Translator) -> ModelProfile:
+    model = translator.model
+    table = model.positions.table.detach().float().cpu()
+    return ModelProfile(
+        config=model.config,
+        parameters=model.num_parameters(),
+        closed_form_parameters=expected_parameter_count(model.config),
+        architecture=architecture_rows(model, EXAMPLE_SOURCE, EXAMPLE_DECODER_INPUT),
+        positional_table=table[:POSITIONS_SHOWN].numpy(),
+        position_norms=table.norm(dim=-1).numpy(),
+        token_norms=(model.src_embed.weight.detach().float().cpu().norm(dim=-1) * model.src_embed.scale).numpy(),
+        metrics=translator.metrics,
+    )

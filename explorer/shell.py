@@ -1,0 +1,253 @@
+"""The page around the views: input, decoding controls, the translation, the shared sentence / layer /
+head controls, one tab per view, and the wiring that re-renders exactly the views a control affects.
+
+Handlers return dicts keyed by component; views return dicts keyed by name (`Wiring.by_component` maps).
+"""
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+from pathlib import Path
+
+import gradio as gr
+import torch
+
+from transformer.decoding.export import to_json
+from transformer.decoding.strategies import SettingError, all_settings
+
+from . import controls
+from .components import Dropdown, Radio
+from .registry import Registry
+from .session import RunResult, run
+from .text import literal
+from .views import MODEL, TRANSLATION, VIEWS, View, ViewContext
+from .views.selection import head_choices, layer_choices, valid_head, valid_layer
+
+STATIC = Path(__file__).resolve().parent / "static"
+CSS = (STATIC / "style.css").read_text(encoding="utf-8")
+log = logging.getLogger("attention-explorer")
+
+
+def examples_for(language: str | None) -> list[str]:
+    path = STATIC / f"examples.{language}.txt"
+    if not path.is_file():
+        path = STATIC / "examples.en.txt"
+    return [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def summary(result: RunResult) -> str:
+    described = ", ".join(f"{name.replace('_', ' ')} {value}" for name, value in result.settings.items()
+                          if name != "max_length")
+    lines = [f"**{len(result.translations)} sentence(s)** translated in **{result.milliseconds:.0f} ms** on "
+             f"{result.device.upper()} with {result.strategy_label}{f' ({described})' if described else ''}, "
+             "attention captured."]
+    lines += [f"⚠️ {literal(n)}" for n in result.notices]
+    return "\n\n".join(lines)
+
+
+def details_json(result: RunResult) -> dict:
+    """Everything behind the plots, for API callers."""
+    return {"model": result.model_key, "device": result.device, "strategy": result.strategy, "settings": result.settings,
+            "milliseconds": round(result.milliseconds, 1), "notices": result.notices,
+            **json.loads(to_json(result.translations))}
+
+
+class Wiring:
+    """Components by name, the result state, and the view state: what views use to wire their events."""
+
+    def __init__(self, registry: Registry, views: list[View]):
+        self.registry, self.views = registry, views
+        self.components: dict[str, gr.components.Component] = {}
+        self.view_outputs: dict[str, list[str]] = {}
+        self.result_state: gr.State | None = None
+        self.state_names: list[str] = []
+
+    def add(self, named: dict, owner: str | None = None) -> None:
+        clash = sorted(set(named) & set(self.components))
+        if clash:
+            raise ValueError(f"component names {clash} are used twice; view {owner!r} must choose others")
+        self.components.update(named)
+        if owner:
+            self.view_outputs[owner] = list(named)
+
+    @property
+    def state_inputs(self) -> list:
+        """[result state, every view-state control]: the inputs of every re-rendering handler."""
+        return [self.result_state] + [self.components[name] for name in self.state_names]
+
+    def state_from(self, values) -> dict:
+        return dict(zip(self.state_names, values))
+
+    def by_component(self, named: dict) -> dict:
+        return {self.components[name]: value for name, value in named.items()}
+
+    def outputs_of(self, view: View) -> list:
+        return [self.components[name] for name in self.view_outputs[view.name]]
+
+    def context(self, model_key: str) -> ViewContext:
+        return ViewContext(model_key, {key: m.profile for key, m in self.registry.models.items()})
+
+    @property
+    def request_names(self) -> list[str]:
+        """The inputs of a translation request, in the API's order."""
+        return ["source", "model", "device", "strategy"] + [s.name for s in all_settings()] + ["max_length"]
+
+    @property
+    def translate_output_names(self) -> list[str]:
+        """What /translate returns after the (hidden) result state, in order."""
+        return ["translation", "summary", "sentence", "layer", "head"] + [
+            name for view in self.views for name in self.view_outputs[view.name]]
+
+    def translate(self, text, *request, **named) -> dict:
+        """Runs a request (the API's arguments after the text, in order or by name) and renders every view
+        in the view state given by name; what is not given takes its control's default. Returns values by
+        name, with the stored result under "result"."""
+        given = dict(zip(self.request_names[1:], request)) | named
+        unknown = sorted(set(given) - set(self.request_names) - set(self.state_names))
+        if unknown:
+            raise TypeError(f"unknown arguments {unknown}")
+        request = [given.get(name, self.components[name].value) for name in self.request_names[1:]]
+        state = {name: given.get(name, default) for name, default in self.default_state().items()}
+        result = run_request(self.registry, text, *request)
+        n_layers, n_heads = result.translations[0].recorded["cross"].values.shape[:2]
+        state.update(sentence=0, layer=valid_layer(state["layer"], n_layers), head=valid_head(state["head"], n_heads))
+        named = {
+            "result": result, "translation": "\n".join(t.text for t in result.translations), "summary": summary(result),
+            "sentence": gr.update(choices=[(f"{i + 1}: {t.text[:60] or '(empty)'}", i)
+                                           for i, t in enumerate(result.translations)], value=0),
+            "layer": gr.update(choices=layer_choices(n_layers), value=state["layer"]),
+            "head": gr.update(choices=head_choices(n_heads), value=state["head"]),
+        }
+        for view in self.views:
+            named.update(view.render(result, state, self.context(result.model_key), TRANSLATION))
+        return named
+
+    def default_state(self) -> dict:
+        return {name: self.components[name].value for name in self.state_names}
+
+    def view(self, name: str) -> View:
+        return next(v for v in self.views if v.name == name)
+
+    def render_named(self, views, result, state: dict, model_key: str, changed: str) -> dict:
+        named = {}
+        for view in views:
+            named.update(view.render(result, state, self.context(model_key), changed))
+        return named
+
+    def render(self, views, result, state: dict, model_key: str, changed: str) -> dict:
+        return self.by_component(self.render_named(views, result, state, model_key, changed))
+
+
+def build_demo(registry: Registry, views: list[View] | None = None) -> tuple[gr.Blocks, Wiring]:
+    views = VIEWS if views is None else views
+    ui = Wiring(registry, views)
+    default = registry.get(registry.default_key)
+    config = default.profile.config
+    devices = [("CPU", "cpu"), ("CUDA" if torch.cuda.is_available() else "CUDA (not available here: falls back to CPU)", "cuda")]
+    # Gradio's copies of exported files: removed after an hour, checked every hour
+    with gr.Blocks(title="Attention Explorer", delete_cache=(3600, 3600)) as demo:
+        ui.result_state = gr.State(None)
+        if registry.problems:
+            gr.Markdown("⚠️ Skipped checkpoint(s): " + "; ".join(f"**{literal(name)}**: {literal(why)}"
+                                                             for name, why in registry.problems.items()), elem_id="problems")
+        gr.Markdown("# Attention Explorer\nA Transformer trained from scratch translates your sentence; then walk through "
+                    "every decoding step and every attention head. Rows of every heatmap are queries, columns are keys.")
+        with gr.Row():
+            with gr.Column(scale=3, min_width=300):
+                source = gr.Textbox(label="Source text", lines=3, elem_id="source",
+                                    placeholder="One sentence per line, e.g. A man is riding a bicycle.")
+                translate_button = gr.Button("Translate", variant="primary", elem_id="translate-button")
+                gr.Examples(examples_for(registry.source_language(registry.default_key)), inputs=source,
+                            label="Examples (image-caption style, like the training data)")
+            with gr.Column(scale=2, min_width=260):
+                model_choice = Dropdown(registry.choices, value=registry.default_key, label="Model", elem_id="model")
+                device_choice = Radio(devices, value="cpu", label="Device", elem_id="device")
+                with gr.Accordion("Decoding settings", open=False):
+                    strategy = controls.strategy_radio()
+                    settings = controls.setting_inputs()
+                    max_length = controls.max_length_slider()
+        translation = gr.Textbox(label="Translation", interactive=False, elem_id="translation", lines=2)
+        summary_text = gr.Markdown(elem_id="summary")
+        with gr.Row():
+            sentence = gr.Dropdown([], label="Sentence", elem_id="sentence")
+            layer = gr.Dropdown(layer_choices(config.n_layers), value=str(config.n_layers - 1), label="Layer", elem_id="layer")
+            head = gr.Dropdown(head_choices(config.n_heads), value="mean", label="Head", elem_id="head")
+        ui.add({"source": source, "translate_button": translate_button, "model": model_choice, "device": device_choice, "strategy": strategy, **settings,
+                "max_length": max_length, "translation": translation, "summary": summary_text, "sentence": sentence,
+                "layer": layer, "head": head})
+        with gr.Tabs():
+            for view in views:
+                with gr.Tab(view.title, id=view.name):
+                    ui.add(view.build(ui.context(registry.default_key)), owner=view.name)
+        ui.state_names = ["sentence", "layer", "head"] + [name for view in views for name in view.controls]
+        wire(ui, demo)
+    return demo, ui
+
+
+def wire(ui: Wiring, demo: gr.Blocks) -> None:
+    c, views = ui.components, ui.views
+    view_outputs = [component for view in views for component in ui.outputs_of(view)]
+
+    def translate(*values):
+        """Translate each line; returns the translation first, then everything the views draw (in the view
+        state the visitor has chosen)."""
+        request, state = values[: len(ui.request_names)], values[len(ui.request_names):]
+        named = ui.translate(*request, **ui.state_from(state))
+        return {ui.result_state: named.pop("result")} | ui.by_component(named)
+
+    translate.__signature__ = inspect.Signature(
+        controls.request_parameters(ui.registry.default_key)
+        + [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None) for name in ui.state_names])
+    translate_inputs = [c[name] for name in ui.request_names + ui.state_names]
+    translate_outputs = [ui.result_state] + [c[name] for name in ui.translate_output_names]
+    c["translate_button"].click(translate, translate_inputs, translate_outputs, api_name="translate")
+    c["source"].submit(translate, translate_inputs, translate_outputs, api_name=False)
+
+    # a control re-renders the views that read it, from the stored result: no model runs, so no queue
+    for name in ui.state_names:
+        readers = [v for v in views if name in v.reads or name in v.controls]
+        if not readers:
+            continue
+
+        def rerender(result, *values, changed=name, readers=readers):
+            return ui.render(readers, result, ui.state_from(values[:-1]), values[-1], changed)
+
+        c[name].input(rerender, ui.state_inputs + [c["model"]],
+                      [comp for v in readers for comp in ui.outputs_of(v)], api_visibility="private", queue=False)
+
+    def on_model(result, *values):
+        return ui.render(views, result, ui.state_from(values[:-1]), values[-1], MODEL)
+
+    for event in (c["model"].change, demo.load):
+        event(on_model, ui.state_inputs + [c["model"]], view_outputs, api_visibility="private")
+    for view in views:
+        view.wire(ui)
+
+    def translate_details(*values) -> dict:
+        """Translate and return every number behind the plots: tokens, ids, steps with top-k candidates, the
+        search tree, and attention weights [layer][head][query][key] for encoder_self, decoder_self and cross."""
+        return details_json(run_request(ui.registry, *values))
+
+    translate_details.__signature__ = inspect.Signature(controls.request_parameters(ui.registry.default_key),
+                                                        return_annotation=dict)
+    translate_details.__annotations__ = {p.name: p.annotation for p in translate_details.__signature__.parameters.values()}
+    translate_details.__annotations__["return"] = dict
+    gr.api(translate_details, api_name="translate_details")
+
+
+def run_request(registry: Registry, text, model_key, device, strategy, *rest) -> RunResult:
+    """Runs one request given as the API's arguments (see controls.request_parameters); errors become
+    messages for the visitor."""
+    *setting_values, max_length = rest
+    settings = dict(zip([s.name for s in all_settings()], setting_values))
+    try:
+        result = run(registry, text, model_key, device, strategy, settings, max_length)
+    except SettingError as error:
+        raise gr.Error(str(error)) from error
+    except Exception as error:  # one visitor's failure must not take the server down
+        log.exception("translation failed")
+        raise gr.Error(f"Translation failed: {type(error).__name__}. Try a shorter or different input.") from error
+    for notice in result.notices:
+        gr.Warning(notice)
+    return result

@@ -1,0 +1,12 @@
+"""The explorer's views, one file each; the shell makes one tab per entry, in this order."""
+from .attention import AttentionView
+from .base import MODEL, TRANSLATION, View, ViewContext, current_translation
+from .export import ExportView
+from .model import ModelView
+from .positional import PositionalView
+from .steps import StepsView
+from .tokens import TokensView
+
+VIEWS: list[View] = [StepsView(), AttentionView(), TokensView(), PositionalView(), ModelView(), ExportView()]
+
+__all__ = ["MODEL", "TRANSLATION", "VIEWS", "View", "ViewContext", "current_translation"]

@@ -1,0 +1,55 @@
+"""A view is one tab of the explorer, as a plug-in: it builds its own components, says which controls
+it reads, and renders from (result, view state) to values keyed by component name. The shell
+(explorer/shell.py) lays the views out as tabs, wires every control to the views that read it, and
+never needs to know what a view draws. Adding a view is one file plus one line in views/__init__.py.
+
+Rendering never runs the model: what a view needs from the model itself is in the model's profile
+(explorer/profile.py), computed once when the model loads.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+# why a view is asked to render, besides the name of the control that changed
+TRANSLATION = "translation"  # a new result (the shared controls are already valid for it)
+MODEL = "model"  # the chosen model changed (or the page loaded); `result` may be from another model
+
+SHARED_CONTROLS = ("sentence", "layer", "head")  # built by the shell, above the tabs
+
+
+@dataclass
+class ViewContext:
+    model_key: str  # the model chosen in the page now
+    profiles: dict  # model key -> ModelProfile
+
+    @property
+    def profile(self):
+        return self.profiles[self.model_key]
+
+
+class View:
+    name: str = ""  # the tab's id; also a prefix for this view's elem_ids
+    title: str = ""
+    controls: tuple[str, ...] = ()  # this view's own components whose values are part of the view state
+    reads: tuple[str, ...] = ()  # shared controls whose changes re-render this view
+
+    def build(self, context: ViewContext) -> dict[str, Any]:
+        """Creates the view's components (inside its tab, in a Blocks context) and returns them by name.
+        Names are global: they address the outputs in handlers and tests."""
+        raise NotImplementedError
+
+    def render(self, result, state: dict, context: ViewContext, changed: str) -> dict[str, Any]:
+        """Values (or gr.update) for this view's components, by name; only what `changed` affects."""
+        raise NotImplementedError
+
+    def wire(self, ui) -> None:
+        """Events beyond re-rendering (a button that plays or exports); `ui` is the shell's `Wiring`."""
+
+
+def current_translation(result, state: dict):
+    """The translation the shared sentence control points at, or None before the first translation."""
+    if result is None:
+        return None
+    sentence = int(state.get("sentence") or 0)
+    return result.translations[min(max(sentence, 0), len(result.translations) - 1)]

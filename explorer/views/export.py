@@ -1,0 +1,29 @@
+"""Export: the current translation's tokens, steps, search tree and every attention weight as JSON and CSV."""
+from __future__ import annotations
+
+import gradio as gr
+
+from ..exports import export_files
+from .base import TRANSLATION, View
+
+
+class ExportView(View):
+    name, title = "export", "Export"
+
+    def build(self, context):
+        gr.Markdown("Tokens, decoding steps, the search tree and every attention weight of the current translation.")
+        button = gr.Button("Export JSON and CSV", elem_id="export-button")
+        files = gr.File(label="Downloads", file_count="multiple", elem_id="export-files")
+        return {"export_button": button, "export_files": files}
+
+    def render(self, result, state, context, changed):
+        return {"export_files": None} if changed == TRANSLATION else {}  # old files belong to the old result
+
+    def wire(self, ui):
+        def export(result):
+            if result is None:
+                raise gr.Error("Translate a sentence first, then export it.")
+            return export_files(result)
+
+        ui.components["export_button"].click(export, ui.result_state, ui.components["export_files"],
+                                             api_visibility="private")

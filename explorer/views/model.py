@@ -1,0 +1,52 @@
+"""Model: every module with its output shape and parameters, the parameter count checked against the
+closed-form count, and the model card from metrics.json."""
+from __future__ import annotations
+
+import gradio as gr
+import pandas as pd
+
+from .base import MODEL, View
+
+
+class ModelView(View):
+    name, title = "model", "Model"
+
+    def build(self, context):
+        card = gr.Markdown(elem_id="model-card")
+        table = gr.Dataframe(label="Architecture: every module, its output shape on a 3-token source and a 2-token "
+                                   "decoder input (batch 1), its parameters", elem_id="architecture", interactive=False)
+        return {"model_card": card, "architecture": table}
+
+    def render(self, result, state, context, changed):
+        if changed != MODEL:
+            return {}
+        profile = context.profile
+        return {"model_card": card_markdown(profile), "architecture": architecture_table(profile)}
+
+
+def card_markdown(profile) -> str:
+    config, metrics = profile.config, profile.metrics
+    check = "✓ matches" if profile.parameters == profile.closed_form_parameters else "✗ differs from"
+    lines = [f"**{profile.parameters:,} trainable parameters** — {check} the closed-form count "
+             f"{profile.closed_form_parameters:,}.",
+             f"{config.n_layers} encoder + {config.n_layers} decoder layers, d_model {config.d_model}, {config.n_heads} heads "
+             f"of size {config.head_dim}, feed-forward {config.d_ff:,}, {config.norm}-norm, {config.pos_encoding} positions, "
+             f"vocabulary {config.tgt_vocab_size:,}{', shared embeddings' if config.share_embeddings else ''}"
+             f"{', output tied to the target embedding' if config.tie_output else ''}."]
+    if metrics:
+        training, scores = metrics.get("training", {}), metrics.get("scores", {})
+        lines.append(f"Trained {training.get('epochs_run', '?')} epochs ({_count(training.get('updates'))} updates) in "
+                     f"{training.get('wall_minutes', '?')} min on {training.get('hardware', '?')}.")
+        for split, s in scores.items():
+            lines.append(f"- **{split}**: BLEU {s['bleu']}, chrF {s['chrf']} ({_count(s.get('sentences'))} sentences) — "
+                         f"`{s['bleu_signature']}`")
+    return "\n\n".join(lines)
+
+
+def _count(value) -> str:
+    return f"{value:,}" if isinstance(value, int) else "?"
+
+
+def architecture_table(profile) -> pd.DataFrame:
+    rows = [{**row, "parameters": f"{row['parameters']:,}"} for row in profile.architecture]
+    return pd.DataFrame(rows)

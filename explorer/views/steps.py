@@ -1,0 +1,93 @@
+"""Step by step: the decoder input so far, the candidates the model weighed, where that step looked in the
+source, and (beam search) the live hypotheses. ▶ Play walks through the recorded steps."""
+from __future__ import annotations
+
+import time
+
+import gradio as gr
+import pandas as pd
+
+from .. import figures
+from ..components import Slider
+from ..session import MAX_OUTPUT_TOKENS
+from ..text import literal
+from .base import MODEL, TRANSLATION, View, current_translation
+from .selection import MEAN, select_heads, single_layer_and_head
+
+PLAY_DELAY_S = 0.35
+PLAY_PLOT_EVERY = 4  # re-drawing a figure remounts it: stream text every step, figures every few steps
+
+
+class StepsView(View):
+    name, title = "steps", "Step by step"
+    controls = ("step",)
+    reads = ("sentence", "layer", "head")
+
+    def build(self, context):
+        with gr.Row():
+            step = Slider(1, MAX_OUTPUT_TOKENS, value=1, step=1, label="Decoding step", elem_id="step")
+            play = gr.Button("▶ Play steps", scale=0, elem_id="play-button")
+        step_text = gr.Markdown(elem_id="step-text")
+        with gr.Row():
+            candidates = gr.Plot(label="Next-token candidates", elem_id="candidates-plot")
+            source = gr.Plot(label="Where this step looked in the source", elem_id="step-source-plot")
+        hypotheses = gr.Dataframe(label="Beam search: live hypotheses after this step", elem_id="hypotheses",
+                                  interactive=False)
+        return {"step": step, "play_button": play, "step_text": step_text, "candidates_plot": candidates,
+                "step_source_plot": source, "hypotheses": hypotheses}
+
+    def render(self, result, state, context, changed):
+        translation = current_translation(result, state)
+        if translation is None or changed == MODEL:
+            return {}
+        step = state.get("step") or 1
+        out = {}
+        if changed in (TRANSLATION, "sentence"):  # a new output opens at its first step
+            step = 1
+            out["step"] = gr.update(minimum=1, maximum=len(translation.steps), value=1)
+        return out | step_outputs(translation, step, state["layer"], state["head"])
+
+    def play_frames(self, translation, layer: str, head: str):
+        """Every recorded step in turn, as named values; figures only every few steps and at the end."""
+        steps = len(translation.steps)
+        for step in range(1, steps + 1):
+            frame = step_outputs(translation, step, layer, head)
+            if not (step == steps or step % PLAY_PLOT_EVERY == 1):
+                frame = {"step_text": frame["step_text"]}
+            yield {"step": step, **frame}
+            if step < steps:
+                time.sleep(PLAY_DELAY_S)
+
+    def wire(self, ui):
+        def play(result, *values):
+            state = ui.state_from(values)
+            translation = current_translation(result, state)
+            if translation is None:
+                raise gr.Error("Translate a sentence first.")
+            for frame in self.play_frames(translation, state["layer"], state["head"]):
+                yield ui.by_component(frame)
+
+        ui.components["play_button"].click(play, ui.state_inputs, ui.outputs_of(self), api_visibility="private")
+
+
+def step_outputs(translation, step, layer: str, head: str) -> dict:
+    """The step view of 1-based `step`: text, candidates, source attention, hypotheses."""
+    step = max(1, min(int(step), len(translation.steps)))
+    current = translation.steps[step - 1]
+    prefix = " ".join(literal(t) for t in translation.decoder_input_tokens[:step])
+    markdown = (f"**Step {step} of {len(translation.steps)}.** Decoder input so far: {prefix}  \n"
+                f"Chose **{literal(current.token)}** with probability {current.prob:.1%}.")
+    cross = translation.recorded["cross"]
+    layer_index, head_value = single_layer_and_head(layer, head, cross.values.shape[0])
+    weights = select_heads(cross.values[:, :, step - 1 : step], layer_index, head_value)[0]
+    which = "mean over heads" if head_value == MEAN else f"head {int(head_value) + 1}"
+    return {
+        "step_text": markdown,
+        "candidates_plot": figures.candidates_bar(current.topk, current.token,
+                                                  f"Step {step}: top {len(current.topk)} next-token candidates"),
+        "step_source_plot": figures.source_attention_bar(
+            weights, cross.cols, f"Step {step}: cross-attention over the source (layer {layer_index + 1}, {which})"),
+        "hypotheses": pd.DataFrame(
+            [(rank + 1, h, round(score, 3)) for rank, (h, score) in enumerate(current.hypotheses or [])],
+            columns=["rank", "live hypothesis after this step", "log-probability"]),
+    }
