@@ -68,8 +68,8 @@ class Wiring:
         if clash:
             raise ValueError(f"component names {clash} are used twice; view {owner!r} must choose others")
         self.components.update(named)
-        if owner:
-            self.view_outputs[owner] = list(named)
+        if owner:  # a view's buttons start its own events; everything else may be rendered
+            self.view_outputs[owner] = [name for name, c in named.items() if not isinstance(c, gr.Button)]
 
     @property
     def state_inputs(self) -> list:

@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Refreshes the README's screenshots: runs the browser tests with their screenshots going to assets/screenshots/
+# (a normal test run writes them to the ignored .screenshots/). Needs what scripts/test.sh installs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SCREENSHOT_DIR="$PWD/assets/screenshots" exec .venv/bin/python -m pytest tests/test_browser.py "$@"
