@@ -52,18 +52,18 @@ def startup_seconds() -> float:
 
 def payload_kb(app) -> dict:
     """JSON size of every figure a view sends, for a 30-token sentence."""
-    from explorer import render
+    from explorer.views.attention import attention_figure
+    from explorer.views.steps import step_outputs
 
-    outputs = app.translate(SENTENCE_30, "en-de", "cpu", "beam", 4, 0.6, 1.0, 0, 1.0, 0, 64)
-    result = outputs[2]
-    sizes = {"source_tokens": len(result.translations[0].src_tokens), "target_tokens": len(result.translations[0].tgt_tokens)}
+    translation = app.ui.translate(SENTENCE_30, "en-de", "cpu", "beam", 4)["result"].translations[0]
+    sizes = {"source_tokens": len(translation.src_tokens), "target_tokens": len(translation.tgt_tokens)}
     for kind in ("encoder_self", "decoder_self", "cross"):
         for layer, head in (("0", "mean"), ("0", "all"), ("overview", "mean")):
-            figure = render.attention_figure(result, 0, kind, layer, head, False)
+            figure = attention_figure(translation.recorded[kind], layer, head, False)
             sizes[f"{kind} layer={layer} head={head}"] = round(len(figure.to_json()) / 1024, 1)
-    _, candidates, source, _ = render.step_outputs(result, 0, 3, "0", "mean")
-    sizes["step candidates"] = round(len(candidates.to_json()) / 1024, 1)
-    sizes["step source attention"] = round(len(source.to_json()) / 1024, 1)
+    step = step_outputs(translation, 3, "0", "mean")
+    sizes["step candidates"] = round(len(step["candidates_plot"].to_json()) / 1024, 1)
+    sizes["step source attention"] = round(len(step["step_source_plot"].to_json()) / 1024, 1)
     return sizes
 
 

@@ -22,8 +22,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from transformer import ModelConfig, Transformer, Translator  # noqa: E402
-from transformer.beam import beam_search  # noqa: E402
-from transformer.decoding import decode_single_path  # noqa: E402
+from transformer.core.probes import ATTENTION_KINDS  # noqa: E402
+from transformer.decoding.strategies.beam import beam_search  # noqa: E402
+from transformer.decoding.strategies.greedy import GreedySettings, decode_greedy  # noqa: E402
 from transformer.tokenizer import EOS_ID  # noqa: E402
 
 SENTENCE = "A man in a blue jacket is riding a bicycle down the street."  # 14 pieces + EOS = 15 tokens
@@ -40,9 +41,10 @@ def median_ms(function, runs: int) -> float:
 
 
 def decode(model, source_ids, strategy, capture, use_cache, max_length=None):
+    probes = ATTENTION_KINDS if capture else ()
     if strategy == "beam":
-        return beam_search(model, [source_ids], 4, max_length=max_length, capture=capture, use_cache=use_cache)[0]
-    return decode_single_path(model, [source_ids], max_length, capture=capture, use_cache=use_cache)[0]
+        return beam_search(model, [source_ids], 4, max_length=max_length, probes=probes, use_cache=use_cache)[0]
+    return decode_greedy(model, [source_ids], GreedySettings(), max_length, probes, use_cache)[0]
 
 
 def main() -> None:

@@ -13,4 +13,6 @@ fi
 
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements-test.txt
+# the project itself, editable: the README's package example then runs from any directory (tested)
+.venv/bin/python -m pip install -q --disable-pip-version-check --no-deps -e .
 exec .venv/bin/python -m pytest tests "$@"

@@ -17,6 +17,9 @@ from .core.model import Transformer
 from .tokenizer import Tokenizer
 
 CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE, METRICS_FILE = "config.json", "model.safetensors", "spm.model", "metrics.json"
+# the checkpoints shipped with the repository, found by name ("en-de") from any directory when the package
+# is used from a clone or installed with `pip install -e .`
+SHIPPED_ROOT = Path(__file__).resolve().parent.parent / "checkpoints"
 
 
 class CheckpointError(ValueError):
@@ -96,11 +99,23 @@ def load_weights(model: Transformer, path: Path) -> None:
             tensor.copy_(stored[name].to(tensor.dtype))
 
 
-def load_checkpoint(directory, device="cpu") -> tuple[Transformer, Tokenizer, dict]:
-    """Returns (model in eval mode, tokenizer, config.json contents)."""
+def checkpoint_folder(directory) -> Path:
+    """`directory` itself, or the shipped checkpoint of that name (e.g. "en-de")."""
     directory = Path(directory)
-    if not directory.is_dir():
-        raise CheckpointError(f"{directory}: checkpoint folder does not exist")
+    if directory.is_dir():
+        return directory
+    shipped = SHIPPED_ROOT / directory
+    if len(directory.parts) == 1 and (shipped / CONFIG_FILE).is_file():
+        return shipped
+    names = sorted(p.name for p in SHIPPED_ROOT.iterdir() if (p / CONFIG_FILE).is_file()) if SHIPPED_ROOT.is_dir() else []
+    raise CheckpointError(f"{directory}: checkpoint folder does not exist, and no shipped checkpoint has that name "
+                          f"(shipped: {names or 'none found next to the package'})")
+
+
+def load_checkpoint(directory, device="cpu") -> tuple[Transformer, Tokenizer, dict]:
+    """Returns (model in eval mode, tokenizer, config.json contents). `directory` is a folder or the name
+    of a shipped checkpoint."""
+    directory = checkpoint_folder(directory)
     config, model_config = read_config(directory)
     model = Transformer(model_config)
     load_weights(model, directory / WEIGHTS_FILE)

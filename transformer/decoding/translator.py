@@ -6,7 +6,7 @@ from pathlib import Path
 
 import torch
 
-from ..checkpoint import METRICS_FILE, TOKENIZER_FILE, load_checkpoint, read_metrics, save_checkpoint
+from ..checkpoint import METRICS_FILE, TOKENIZER_FILE, checkpoint_folder, load_checkpoint, read_metrics, save_checkpoint
 from ..core.model import Transformer
 from ..core.probes import ATTENTION_KINDS, check_probe_names
 from ..tokenizer import EOS_ID, Tokenizer
@@ -34,8 +34,9 @@ class Translator:
 
     @classmethod
     def from_pretrained(cls, directory, device: str = "cpu") -> "Translator":
+        """From a checkpoint folder, or a shipped checkpoint by name ("en-de", "de-en")."""
         model, tokenizer, config = load_checkpoint(directory, check_device(device))
-        return cls(model, tokenizer, config, Path(directory))
+        return cls(model, tokenizer, config, checkpoint_folder(directory))
 
     @property
     def metrics(self) -> dict | None:
