@@ -173,9 +173,9 @@ def build_demo(registry: Registry, views: list[View] | None = None) -> tuple[gr.
             sentence = gr.Dropdown([], label="Sentence", elem_id="sentence")
             layer = gr.Dropdown(layer_choices(config.n_layers), value=str(config.n_layers - 1), label="Layer", elem_id="layer")
             head = gr.Dropdown(head_choices(config.n_heads), value="mean", label="Head", elem_id="head")
-        ui.add({"source": source, "translate_button": translate_button, "model": model_choice, "device": device_choice, "strategy": strategy, **settings,
-                "max_length": max_length, "translation": translation, "summary": summary_text, "sentence": sentence,
-                "layer": layer, "head": head})
+        ui.add({"source": source, "translate_button": translate_button, "model": model_choice, "device": device_choice,
+                "strategy": strategy, **settings, "max_length": max_length, "translation": translation,
+                "summary": summary_text, "sentence": sentence, "layer": layer, "head": head})
         with gr.Tabs():
             for view in views:
                 with gr.Tab(view.title, id=view.name):

@@ -123,4 +123,5 @@ def test_translate_and_details_take_the_same_arguments(server):
                 "seed", "max_length"]
     assert names[0][: len(expected)] == expected and names[1] == expected
     beam = dict(zip(expected, [SENTENCE, "en-de", "cpu", "beam", 2, 1.0, 1.0, 0, 1.0, 0, 20]))
-    assert client.predict(**beam, api_name="/translate")[0] == client.predict(**beam, api_name="/translate_details")["sentences"][0]["text"]
+    details = client.predict(**beam, api_name="/translate_details")
+    assert client.predict(**beam, api_name="/translate")[0] == details["sentences"][0]["text"]

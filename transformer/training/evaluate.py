@@ -14,9 +14,9 @@ from pathlib import Path
 import sacrebleu
 
 from ..checkpoint import METRICS_FILE
-from .data import default_data_dir, read_parallel
 from ..decoding.strategies import STRATEGIES, SettingError, all_settings, build_settings, get_strategy
 from ..decoding.translator import Translator
+from .data import default_data_dir, read_parallel
 
 
 def translate_corpus(translator: Translator, sentences: list[str], strategy: str = "greedy", batch_size: int = 64,

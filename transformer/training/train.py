@@ -22,15 +22,15 @@ import torch
 from safetensors.torch import save_file
 from tqdm import tqdm
 
-from .averaging import average_state_dicts
 from ..checkpoint import TOKENIZER_FILE, load_checkpoint, save_checkpoint, unique_state_dict
 from ..core.config import NORM_PLACEMENTS, POSITIONAL_ENCODINGS, ModelConfig
+from ..core.model import Transformer
+from ..decoding.translator import Translator
+from ..tokenizer import Tokenizer
+from .averaging import average_state_dicts
 from .data import default_data_dir, read_parallel
 from .evaluate import score, translate_corpus
-from ..core.model import Transformer
-from ..tokenizer import Tokenizer
 from .trainer import TrainingSettings, train
-from ..decoding.translator import Translator
 
 FP16_MAX_BLEU_COST = 0.2  # store weights in half precision when that costs at most this much val BLEU
 

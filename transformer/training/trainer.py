@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
+from ..core.model import Transformer
+from ..decoding.translator import Translator
+from ..tokenizer import BOS_ID, EOS_ID, Tokenizer
 from .data import ParallelCorpus, pad, token_batches
 from .evaluate import score, translate_corpus
-from ..core.model import Transformer
-from ..tokenizer import BOS_ID, EOS_ID, Tokenizer
-from ..decoding.translator import Translator
 
 
 @dataclass
