@@ -1,5 +1,6 @@
 """The training loop: token-count batches, label-smoothed loss, Adam with inverse-square-root warm-up,
-bfloat16 autocast, gradient clipping, validation each epoch, best-N checkpoints kept for averaging.
+bfloat16 autocast, gradient clipping, validation each epoch, best-N checkpoints kept for averaging; data
+parallel over processes under torchrun, and resumable at any update (the state it needs is TrainingResult).
 
 Library code: reports progress through the `on_*` callbacks; the CLI (`train.py`) draws the bar.
 """
@@ -11,7 +12,9 @@ import time
 from dataclasses import dataclass, field
 
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel
 
 from ..core.model import Transformer
 from ..decoding.translator import Translator
@@ -22,9 +25,10 @@ from .evaluate import score, translate_corpus
 
 @dataclass
 class TrainingSettings:
-    max_tokens: int = 4096  # padded tokens per batch (the longer side counts)
+    max_tokens: int = 4096  # padded tokens per global batch (the longer side counts), split across processes
     epochs: int = 30
-    max_minutes: float | None = None  # stop cleanly when this wall-clock budget is spent
+    max_minutes: float | None = None  # stop cleanly when this session has trained this long
+    max_updates: int | None = None  # stop cleanly after this many updates (all sessions together)
     lr: float = 1e-3  # peak learning rate, reached at the end of warm-up
     warmup: int = 800  # updates of linear warm-up before the 1/sqrt(step) decay
     label_smoothing: float = 0.1
@@ -62,14 +66,15 @@ class EncodedCorpus:
         return [max(len(s), len(t)) for s, t in zip(self.source, self.target)]
 
 
-def batch_loss(model: Transformer, src, tgt, label_smoothing: float, autocast: bool):
-    """Teacher forcing: decoder input BOS..y[-2], targets y[1]..EOS. Returns (summed loss, target tokens)."""
+def batch_loss(model, src, tgt, label_smoothing: float, autocast: bool, pad_id: int):
+    """Teacher forcing: decoder input BOS..y[-2], targets y[1]..EOS. Returns (summed loss, target tokens).
+    `model` may be the Transformer or its DistributedDataParallel wrapper."""
     decoder_input, targets = tgt[:, :-1], tgt[:, 1:]
     with torch.autocast(src.device.type, dtype=torch.bfloat16, enabled=autocast):
         logits = model(src, decoder_input)
     loss = F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), targets.reshape(-1),
-                           ignore_index=model.config.pad_id, label_smoothing=label_smoothing, reduction="sum")
-    return loss, int((targets != model.config.pad_id).sum())
+                           ignore_index=pad_id, label_smoothing=label_smoothing, reduction="sum")
+    return loss, int((targets != pad_id).sum())
 
 
 @dataclass
@@ -85,11 +90,18 @@ class EpochReport:
 
 @dataclass
 class TrainingResult:
+    """Where a run stands: enough, with the model and optimizer, to continue it exactly (see resume.py)."""
+
     reports: list[EpochReport] = field(default_factory=list)
     best_states: list[tuple[float, int, dict]] = field(default_factory=list)  # (val BLEU, epoch, state)
     updates: int = 0
-    seconds: float = 0.0
-    stopped_early: bool = False  # the --max-minutes budget ended training
+    seconds: float = 0.0  # training time, all sessions together
+    stopped_early: bool = False  # a time or update budget ended training before its last epoch
+    epoch: int = 1  # the epoch in progress (or next, when the last one ended)
+    batches_done: int = 0  # batches of that epoch already trained on
+    epoch_loss: float = 0.0  # summed loss and target tokens of that epoch so far
+    epoch_tokens: int = 0
+    update_losses: list[float] = field(default_factory=list)  # loss per target token of every update
 
 
 @torch.no_grad()
@@ -99,7 +111,7 @@ def validation_loss(model, data: EncodedCorpus, settings: TrainingSettings, auto
     for batch in token_batches(data.lengths(), settings.max_tokens, shuffle=False):
         src = pad([data.source[i] for i in batch], model.config.pad_id).to(model.device)
         tgt = pad([data.target[i] for i in batch], model.config.pad_id).to(model.device)
-        loss, n = batch_loss(model, src, tgt, 0.0, autocast)
+        loss, n = batch_loss(model, src, tgt, 0.0, autocast, model.config.pad_id)
         total, tokens = total + float(loss), tokens + n
     return total / max(tokens, 1)
 
@@ -111,55 +123,99 @@ def validate(model, tokenizer, val: ParallelCorpus, val_data: EncodedCorpus, set
 
 
 def train(model: Transformer, tokenizer: Tokenizer, train_corpus: ParallelCorpus, val: ParallelCorpus,
-          settings: TrainingSettings, on_batch=None, on_epoch=None) -> TrainingResult:
-    """on_batch(updates, tokens, loss_per_token, batches_this_epoch); on_epoch(EpochReport, TrainingResult).
-    Returns the best states by val BLEU, for averaging."""
-    torch.manual_seed(settings.seed)
+          settings: TrainingSettings, on_batch=None, on_epoch=None, on_stop=None, optimizer=None,
+          result: TrainingResult | None = None) -> TrainingResult:
+    """on_batch(updates, tokens, loss_per_token, batches_this_epoch); on_epoch(EpochReport, TrainingResult) after
+    each validated epoch; on_stop(TrainingResult) when a budget stops it mid-epoch. Pass the `optimizer` and
+    `result` of an earlier session (resume.py) to continue exactly where it stopped; a fresh run seeds torch.
+
+    Under torch.distributed (torchrun) every process trains on its share of each global batch, gradients are
+    averaged by DDP with each process's loss scaled so that the update equals one process's on the whole
+    batch; only rank 0 validates and calls the callbacks."""
+    world, rank = (dist.get_world_size(), dist.get_rank()) if dist.is_initialized() else (1, 0)
+    if result is None:
+        torch.manual_seed(settings.seed)
+        result = TrainingResult()
     device = model.device
     autocast = settings.bf16 and bf16_supported(device)
     model.use_fused_attention(False)  # measured: the explicit path trains ~1.4x faster on CPU for short sentences
+    trained = DistributedDataParallel(model) if world > 1 else model
     train_data = EncodedCorpus.build(train_corpus, tokenizer, model.config.max_len)
     val_data = EncodedCorpus.build(val, tokenizer, model.config.max_len)
-    optimizer = torch.optim.Adam(model.parameters(), lr=settings.lr, betas=(0.9, 0.98), eps=1e-9)
-    result = TrainingResult()
-    started = time.perf_counter()
-    deadline = started + settings.max_minutes * 60 if settings.max_minutes is not None else math.inf
+    if optimizer is None:
+        optimizer = torch.optim.Adam(model.parameters(), lr=settings.lr, betas=(0.9, 0.98), eps=1e-9)
+    earlier_seconds, session_started = result.seconds, time.perf_counter()
+    # the time budget is this session's: a resumed run gets it afresh
+    deadline = session_started + settings.max_minutes * 60 if settings.max_minutes is not None else math.inf
     lengths = train_data.lengths()
-    for epoch in range(1, settings.epochs + 1):
+    while result.epoch <= settings.epochs:
         model.train()
-        epoch_loss, epoch_tokens = 0.0, 0
-        batches = token_batches(lengths, settings.max_tokens, shuffle=True, seed=settings.seed * 1000 + epoch)
-        for batch in batches:
-            if time.perf_counter() > deadline:
+        batches = token_batches(lengths, settings.max_tokens, shuffle=True, seed=settings.seed * 1000 + result.epoch)
+        for batch in batches[result.batches_done:]:
+            out_of_updates = settings.max_updates is not None and result.updates >= settings.max_updates
+            if agreed(out_of_updates or time.perf_counter() > deadline):
                 result.stopped_early = True
                 break
-            src = pad([train_data.source[i] for i in batch], model.config.pad_id).to(device)
-            tgt = pad([train_data.target[i] for i in batch], model.config.pad_id).to(device)
-            loss, tokens = batch_loss(model, src, tgt, settings.label_smoothing, autocast)
+            if len(batch) < world:  # too small to share: every process skips it alike
+                result.batches_done += 1
+                continue
+            share = batch[rank::world]
+            src = pad([train_data.source[i] for i in share], model.config.pad_id).to(device)
+            tgt = pad([train_data.target[i] for i in share], model.config.pad_id).to(device)
+            loss, tokens = batch_loss(trained, src, tgt, settings.label_smoothing, autocast, model.config.pad_id)
+            batch_tokens = summed(tokens)
             optimizer.zero_grad(set_to_none=True)
-            (loss / tokens).backward()
+            # DDP averages gradients over processes: scale so that the average is the whole batch's mean loss
+            (loss * world / batch_tokens).backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), settings.clip_norm)
             result.updates += 1
             for group in optimizer.param_groups:
                 group["lr"] = learning_rate(result.updates, settings)
             optimizer.step()
-            epoch_loss, epoch_tokens = epoch_loss + float(loss.detach()), epoch_tokens + tokens
-            if on_batch:
-                on_batch(result.updates, int(src.numel() + tgt.numel()), float(loss.detach()) / tokens, len(batches))
-        if result.stopped_early and epoch_tokens == 0:
-            break
-        model.use_fused_attention(True)
-        val_loss, val_scores = validate(model, tokenizer, val, val_data, settings, autocast)
-        model.use_fused_attention(False)
-        report = EpochReport(epoch, result.updates, epoch_loss / max(epoch_tokens, 1), val_loss,
-                             val_scores["bleu"], val_scores["chrf"], (time.perf_counter() - started) / 60)
-        result.reports.append(report)
-        result.best_states.append((report.val_bleu, epoch, copy.deepcopy({k: v.cpu() for k, v in model.state_dict().items()})))
-        result.best_states = sorted(result.best_states, key=lambda s: -s[0])[: settings.keep_best]
-        if on_epoch:
-            on_epoch(report, result)
+            batch_loss_sum = summed(float(loss.detach()))
+            result.epoch_loss, result.epoch_tokens = result.epoch_loss + batch_loss_sum, result.epoch_tokens + batch_tokens
+            result.batches_done += 1
+            result.update_losses.append(batch_loss_sum / batch_tokens)
+            if on_batch and rank == 0:
+                on_batch(result.updates, int(src.numel() + tgt.numel()) * world, batch_loss_sum / batch_tokens, len(batches))
+        result.seconds = earlier_seconds + time.perf_counter() - session_started
         if result.stopped_early:
+            if on_stop and rank == 0:
+                on_stop(result)
             break
+        if rank == 0:
+            model.use_fused_attention(True)
+            val_loss, val_scores = validate(model, tokenizer, val, val_data, settings, autocast)
+            model.use_fused_attention(False)
+            report = EpochReport(result.epoch, result.updates, result.epoch_loss / max(result.epoch_tokens, 1), val_loss,
+                                 val_scores["bleu"], val_scores["chrf"], result.seconds / 60)
+            result.reports.append(report)
+            result.best_states.append((report.val_bleu, result.epoch,
+                                       copy.deepcopy({k: v.cpu() for k, v in model.state_dict().items()})))
+            result.best_states = sorted(result.best_states, key=lambda s: -s[0])[: settings.keep_best]
+        result.epoch, result.batches_done, result.epoch_loss, result.epoch_tokens = result.epoch + 1, 0, 0.0, 0
+        if rank == 0 and on_epoch:
+            on_epoch(result.reports[-1], result)
+        if world > 1:
+            dist.barrier()  # the others wait while rank 0 validates
     model.use_fused_attention(True)
-    result.seconds = time.perf_counter() - started
+    result.seconds = earlier_seconds + time.perf_counter() - session_started
     return result
+
+
+def agreed(flag: bool) -> bool:
+    """True on every process when it is true on any (one process's clock must not stop the others alone)."""
+    if not dist.is_initialized():
+        return flag
+    value = torch.tensor([1.0 if flag else 0.0])
+    dist.all_reduce(value, op=dist.ReduceOp.MAX)
+    return bool(value.item())
+
+
+def summed(value):
+    """The sum of `value` over all processes (itself with one process)."""
+    if not dist.is_initialized():
+        return value
+    total = torch.tensor([float(value)], dtype=torch.float64)
+    dist.all_reduce(total)
+    return type(value)(total.item())

@@ -1,0 +1,94 @@
+"""The end of a training run: the final weights (best epochs averaged when that helps on val), their
+storage precision, and the beam-search scores and metrics.json that describe them."""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+
+import torch
+
+from ..checkpoint import save_checkpoint
+from ..core.config import ModelConfig
+from ..core.model import Transformer
+from ..decoding.translator import Translator
+from ..tokenizer import Tokenizer
+from .averaging import average_state_dicts
+from .data import read_parallel
+from .evaluate import score, translate_corpus
+
+FP16_MAX_BLEU_COST = 0.2  # store weights in half precision when that costs at most this much val BLEU
+
+
+def hardware(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return f"{platform.processor() or platform.machine()} CPU, {os.cpu_count()} cores, torch {torch.get_num_threads()} threads"
+
+
+def finish(out, model, result, tokenizer, tokenizer_file, extra_config, settings, train_corpus, val, args, device,
+           argv) -> dict:
+    """Writes the final checkpoint and metrics.json into `out`; returns the scores."""
+    final, selection = select_final_model(model.config, result, tokenizer, val, args, device)
+    dtype, fp16_cost = storage_dtype(final, tokenizer, val, args, selection["val_bleu"], device)
+    save_checkpoint(out, final, tokenizer_file, extra_config, dtype=dtype)
+    translator = Translator.from_pretrained(out, device=args.device)  # exactly what was written, fp16 round trip included
+    decoding = {"strategy": "beam", "beam_size": args.beam_size, "length_penalty": args.length_penalty}
+    scores = {"val": score(translate_corpus(translator, val.source, "beam", beam_size=args.beam_size,
+                                            length_penalty=args.length_penalty), val.target)}
+    if args.test_split:
+        test = read_parallel(args.data_dir, args.test_split, args.src, args.tgt)
+        scores[args.test_split] = score(translate_corpus(translator, test.source, "beam", beam_size=args.beam_size,
+                                                         length_penalty=args.length_penalty), test.target)
+    metrics = {
+        "model": model.config.to_dict(), "parameters": model.num_parameters(),
+        "data": {split: {"files": [os.path.relpath(c.source_file), os.path.relpath(c.target_file)], "lines": len(c)}
+                 for split, c in (("train", train_corpus), ("val", val))},
+        "tokenizer": {"type": "sentencepiece unigram", "vocab_size": tokenizer.vocab_size,
+                      "trained_on": "train split, both languages"},
+        "training": {**vars(settings), "epochs_run": len(result.reports), "updates": result.updates,
+                     "wall_minutes": round(result.seconds / 60, 1), "stopped_by_time_budget": result.stopped_early,
+                     "hardware": hardware(device), "torch": torch.__version__, "init_from": args.init_from,
+                     "processes": int(os.environ.get("WORLD_SIZE", "1")),
+                     "command": "python -m transformer.train " + " ".join(argv if argv is not None else sys.argv[1:])},
+        "epochs": [vars(r) for r in result.reports],
+        "selection": selection, "weights_dtype": str(dtype).replace("torch.", ""), "fp16_val_bleu_cost": fp16_cost,
+        "decoding": decoding, "scores": scores,
+    }
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+    return scores
+
+
+def model_with(config: ModelConfig, state: dict, device) -> Transformer:
+    model = Transformer(config).to(device)
+    model.load_state_dict(state)
+    return model.eval()
+
+
+def val_bleu(model: Transformer, tokenizer: Tokenizer, val, args) -> float:
+    hypotheses = translate_corpus(Translator(model, tokenizer), val.source, "greedy", batch_size=100)
+    return score(hypotheses, val.target)["bleu"]
+
+
+def select_final_model(config, result, tokenizer, val, args, device) -> tuple[Transformer, dict]:
+    """The average of the best epochs by val BLEU, unless the single best epoch scores higher on val."""
+    best_bleu, best_epoch, best_state = result.best_states[0]
+    choice = {"kind": "best epoch", "epochs": [best_epoch], "val_bleu": best_bleu}
+    final = model_with(config, best_state, device)
+    if len(result.best_states) > 1:
+        averaged = model_with(config, average_state_dicts([s for _, _, s in result.best_states]), device)
+        averaged_bleu = val_bleu(averaged, tokenizer, val, args)
+        if averaged_bleu >= best_bleu:
+            choice = {"kind": "average", "epochs": [e for _, e, _ in result.best_states], "val_bleu": averaged_bleu}
+            final = averaged
+        choice["average_val_bleu"], choice["best_epoch_val_bleu"] = averaged_bleu, best_bleu
+    print(f"final model: {choice['kind']} of epochs {choice['epochs']} (greedy val BLEU {choice['val_bleu']})", flush=True)
+    return final, choice
+
+
+def storage_dtype(model, tokenizer, val, args, bleu_fp32: float, device) -> tuple[torch.dtype, float]:
+    """float16 weights when the round trip costs at most FP16_MAX_BLEU_COST greedy val BLEU."""
+    rounded = model_with(model.config, {k: v.half().float() for k, v in model.state_dict().items()}, device)
+    cost = round(bleu_fp32 - val_bleu(rounded, tokenizer, val, args), 2)
+    return (torch.float16 if cost <= FP16_MAX_BLEU_COST else torch.float32), cost

@@ -1,0 +1,101 @@
+"""Attention across training: after every epoch, 8 fixed probe sentences of our own (in no corpus split)
+are translated greedily with every attention map recorded, next to that epoch's train loss and val BLEU.
+
+Stored beside the checkpoint as timeline.json (texts, tokens, curves) and timeline.safetensors (the maps,
+float16, keyed "epoch/sentence/kind"), so a class can ask "did it know this at epoch 1?".
+
+    python -m transformer.training.timeline --checkpoint checkpoints/en-de --epochs-dir RUN/epochs
+rebuilds a timeline from per-epoch weights saved with `train --save-epochs` and the epochs in metrics.json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from ..core.probes import ATTENTION_KINDS
+from ..decoding.translator import Translator
+
+TIMELINE_JSON, TIMELINE_TENSORS = "timeline.json", "timeline.safetensors"
+PROBE_SENTENCES = {  # written for this project, short and in the training data's caption style
+    "en": ["A woman with a red umbrella walks past a bakery.", "Two boys are throwing snowballs at each other.",
+           "An old man feeds pigeons on a bench.", "A black cat sleeps on a sunny windowsill.",
+           "A girl in a yellow dress jumps over a puddle.", "Three musicians play on a street corner.",
+           "A cyclist rides up a steep mountain road.", "A chef is cutting vegetables in a small kitchen."],
+    "de": ["Eine Frau mit einem roten Regenschirm geht an einer Bäckerei vorbei.",
+           "Zwei Jungen werfen Schneebälle aufeinander.", "Ein alter Mann füttert Tauben auf einer Bank.",
+           "Eine schwarze Katze schläft auf einer sonnigen Fensterbank.",
+           "Ein Mädchen in einem gelben Kleid springt über eine Pfütze.", "Drei Musiker spielen an einer Straßenecke.",
+           "Ein Radfahrer fährt eine steile Bergstraße hinauf.", "Ein Koch schneidet Gemüse in einer kleinen Küche."],
+}
+MAX_PROBE_LENGTH = 40  # output pieces per probe sentence, so an untrained model's babble stays small
+
+
+@dataclass
+class Timeline:
+    sentences: list[str]
+    epochs: list[dict] = field(default_factory=list)  # epoch, train_loss, val_bleu, outputs: [{text, src, tgt}]
+    maps: dict[str, torch.Tensor] = field(default_factory=dict)  # "epoch/sentence/kind" -> (L, H, rows, cols) fp16
+
+    def record(self, translator: Translator, epoch: int, train_loss: float, val_bleu: float) -> None:
+        was_training = translator.model.training
+        translator.model.eval()
+        outputs = translator.translate_batch(self.sentences, strategy="greedy", max_length=MAX_PROBE_LENGTH, capture=True)
+        translator.model.train(was_training)
+        self.epochs = [e for e in self.epochs if e["epoch"] != epoch]
+        self.epochs.append({"epoch": epoch, "train_loss": round(train_loss, 4), "val_bleu": val_bleu,
+                            "outputs": [{"text": o.text, "src": o.src_tokens, "tgt": o.tgt_tokens} for o in outputs]})
+        self.epochs.sort(key=lambda e: e["epoch"])
+        for index, output in enumerate(outputs):
+            for kind in ATTENTION_KINDS:
+                self.maps[f"{epoch}/{index}/{kind}"] = torch.from_numpy(output.recorded[kind].values).half()
+
+    def save(self, folder) -> None:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / TIMELINE_JSON).write_text(json.dumps({"sentences": self.sentences, "epochs": self.epochs},
+                                                       ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        save_file({k: v.contiguous() for k, v in self.maps.items()}, str(folder / TIMELINE_TENSORS))
+
+    @classmethod
+    def load(cls, folder) -> "Timeline | None":
+        folder = Path(folder)
+        if not (folder / TIMELINE_JSON).is_file() or not (folder / TIMELINE_TENSORS).is_file():
+            return None
+        data = json.loads((folder / TIMELINE_JSON).read_text(encoding="utf-8"))
+        return cls(data["sentences"], data["epochs"], load_file(str(folder / TIMELINE_TENSORS)))
+
+    @classmethod
+    def for_language(cls, language: str) -> "Timeline":
+        return cls(list(PROBE_SENTENCES.get(language, PROBE_SENTENCES["en"])))
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m transformer.training.timeline", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--checkpoint", required=True, help="checkpoint folder whose metrics.json lists the epochs")
+    parser.add_argument("--epochs-dir", required=True, help="folder of epoch-NNN.safetensors written by --save-epochs")
+    args = parser.parse_args(argv)
+    translator = Translator.from_pretrained(args.checkpoint)
+    metrics = translator.metrics or {}
+    reports = {r["epoch"]: r for r in metrics.get("epochs", [])}
+    timeline = Timeline.for_language(translator.config.get("languages", {}).get("src", "en"))
+    final_state = {k: v.clone() for k, v in translator.model.state_dict().items()}
+    for path in sorted(Path(args.epochs_dir).glob("epoch-*.safetensors")):
+        epoch = int(path.stem.split("-")[1])
+        if epoch not in reports:
+            continue
+        translator.model.load_state_dict(load_file(str(path)), strict=False)
+        timeline.record(translator, epoch, reports[epoch]["train_loss"], reports[epoch]["val_bleu"])
+        print(f"epoch {epoch}: {timeline.epochs[-1]['outputs'][0]['text']}", flush=True)
+    translator.model.load_state_dict(final_state)
+    timeline.save(args.checkpoint)
+    print(f"wrote {Path(args.checkpoint) / TIMELINE_JSON} and {TIMELINE_TENSORS} ({len(timeline.epochs)} epochs)")
+
+
+if __name__ == "__main__":
+    main()
