@@ -9,6 +9,7 @@ import torch
 
 from transformer import Translator, expected_parameter_count
 from transformer.core.architecture import architecture_rows
+from transformer.training.timeline import Timeline
 
 POSITIONS_SHOWN = 100  # rows of the positional table the views draw
 EXAMPLE_SOURCE = [4, 5, 3]  # two ordinary pieces and </s>: the architecture table's example input
@@ -25,6 +26,7 @@ class ModelProfile:
     position_norms: np.ndarray  # (max_len,) size of each position's vector
     token_norms: np.ndarray  # (V,) size of each source token's scaled embedding
     metrics: dict | None
+    timeline: Timeline | None  # attention across training, when the checkpoint ships one
 
     def source_norms(self, src_ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
         """For one input: (size of each scaled token embedding, size of each positional vector)."""
@@ -44,4 +46,5 @@ def profile_model(translator: Translator) -> ModelProfile:
         position_norms=table.norm(dim=-1).numpy(),
         token_norms=(model.src_embed.weight.detach().float().cpu().norm(dim=-1) * model.src_embed.scale).numpy(),
         metrics=translator.metrics,
+        timeline=Timeline.load(translator.source) if translator.source else None,
     )

@@ -5,8 +5,9 @@ They never touch a model: the app calls them on stored results, so re-plotting n
 from .attention import attention_heatmap, tiled_heatmap
 from .positional import encoding_curves, encoding_heatmap, position_similarity, positional_vs_token_norms
 from .steps import candidates_bar, source_attention_bar
+from .training import training_curves
 
 __all__ = [
     "attention_heatmap", "candidates_bar", "encoding_curves", "encoding_heatmap", "position_similarity",
-    "positional_vs_token_norms", "source_attention_bar", "tiled_heatmap",
+    "positional_vs_token_norms", "source_attention_bar", "tiled_heatmap", "training_curves",
 ]

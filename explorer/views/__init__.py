@@ -6,7 +6,9 @@ from .model import ModelView
 from .positional import PositionalView
 from .steps import StepsView
 from .tokens import TokensView
+from .training import TrainingView
 
-VIEWS: list[View] = [StepsView(), AttentionView(), TokensView(), PositionalView(), ModelView(), ExportView()]
+VIEWS: list[View] = [StepsView(), AttentionView(), TokensView(), PositionalView(), ModelView(), TrainingView(),
+                     ExportView()]
 
 __all__ = ["MODEL", "TRANSLATION", "VIEWS", "View", "ViewContext", "current_translation"]

@@ -38,7 +38,8 @@ MAX_PROBE_LENGTH = 40  # output pieces per probe sentence, so an untrained model
 @dataclass
 class Timeline:
     sentences: list[str]
-    epochs: list[dict] = field(default_factory=list)  # epoch, train_loss, val_bleu, outputs: [{text, src, tgt}]
+    # epoch, train_loss, val_bleu, outputs: [{text, src, tgt, labels: {kind: [row labels, column labels]}}]
+    epochs: list[dict] = field(default_factory=list)
     maps: dict[str, torch.Tensor] = field(default_factory=dict)  # "epoch/sentence/kind" -> (L, H, rows, cols) fp16
 
     def record(self, translator: Translator, epoch: int, train_loss: float, val_bleu: float) -> None:
@@ -47,8 +48,10 @@ class Timeline:
         outputs = translator.translate_batch(self.sentences, strategy="greedy", max_length=MAX_PROBE_LENGTH, capture=True)
         translator.model.train(was_training)
         self.epochs = [e for e in self.epochs if e["epoch"] != epoch]
-        self.epochs.append({"epoch": epoch, "train_loss": round(train_loss, 4), "val_bleu": val_bleu,
-                            "outputs": [{"text": o.text, "src": o.src_tokens, "tgt": o.tgt_tokens} for o in outputs]})
+        self.epochs.append({"epoch": epoch, "train_loss": round(train_loss, 4), "val_bleu": val_bleu, "outputs": [
+            {"text": o.text, "src": o.src_tokens, "tgt": o.tgt_tokens,
+             "labels": {kind: [o.recorded[kind].rows, o.recorded[kind].cols] for kind in ATTENTION_KINDS}}
+            for o in outputs]})
         self.epochs.sort(key=lambda e: e["epoch"])
         for index, output in enumerate(outputs):
             for kind in ATTENTION_KINDS:
@@ -68,6 +71,12 @@ class Timeline:
             return None
         data = json.loads((folder / TIMELINE_JSON).read_text(encoding="utf-8"))
         return cls(data["sentences"], data["epochs"], load_file(str(folder / TIMELINE_TENSORS)))
+
+    def attention(self, epoch: int, sentence: int, kind: str):
+        """(weights (L, H, rows, cols) float32, row labels, column labels) of one probe sentence at one epoch."""
+        output = next(e for e in self.epochs if e["epoch"] == epoch)["outputs"][sentence]
+        rows, cols = output["labels"][kind]
+        return self.maps[f"{epoch}/{sentence}/{kind}"].float().numpy(), rows, cols
 
     @classmethod
     def for_language(cls, language: str) -> "Timeline":
