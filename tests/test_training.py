@@ -114,3 +114,20 @@ def test_evaluate_cli_scores_a_split(tmp_path, capsys, monkeypatch):
     references = (folder / "val.de").read_text().splitlines()
     assert result["bleu"] == round(sacrebleu.corpus_bleu(hypotheses, [references]).score, 2)  # independent scoring
     assert json.loads((checkpoint / "metrics.json").read_text())["scores"]["val"]["bleu"] == result["bleu"]
+
+
+def test_training_and_evaluation_look_where_the_download_writes(tmp_path, monkeypatch):
+    from transformer.training import data
+
+    if (MULTI30K / "train.en").is_file():  # ../shared/data/multi30k beside the repository comes first
+        assert data.default_data_dir() == MULTI30K
+    monkeypatch.setattr(data, "SHARED_MULTI30K", tmp_path / "absent")
+    monkeypatch.setattr(data, "LOCAL_MULTI30K", tmp_path / "local")
+    assert data.default_data_dir() is None
+    (tmp_path / "local").mkdir()
+    (tmp_path / "local" / "train.en").write_text("a\n")
+    assert data.default_data_dir() == tmp_path / "local"
+    downloaded = []
+    monkeypatch.setattr(data, "download_multi30k", lambda dest, langs: downloaded.append(dest) or [])
+    data.main(["download"])
+    assert downloaded == [str(tmp_path / "local")]  # the download's default destination is that folder

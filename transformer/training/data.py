@@ -1,5 +1,8 @@
 """Parallel corpora in the Multi30k layout ({split}.{lang}, one sentence per line), token-count batching,
-and `python -m transformer.data download` to fetch Multi30k task 1."""
+and `python -m transformer.data download` to fetch Multi30k task 1 to where training and evaluation look.
+
+Where they look by default: ../shared/data/multi30k beside the repository, else data/multi30k inside it
+(the download's default destination, ignored by git)."""
 from __future__ import annotations
 
 import argparse
@@ -11,13 +14,15 @@ from pathlib import Path
 
 import torch
 
-SHARED_MULTI30K = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "multi30k"
+REPOSITORY = Path(__file__).resolve().parents[2]
+SHARED_MULTI30K = REPOSITORY.parent / "shared" / "data" / "multi30k"
+LOCAL_MULTI30K = REPOSITORY / "data" / "multi30k"
 MULTI30K_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/{split}.{lang}.gz"
 MULTI30K_SPLITS = ("train", "val", "test_2016_flickr")
 
 
 def default_data_dir() -> Path | None:
-    return SHARED_MULTI30K if SHARED_MULTI30K.is_dir() else None
+    return next((folder for folder in (SHARED_MULTI30K, LOCAL_MULTI30K) if (folder / "train.en").is_file()), None)
 
 
 @dataclass
@@ -103,7 +108,9 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m transformer.data", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     download = commands.add_parser("download", help="fetch Multi30k task-1 raw files (train, val, test_2016_flickr)")
-    download.add_argument("--dest", required=True, help="folder to write {split}.{lang} files into")
+    download.add_argument("--dest", default=str(LOCAL_MULTI30K),
+                          help=f"folder to write {{split}}.{{lang}} files into (default: {LOCAL_MULTI30K}, where "
+                               "train and evaluate look when ../shared/data/multi30k is absent)")
     download.add_argument("--langs", default="en,de,fr", help="comma-separated languages (default: en,de,fr)")
     args = parser.parse_args(argv)
     for path in download_multi30k(args.dest, args.langs.split(",")):

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import sacrebleu
+from tqdm import tqdm
 
 from ..checkpoint import METRICS_FILE
 from ..decoding.strategies import STRATEGIES, SettingError, all_settings, build_settings, get_strategy
@@ -91,7 +92,9 @@ def main(argv=None) -> None:
     languages = translator.config.get("languages", {"src": "en", "tgt": "de"})
     corpus = read_parallel(args.data_dir, args.split, languages["src"], languages["tgt"])
     started = time.perf_counter()
-    hypotheses = translate_corpus(translator, corpus.source, strategy, args.batch_size, **settings)
+    with tqdm(total=len(corpus.source), unit="sentence", desc=f"{args.split} ({strategy})", dynamic_ncols=True) as bar:
+        hypotheses = translate_corpus(translator, corpus.source, strategy, args.batch_size, progress=bar.update,
+                                      **settings)
     elapsed = time.perf_counter() - started
     if args.out:
         Path(args.out).write_text("\n".join(hypotheses) + "\n", encoding="utf-8")
