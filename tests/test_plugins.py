@@ -27,12 +27,12 @@ class RankSettings:
     rank: int = setting(2, 1, 5, "Candidate rank (toy)", step=1, help="always take the candidate of this rank")
 
 
-def decode_kth_best(model, sources, settings, max_length=None, probes=(), use_cache=True):
+def decode_kth_best(model, sources, settings, max_length=None, probes=(), use_cache=True, prefixes=None):
     def choose(logits, rows):
         probs = logits.softmax(dim=-1)
         return probs, probs.topk(settings.rank, dim=-1).indices[:, -1]
 
-    return decode_single_path(model, sources, choose, max_length, probes, use_cache)
+    return decode_single_path(model, sources, choose, max_length, probes, use_cache, prefixes)
 
 
 class PieceCountView(View):
@@ -69,7 +69,7 @@ def test_the_strategy_decodes_through_the_translator(app):
     ui, _ = app
     translator = ui.registry.get("en-de").translator
     out = translator.translate(SENTENCE, strategy="kth", rank=2, max_length=6)
-    assert out.strategy == "kth" and out.settings == {"rank": 2, "max_length": 6}
+    assert out.strategy == "kth" and out.settings == {"rank": 2, "max_length": 6, "prefix": ""}
     src = torch.tensor([out.src_ids])
     with torch.no_grad():  # independent: a teacher-forced pass ranks every step's candidates
         logits = translator.model(src, torch.tensor([[BOS_ID] + out.tgt_ids[:-1]]))[0]

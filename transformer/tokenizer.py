@@ -68,6 +68,10 @@ class Tokenizer:
     def id_to_piece(self, token_id: int) -> str:
         return self.processor.id_to_piece(int(token_id))
 
+    def piece_to_id(self, piece: str) -> int:
+        """The id of `piece`, or the unknown id when the vocabulary has no such piece."""
+        return self.processor.piece_to_id(piece)
+
     def decode(self, ids) -> str:
         """Ids -> text; special ids (pad, bos, eos) are dropped."""
         return self.processor.decode([int(i) for i in ids if int(i) not in (PAD_ID, BOS_ID, EOS_ID)])

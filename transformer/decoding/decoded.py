@@ -14,6 +14,7 @@ class StepTrace:
     prob: float  # probability of the chosen token under the distribution it was chosen from
     topk: list[tuple[int, float]]  # (token id, probability), most probable first
     hypotheses: list[tuple[list[int], float]] | None = None  # beam search: live (ids, score) after this step
+    forced: bool = False  # the token came from a forced prefix; `prob` is still what the model gave it
 
 
 @dataclass

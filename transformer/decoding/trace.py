@@ -17,6 +17,7 @@ import numpy as np
 
 from ..core.probes import ENCODER, PROBES, SOURCE, TARGET
 from .decoded import FINISHED, KEPT, PRUNED, SearchNode, StepTrace
+from .logit_lens import LogitLens
 
 
 @dataclass
@@ -50,6 +51,7 @@ class Step:
     topk: list[tuple[str, float]]
     hypotheses: list[tuple[str, float]] | None = None  # beam search: live hypotheses (pieces joined by spaces, score)
     node: int | None = None  # this step's node in the search tree
+    forced: bool = False  # the token came from a forced prefix (`prob` is still the model's)
 
 
 @dataclass
@@ -90,6 +92,7 @@ class Translation:
     settings: dict = field(default_factory=dict)  # the strategy's settings as used, and max_length
     recorded: dict[str, Recorded] = field(default_factory=dict)
     tree: SearchTree | None = None
+    logit_lens: LogitLens | None = None  # what every decoder layer would predict at every step
 
     @property
     def decoder_input_tokens(self) -> list[str]:

@@ -9,8 +9,9 @@ import torch
 from ..checkpoint import METRICS_FILE, TOKENIZER_FILE, checkpoint_folder, load_checkpoint, read_metrics, save_checkpoint
 from ..core.model import Transformer
 from ..core.probes import ATTENTION_KINDS, check_probe_names
-from ..tokenizer import EOS_ID, Tokenizer
+from ..tokenizer import EOS_ID, UNK_ID, Tokenizer
 from .decoded import DecodedSentence
+from .logit_lens import logit_lens
 from .strategies import SettingError, build_settings, get_strategy
 from .trace import Step, Translation, label_recorded, labelled_tree, path_tree
 
@@ -62,32 +63,62 @@ class Translator:
     def translate(self, text: str, **settings) -> Translation:
         return self.translate_batch([text], **settings)[0]
 
+    def prefix_ids(self, prefix: str | list[str] | None, max_length: int | None) -> list[int]:
+        """The ids a forced prefix stands for: text is tokenized, a list is taken as pieces exactly as they
+        are (the what-if of a candidate piece); a `</s>` ends the translation there."""
+        if prefix is None or (isinstance(prefix, (str, list, tuple)) and len(prefix) == 0):
+            return []
+        if isinstance(prefix, str):
+            before, ends, _ = prefix.partition("</s>")
+            ids = self.tokenizer.encode(before) + ([EOS_ID] if ends else [])
+        elif isinstance(prefix, (list, tuple)) and all(isinstance(p, str) for p in prefix):
+            ids = [self.tokenizer.piece_to_id(p) for p in prefix]
+            unknown = [p for p, i in zip(prefix, ids) if self.tokenizer.id_to_piece(i) != p]
+            if unknown:
+                raise SettingError(f"prefix pieces {unknown} are not in the vocabulary")
+            if EOS_ID in ids:
+                ids = ids[: ids.index(EOS_ID) + 1]
+        else:
+            raise SettingError(f"prefix must be text or a list of pieces, got {prefix!r}")
+        if UNK_ID in ids:
+            raise SettingError(f"prefix {prefix!r} has characters the tokenizer cannot express")
+        limit = min(max_length or self.model.config.max_len, self.model.config.max_len)
+        if len(ids) > limit:
+            raise SettingError(f"prefix is {len(ids)} pieces long; the maximum output length is {limit}")
+        return ids
+
     def translate_batch(self, texts: list[str], strategy: str = "greedy", max_length: int | None = None,
-                        capture: bool = False, record=None, **settings) -> list[Translation]:
+                        capture: bool = False, record=None, prefix: str | None = None, logit_lens: bool = False,
+                        **settings) -> list[Translation]:
         """Decodes every text with a registered strategy (see decoding/strategies). `settings` are that
         strategy's settings by name (beam_size=4, temperature=0.7, ...); `capture=True` records the three
-        attention kinds, `record` any probes the model declares (Transformer.PROBES) by name."""
+        attention kinds, `record` any probes the model declares (Transformer.PROBES) by name. `prefix` forces
+        the translation to start with that text's pieces; `logit_lens=True` adds `Translation.logit_lens`."""
         chosen = get_strategy(strategy)
         strategy_settings = build_settings(strategy, settings)
         if max_length is not None and (not isinstance(max_length, int) or max_length < 1):
             raise SettingError(f"max_length must be a positive integer or None, got {max_length!r}")
         probes = check_probe_names(record if record is not None else (ATTENTION_KINDS if capture else ()))
+        if logit_lens and "decoder_hidden" not in probes:
+            probes += ("decoder_hidden",)
+        forced = self.prefix_ids(prefix, max_length)
         if not texts:
             return []
         encoded = [self.source_ids(text) for text in texts]
-        decoded = chosen.decode(self.model, [ids for ids, _ in encoded], strategy_settings, max_length, probes)
-        used = {**asdict(strategy_settings), "max_length": max_length}
-        return [self._result(text, ids, truncated, out, strategy, used)
+        options = {"prefixes": [forced] * len(texts)} if forced else {}
+        decoded = chosen.decode(self.model, [ids for ids, _ in encoded], strategy_settings, max_length, probes, **options)
+        used = {**asdict(strategy_settings), "max_length": max_length, "prefix": prefix or ""}
+        return [self._result(text, ids, truncated, out, strategy, used, logit_lens)
                 for text, (ids, truncated), out in zip(texts, encoded, decoded)]
 
     def _result(self, source: str, src_ids: list[int], truncated: bool, out: DecodedSentence, strategy: str,
-                settings: dict) -> Translation:
+                settings: dict, with_lens: bool) -> Translation:
         piece = self.tokenizer.id_to_piece
         tree = labelled_tree(out.tree, out.winner, piece) if out.tree is not None else path_tree(out.steps, piece)
         steps = [
             Step(piece(s.token_id), s.token_id, s.prob, [(piece(i), p) for i, p in s.topk],
                  None if s.hypotheses is None else [(" ".join(piece(i) for i in ids), score) for ids, score in s.hypotheses],
-                 tree.winner[t] if t < len(tree.winner) else None)
+                 tree.winner[t] if t < len(tree.winner) else None, s.forced)
             for t, s in enumerate(out.steps)
         ]
         src_tokens, tgt_tokens = [piece(i) for i in src_ids], [piece(i) for i in out.token_ids]
@@ -96,4 +127,5 @@ class Translator:
             src_ids=src_ids, tgt_ids=out.token_ids, steps=steps, score=out.score, truncated=truncated,
             strategy=strategy, settings=settings, recorded=label_recorded(out.recorded, src_tokens, tgt_tokens),
             tree=tree,
+            logit_lens=logit_lens(self.model, out.recorded["decoder_hidden"], out.token_ids, piece) if with_lens else None,
         )

@@ -46,14 +46,19 @@ class Hypothesis:
     log_prob: float
 
 
-def decode_beam(model, sources, settings: BeamSettings, max_length=None, probes=(), use_cache=True):
-    return beam_search(model, sources, settings.beam_size, settings.length_penalty, max_length, probes, use_cache)
+def decode_beam(model, sources, settings: BeamSettings, max_length=None, probes=(), use_cache=True, prefixes=None):
+    return beam_search(model, sources, settings.beam_size, settings.length_penalty, max_length, probes, use_cache,
+                       prefixes)
 
 
 @torch.inference_mode()
 def beam_search(model: Transformer, sources: list[list[int]], beam_size: int = 4, alpha: float = 0.6,
-                max_length: int | None = None, probes=(), use_cache: bool = True) -> list[DecodedSentence]:
+                max_length: int | None = None, probes=(), use_cache: bool = True,
+                prefixes: list[list[int]] | None = None) -> list[DecodedSentence]:
+    """`prefixes`: per sentence, target ids forced at the first steps: while forcing, a sentence's beam holds
+    that one hypothesis (with the model's own log-probabilities); the search widens from there."""
     device, k = model.device, beam_size
+    prefixes = prefixes or [[] for _ in sources]
     limits = length_limits([len(s) for s in sources], max_length, model.config.max_len)
     finished: list[list[tuple[float, Hypothesis]]] = [[] for _ in sources]
     trees: list[list[SearchNode]] = [[] for _ in sources]
@@ -77,6 +82,7 @@ def beam_search(model: Transformer, sources: list[list[int]], beam_size: int = 4
                 log.add_step(recording)
             top_probs, top_ids = log_probs.exp().topk(min(TRACE_TOPK, log_probs.size(-1)), dim=-1)
             step_topk.append((top_ids.tolist(), top_probs.tolist()))
+            log_probs = force_prefixes(log_probs, [prefixes[s] for s in active], step, k)
             scores = torch.tensor([h.log_prob for h in live], device=device)[:, None] + log_probs
             vocab = scores.size(-1)
             cand_scores, cand_index = scores.view(len(active), k * vocab).topk(2 * k, dim=-1)
@@ -131,12 +137,28 @@ def beam_search(model: Transformer, sources: list[list[int]], beam_size: int = 4
         steps = []
         for t, (token, prob, row) in enumerate(zip(best.token_ids, best.token_probs, best.path)):
             top_ids, top_probs = step_topk[t][0][row], step_topk[t][1][row]
-            steps.append(StepTrace(token, prob, list(zip(top_ids, top_probs)), step_live[t].get(sentence, [])))
+            steps.append(StepTrace(token, prob, list(zip(top_ids, top_probs)), step_live[t].get(sentence, []),
+                                   forced=t < len(prefixes[sentence])))
         out = DecodedSentence(best.token_ids, steps, float(score), tree=trees[sentence], winner=best.nodes)
         if log:
             out.recorded = log.sentence(sentence, len(sources[sentence]), best.path)
         results.append(out)
     return results
+
+
+def force_prefixes(log_probs: torch.Tensor, prefixes: list[list[int]], step: int, k: int) -> torch.Tensor:
+    """Leaves only the forced token possible in the rows of sentences still inside their prefix."""
+    forcing = [(i, prefix[step]) for i, prefix in enumerate(prefixes) if step < len(prefix)]
+    if not forcing:
+        return log_probs
+    forced = torch.full_like(log_probs, -math.inf)
+    for i, token in forcing:
+        rows = slice(i * k, (i + 1) * k)
+        forced[rows, token] = log_probs[rows, token]
+    keep = torch.ones(log_probs.size(0), dtype=torch.bool, device=log_probs.device)
+    for i, _ in forcing:
+        keep[i * k : (i + 1) * k] = False
+    return torch.where(keep[:, None], log_probs, forced)
 
 
 BEAM = register(Strategy("beam", "beam search", BeamSettings, decode_beam,

@@ -17,8 +17,8 @@ def most_probable(logits, rows):
     return probs, probs.argmax(dim=-1)
 
 
-def decode_greedy(model, sources, settings: GreedySettings, max_length=None, probes=(), use_cache=True):
-    return decode_single_path(model, sources, most_probable, max_length, probes, use_cache)
+def decode_greedy(model, sources, settings: GreedySettings, max_length=None, probes=(), use_cache=True, prefixes=None):
+    return decode_single_path(model, sources, most_probable, max_length, probes, use_cache, prefixes)
 
 
 GREEDY = register(Strategy("greedy", "greedy", GreedySettings, decode_greedy,

@@ -8,8 +8,9 @@ A setting is a dataclass field made with `setting(...)`; its metadata carries th
     class BeamSettings:
         beam_size: int = setting(4, 1, 8, "Beam size")
 
-A decode function takes (model, sources, settings, max_length, probes, use_cache) and returns one
-`DecodedSentence` per source (see decoded.py).
+A decode function takes (model, sources, settings, max_length, probes, use_cache, prefixes) and returns
+one `DecodedSentence` per source (see decoded.py); `prefixes`, when given, are target ids to force at the
+first steps of each sentence (single_path.py and beam.py show how).
 """
 from __future__ import annotations
 

@@ -35,7 +35,7 @@ def filtered_distribution(logits: torch.Tensor, settings: SamplingSettings) -> t
     return probs
 
 
-def decode_sampling(model, sources, settings: SamplingSettings, max_length=None, probes=(), use_cache=True):
+def decode_sampling(model, sources, settings: SamplingSettings, max_length=None, probes=(), use_cache=True, prefixes=None):
     # one generator per sentence: a sentence's output does not depend on the rest of its batch
     generators = [torch.Generator(device="cpu").manual_seed(settings.seed) for _ in sources]
 
@@ -46,7 +46,7 @@ def decode_sampling(model, sources, settings: SamplingSettings, max_length=None,
                               for row, s in enumerate(sentences)])
         return probs, chosen.to(probs.device)
 
-    return decode_single_path(model, sources, draw, max_length, probes, use_cache)
+    return decode_single_path(model, sources, draw, max_length, probes, use_cache, prefixes)
 
 
 SAMPLING = register(Strategy("sample", "sampling", SamplingSettings, decode_sampling,

@@ -26,8 +26,11 @@ Chooser = Callable[[torch.Tensor, list[int]], tuple[torch.Tensor, torch.Tensor]]
 
 @torch.inference_mode()
 def decode_single_path(model: Transformer, sources: list[list[int]], choose: Chooser, max_length: int | None = None,
-                       probes=(), use_cache: bool = True) -> list[DecodedSentence]:
+                       probes=(), use_cache: bool = True, prefixes: list[list[int]] | None = None) -> list[DecodedSentence]:
+    """`prefixes`: per sentence, target ids forced at the first steps (the model's probabilities for them are
+    still recorded); decoding goes on from there with `choose`."""
     limits = length_limits([len(s) for s in sources], max_length, model.config.max_len)
+    prefixes = prefixes or [[] for _ in sources]
     results = [DecodedSentence([], [], 0.0) for _ in sources]
     log = ProbeLog(probes) if probes else None
     rows_per_step: list[list[int]] = [[] for _ in sources]
@@ -42,6 +45,12 @@ def decode_single_path(model: Transformer, sources: list[list[int]], choose: Cho
             if log:
                 log.add_step(recording)
             probs, chosen = choose(logits, active)
+            forced_rows = [row for row, s in enumerate(active) if len(results[s].token_ids) < len(prefixes[s])]
+            if forced_rows:
+                chosen = chosen.clone()
+                for row in forced_rows:
+                    sentence = active[row]
+                    chosen[row] = prefixes[sentence][len(results[sentence].token_ids)]
             top_probs, top_ids = probs.topk(min(TRACE_TOPK, probs.size(-1)), dim=-1)
             chosen_probs = probs.gather(1, chosen[:, None])[:, 0]
             chosen_l, chosen_p = chosen.tolist(), chosen_probs.tolist()
@@ -51,7 +60,8 @@ def decode_single_path(model: Transformer, sources: list[list[int]], choose: Cho
                 out = results[sentence]
                 out.token_ids.append(chosen_l[row])
                 out.score += float(np.log(max(chosen_p[row], 1e-30)))
-                out.steps.append(StepTrace(chosen_l[row], chosen_p[row], list(zip(top_ids_l[row], top_probs_l[row]))))
+                out.steps.append(StepTrace(chosen_l[row], chosen_p[row], list(zip(top_ids_l[row], top_probs_l[row])),
+                                           forced=row in forced_rows))
                 rows_per_step[sentence].append(row)
                 if chosen_l[row] != EOS_ID and len(out.token_ids) < limits[sentence]:
                     keep.append(row)
