@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import inspect
 
+import gradio as gr
+
 from transformer.decoding.strategies import STRATEGIES, all_settings
 
 from .components import Number, Radio, Slider
@@ -32,9 +34,14 @@ def max_length_slider():
     return Slider(1, MAX_OUTPUT_TOKENS, value=DEFAULT_MAX_LENGTH, step=1, label="Max output tokens", elem_id="max-length")
 
 
+def prefix_box():
+    return gr.Textbox(label="Force the start (what if)", placeholder="e.g. Eine Frau — decoding continues from here",
+                      elem_id="prefix", max_lines=1)
+
+
 def request_parameters(default_model: str) -> list[inspect.Parameter]:
     """The API's arguments, shared by /translate and /translate_details: text, model, device, strategy,
-    every strategy's settings, max_length."""
+    every strategy's settings, max_length, prefix."""
     keyword = inspect.Parameter.POSITIONAL_OR_KEYWORD
     parameters = [inspect.Parameter("text", keyword, annotation=str),
                   inspect.Parameter("model", keyword, default=default_model, annotation=str),
@@ -43,4 +50,5 @@ def request_parameters(default_model: str) -> list[inspect.Parameter]:
     parameters += [inspect.Parameter(spec.name, keyword, default=spec.default, annotation=spec.kind)
                    for spec in all_settings()]
     parameters.append(inspect.Parameter("max_length", keyword, default=DEFAULT_MAX_LENGTH, annotation=int))
+    parameters.append(inspect.Parameter("prefix", keyword, default="", annotation=str))
     return parameters

@@ -52,8 +52,9 @@ def check_max_length(value) -> int:
 
 
 def run(registry: Registry, text: str, model_key: str, device: str, strategy: str, settings: dict,
-        max_length=DEFAULT_MAX_LENGTH) -> RunResult:
-    """`settings`: any registered strategy settings by name (see transformer/decoding/strategies)."""
+        max_length=DEFAULT_MAX_LENGTH, prefix: str | list[str] | None = "") -> RunResult:
+    """`settings`: any registered strategy settings by name (see transformer/decoding/strategies); `prefix`
+    forces the start of every translation (text, or a list of pieces)."""
     lines = split_lines(text)
     strategy_settings = asdict(build_settings(strategy, settings))
     max_length = check_max_length(max_length)
@@ -67,7 +68,8 @@ def run(registry: Registry, text: str, model_key: str, device: str, strategy: st
     notices = [notice] if notice else []
 
     def translate_with(chosen):
-        return chosen.translate_batch(lines, strategy=strategy, max_length=max_length, capture=True, **strategy_settings)
+        return chosen.translate_batch(lines, strategy=strategy, max_length=max_length, capture=True, prefix=prefix,
+                                      logit_lens=True, **strategy_settings)
 
     started = time.perf_counter()
     try:
@@ -83,5 +85,8 @@ def run(registry: Registry, text: str, model_key: str, device: str, strategy: st
     if cut:
         notices.append(f"Line(s) {cut} exceeded the model's {translator.model.config.max_len - 1} source tokens: "
                        "only the first part was translated.")
+    if any(t.tgt_tokens[-1:] == ["</s>"] and t.steps[-1].forced for t in translations):
+        notices.append("The forced prefix contains </s>: the translation ends there.")
     return RunResult(model_key, "cuda" if translator.model.device.type == "cuda" else "cpu", strategy,
-                     {**strategy_settings, "max_length": max_length}, translations, elapsed, notices)
+                     {**strategy_settings, "max_length": max_length, "prefix": prefix or ""}, translations, elapsed,
+                     notices)

@@ -91,7 +91,7 @@ class Wiring:
     @property
     def request_names(self) -> list[str]:
         """The inputs of a translation request, in the API's order."""
-        return ["source", "model", "device", "strategy"] + [s.name for s in all_settings()] + ["max_length"]
+        return ["source", "model", "device", "strategy"] + [s.name for s in all_settings()] + ["max_length", "prefix"]
 
     @property
     def translate_output_names(self) -> list[str]:
@@ -167,6 +167,7 @@ def build_demo(registry: Registry, views: list[View] | None = None) -> tuple[gr.
                     strategy = controls.strategy_radio()
                     settings = controls.setting_inputs()
                     max_length = controls.max_length_slider()
+                    prefix = controls.prefix_box()
         translation = gr.Textbox(label="Translation", interactive=False, elem_id="translation", lines=2)
         summary_text = gr.Markdown(elem_id="summary")
         with gr.Row():
@@ -174,9 +175,10 @@ def build_demo(registry: Registry, views: list[View] | None = None) -> tuple[gr.
             layer = gr.Dropdown(layer_choices(config.n_layers), value=str(config.n_layers - 1), label="Layer", elem_id="layer")
             head = gr.Dropdown(head_choices(config.n_heads), value="mean", label="Head", elem_id="head")
         ui.add({"source": source, "translate_button": translate_button, "model": model_choice, "device": device_choice,
-                "strategy": strategy, **settings, "max_length": max_length, "translation": translation,
+                "strategy": strategy, **settings, "max_length": max_length, "prefix": prefix, "translation": translation,
                 "summary": summary_text, "sentence": sentence, "layer": layer, "head": head})
-        with gr.Tabs():
+        with gr.Tabs() as tabs:
+            ui.add({"tabs": tabs})
             for view in views:
                 with gr.Tab(view.title, id=view.name):
                     ui.add(view.build(ui.context(registry.default_key)), owner=view.name)
@@ -239,10 +241,10 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
 def run_request(registry: Registry, text, model_key, device, strategy, *rest) -> RunResult:
     """Runs one request given as the API's arguments (see controls.request_parameters); errors become
     messages for the visitor."""
-    *setting_values, max_length = rest
+    *setting_values, max_length, prefix = rest
     settings = dict(zip([s.name for s in all_settings()], setting_values))
     try:
-        result = run(registry, text, model_key, device, strategy, settings, max_length)
+        result = run(registry, text, model_key, device, strategy, settings, max_length, prefix)
     except SettingError as error:
         raise gr.Error(str(error)) from error
     except Exception as error:  # one visitor's failure must not take the server down

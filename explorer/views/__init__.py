@@ -2,13 +2,15 @@
 from .attention import AttentionView
 from .base import MODEL, TRANSLATION, View, ViewContext, current_translation
 from .export import ExportView
+from .lens import LensView
 from .model import ModelView
 from .positional import PositionalView
 from .steps import StepsView
 from .tokens import TokensView
 from .training import TrainingView
+from .tree import TreeView
 
-VIEWS: list[View] = [StepsView(), AttentionView(), TokensView(), PositionalView(), ModelView(), TrainingView(),
-                     ExportView()]
+VIEWS: list[View] = [StepsView(), AttentionView(), TreeView(), LensView(), TokensView(), PositionalView(), ModelView(),
+                     TrainingView(), ExportView()]
 
 __all__ = ["MODEL", "TRANSLATION", "VIEWS", "View", "ViewContext", "current_translation"]

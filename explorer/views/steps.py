@@ -11,6 +11,7 @@ from .. import figures
 from ..components import Slider
 from ..session import MAX_OUTPUT_TOKENS
 from ..text import literal
+from . import whatif
 from .base import MODEL, TRANSLATION, View, current_translation
 from .selection import MEAN, select_heads, single_layer_and_head
 
@@ -31,10 +32,14 @@ class StepsView(View):
         with gr.Row():
             candidates = gr.Plot(label="Next-token candidates", elem_id="candidates-plot")
             source = gr.Plot(label="Where this step looked in the source", elem_id="step-source-plot")
+        with gr.Row():
+            show_in_tree = gr.Button("Show this step in the search tree", size="sm", elem_id="show-in-tree")
+            show_in_lens = gr.Button("Show this step in the logit lens", size="sm", elem_id="show-in-lens")
         hypotheses = gr.Dataframe(label="Beam search: live hypotheses after this step", elem_id="hypotheses",
                                   interactive=False)
         return {"step": step, "play_button": play, "step_text": step_text, "candidates_plot": candidates,
-                "step_source_plot": source, "hypotheses": hypotheses}
+                "step_source_plot": source, "show_in_tree": show_in_tree, "show_in_lens": show_in_lens,
+                "hypotheses": hypotheses, **whatif.build_panel()}
 
     def render(self, result, state, context, changed):
         translation = current_translation(result, state)
@@ -45,6 +50,8 @@ class StepsView(View):
         if changed in (TRANSLATION, "sentence"):  # a new output opens at its first step
             step = 1
             out["step"] = gr.update(minimum=1, maximum=len(translation.steps), value=1)
+        current = translation.steps[max(1, min(int(step), len(translation.steps))) - 1]
+        out["whatif_choice"] = gr.update(choices=whatif.alternatives(current), value=None)
         return out | step_outputs(translation, step, state["layer"], state["head"])
 
     def play_frames(self, translation, layer: str, head: str):
@@ -67,7 +74,30 @@ class StepsView(View):
             for frame in self.play_frames(translation, state["layer"], state["head"]):
                 yield ui.by_component(frame)
 
-        ui.components["play_button"].click(play, ui.state_inputs, ui.outputs_of(self), api_visibility="private")
+        c = ui.components
+        c["play_button"].click(play, ui.state_inputs, ui.outputs_of(self), api_visibility="private")
+
+        def what_if(result, sentence, step, layer, head, candidate, typed):
+            translation = current_translation(result, {"sentence": sentence})
+            if translation is None:
+                raise gr.Error("Translate a sentence first.")
+            step = max(1, min(int(step or 1), len(translation.steps)))
+            translator = ui.registry.get(result.model_key).translator
+            continuation = [candidate] if candidate else translator.tokenizer.pieces(typed or "")
+            if not continuation:
+                raise gr.Error("Choose another candidate or type a continuation first.")
+            try:
+                alternative = whatif.translate_from(ui, result, translation, step, continuation)
+            except ValueError as error:
+                raise gr.Error(str(error)) from error
+            return ui.by_component(whatif.comparison(translation, alternative, layer, head))
+
+        inputs = [ui.result_state, c["sentence"], c["step"], c["layer"], c["head"]]
+        outputs = [c[name] for name in ("whatif_text", "whatif_original", "whatif_alternative")]
+        c["whatif_choice"].input(lambda *values: what_if(*values, None), inputs + [c["whatif_choice"]], outputs,
+                                 api_visibility="private")
+        c["whatif_button"].click(lambda *values: what_if(*values[:-1], None, values[-1]), inputs + [c["whatif_typed"]],
+                                 outputs, api_visibility="private")
 
 
 def step_outputs(translation, step, layer: str, head: str) -> dict:

@@ -21,16 +21,18 @@ def translation_dict(translation: Translation) -> dict:
         "tree": None if translation.tree is None else {"winner": translation.tree.winner,
                                                         "nodes": [asdict(n) for n in translation.tree.nodes]},
         "attention": None,
-        "recorded": {},
     }
+    lens = translation.logit_lens
+    out["logit_lens"] = None if lens is None else {
+        "axes": ["layer", "step"], "topk": lens.topk, "chosen_prob": lens.chosen_prob.round(6).tolist(),
+        "chosen_rank": lens.chosen_rank.tolist()}
     for name, recorded in translation.recorded.items():
+        if name not in ATTENTION_KINDS:
+            continue  # layer outputs (d_model wide) stay in the Python API: they would dwarf the rest
         entry = {"title": recorded.title, "shape": list(recorded.values.shape), "axes": list(recorded.axes),
                  "rows": recorded.rows, "cols": recorded.cols, "weights": recorded.values.round(6).tolist()}
-        if name in ATTENTION_KINDS:
-            out["attention"] = out["attention"] or {}
-            out["attention"][name] = entry
-        else:
-            out["recorded"][name] = entry
+        out["attention"] = out["attention"] or {}
+        out["attention"][name] = entry
     return out
 
 

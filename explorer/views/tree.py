@@ -1,0 +1,96 @@
+"""Search tree: every expansion the search made, the winning path highlighted (for greedy decoding and
+sampling a single path with each step's other candidates as leaves). Clicking a node shows that step as
+the step view does, for that hypothesis: the candidates it weighed and its cross-attention."""
+from __future__ import annotations
+
+import math
+
+import gradio as gr
+
+from transformer.decoding.hypothesis import hypothesis_step
+
+from .. import figures
+from ..figures.tree import tree_svg
+from ..text import literal
+from .base import TRANSLATION, View, current_translation
+from .selection import MEAN, select_heads, single_layer_and_head
+
+CLICK_TO_SELECT = """
+element.addEventListener('click', (event) => {
+  const node = event.target.closest('[data-node]');
+  if (node) trigger('click', {node: Number(node.dataset.node)});
+});
+"""
+PROMPT = "Click a node of the tree to see the step that produced it."
+
+
+class TreeView(View):
+    name, title = "tree", "Search tree"
+    reads = ("sentence",)
+
+    def build(self, context):
+        tree = gr.HTML("", js_on_load=CLICK_TO_SELECT, elem_id="search-tree")
+        text = gr.Markdown(PROMPT, elem_id="node-text")
+        with gr.Row():
+            candidates = gr.Plot(label="Candidates at this node's step", elem_id="node-candidates")
+            source = gr.Plot(label="Where that step looked in the source", elem_id="node-source")
+        return {"search_tree": tree, "node_text": text, "node_candidates": candidates, "node_source": source}
+
+    def render(self, result, state, context, changed):
+        translation = current_translation(result, state)
+        if translation is None or changed not in (TRANSLATION, "sentence"):
+            return {}
+        return {"search_tree": tree_svg(translation.tree), "node_text": PROMPT, "node_candidates": None,
+                "node_source": None}
+
+    def node_panel(self, ui, result, state, node_id: int) -> dict:
+        """The tree with `node_id` selected, and that node's step (one teacher-forced pass over its prefix)."""
+        translation = current_translation(result, state)
+        tree = translation.tree
+        if not 0 <= node_id < len(tree.nodes):
+            raise gr.Error(f"node must be in [0, {len(tree.nodes) - 1}], got {node_id}")
+        path = tree.path_to(node_id)
+        node, prefix = tree.nodes[node_id], [tree.nodes[i].token_id for i in path[:-1]]
+        step = hypothesis_step(ui.registry.get(result.model_key).translator, translation.src_ids, prefix)
+        layer, head = single_layer_and_head(state["layer"], state["head"], step.cross.shape[0])
+        weights = select_heads(step.cross[:, :, None, :], layer, head)[0]
+        hypothesis = " ".join(literal(tree.nodes[i].token) for i in path)
+        which = "mean over heads" if head == MEAN else f"head {int(head) + 1}"
+        return {
+            "search_tree": tree_svg(tree, selected=node_id),
+            "node_text": (f"**Step {node.depth + 1}, {node.status}{' (winning path)' if node_id in tree.winner else ''}.** "
+                          f"Hypothesis: {hypothesis}  \nThis token: probability {math.exp(node.log_prob):.1%}, "
+                          f"cumulative log-probability {node.score:.3f}, length-normalised {node.normalized_score:.3f}."),
+            "node_candidates": figures.candidates_bar(step.topk, node.token, f"Step {node.depth + 1}: what this "
+                                                      "hypothesis weighed next"),
+            "node_source": figures.source_attention_bar(weights, translation.src_tokens, f"Step {node.depth + 1}: "
+                                                        f"cross-attention (layer {layer + 1}, {which})"),
+        }
+
+    def wire(self, ui):
+        c = ui.components
+        outputs = [c[name] for name in ("search_tree", "node_text", "node_candidates", "node_source")]
+
+        def on_click(result, sentence, layer, head, evt: gr.EventData):
+            if result is None:
+                raise gr.Error("Translate a sentence first.")
+            node = getattr(evt, "node", None)
+            if not isinstance(node, int):
+                raise gr.Error(f"node must be a whole number, got {node!r}")
+            state = {"sentence": sentence, "layer": layer, "head": head}
+            return ui.by_component(self.node_panel(ui, result, state, node))
+
+        inputs = [ui.result_state, c["sentence"], c["layer"], c["head"]]
+        c["search_tree"].click(on_click, inputs, outputs, api_visibility="private")
+        if "show_in_tree" in c:  # the step view's link: its step's node, here, in one click
+
+            def show_step(result, sentence, layer, head, step):
+                translation = current_translation(result, {"sentence": sentence})
+                if translation is None:
+                    raise gr.Error("Translate a sentence first.")
+                step = max(1, min(int(step or 1), len(translation.steps)))
+                named = self.node_panel(ui, result, {"sentence": sentence, "layer": layer, "head": head},
+                                        translation.steps[step - 1].node)
+                return ui.by_component(named) | {c["tabs"]: gr.Tabs(selected=self.name)}
+
+            c["show_in_tree"].click(show_step, inputs + [c["step"]], outputs + [c["tabs"]], api_visibility="private")

@@ -1,0 +1,65 @@
+"""What if: the step view's other candidates, or a typed continuation, forced as the start of a second
+translation that then decodes freely; shown under the first with the step where they part marked."""
+from __future__ import annotations
+
+import gradio as gr
+
+from ..text import literal
+from .attention import attention_figure
+from .selection import single_layer_and_head
+
+
+def alternatives(step) -> list[tuple[str, str]]:
+    """The candidates of a step other than the one chosen, as (label, piece) choices."""
+    return [(f"{piece} ({prob:.1%})", piece) for piece, prob in step.topk if piece != step.token]
+
+
+def translate_from(ui, result, translation, step: int, continuation: list[str]):
+    """The same sentence, strategy and settings, forced to start with the output before `step` and then
+    `continuation` (pieces)."""
+    settings = {k: v for k, v in result.settings.items() if k not in ("max_length", "prefix")}
+    prefix = translation.tgt_tokens[: step - 1] + continuation
+    translator = ui.registry.get(result.model_key).translator
+    return translator.translate(translation.source, strategy=result.strategy, max_length=result.settings["max_length"],
+                                prefix=prefix, capture=True, **settings)
+
+
+def parting_step(first: list[str], second: list[str]) -> int:
+    """1-based step at which two outputs first differ."""
+    for index, (a, b) in enumerate(zip(first, second)):
+        if a != b:
+            return index + 1
+    return min(len(first), len(second)) + 1
+
+
+def comparison(original, alternative, layer: str, head: str) -> dict:
+    part = parting_step(original.tgt_tokens, alternative.tgt_tokens)
+
+    def marked(tokens):
+        return " ".join(f"**[{literal(t)}]**" if i + 1 == part else literal(t) for i, t in enumerate(tokens))
+
+    n_layers = original.recorded["cross"].values.shape[0]
+    layer_index, head_value = single_layer_and_head(layer, head, n_layers)
+    return {
+        "whatif_text": (f"They part at **step {part}** (bracketed).  \n**As translated:** {literal(original.text)}  \n"
+                        f"{marked(original.tgt_tokens)}  \n**What if:** {literal(alternative.text)}  \n"
+                        f"{marked(alternative.tgt_tokens)}  \nThe forced steps keep the probability the model gave "
+                        f"them: {', '.join(f'{s.token} {s.prob:.1%}' for s in alternative.steps if s.forced)}."),
+        "whatif_original": attention_figure(original.recorded["cross"], str(layer_index), head_value, False),
+        "whatif_alternative": attention_figure(alternative.recorded["cross"], str(layer_index), head_value, False),
+    }
+
+
+def build_panel() -> dict:
+    with gr.Accordion("What if it had chosen another word?", open=True):
+        with gr.Row():
+            choice = gr.Radio([], label="Another candidate at this step", elem_id="whatif-choice")
+            with gr.Column():
+                typed = gr.Textbox(label="…or type a continuation from this step", elem_id="whatif-typed", max_lines=1)
+                go = gr.Button("Continue from here", elem_id="whatif-button")
+        text = gr.Markdown(elem_id="whatif-text")
+        with gr.Row():
+            original = gr.Plot(label="Cross-attention as translated", elem_id="whatif-original")
+            alternative = gr.Plot(label="Cross-attention, what if", elem_id="whatif-alternative")
+    return {"whatif_choice": choice, "whatif_typed": typed, "whatif_button": go, "whatif_text": text,
+            "whatif_original": original, "whatif_alternative": alternative}

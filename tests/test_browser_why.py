@@ -1,0 +1,80 @@
+"""Why this word, in the browser: a what-if from another candidate, a click on a tree node, the logit lens."""
+import pytest
+
+from transformer import Translator
+
+from .conftest import SHIPPED
+from .test_browser import CHROMIUM, SCREENSHOTS, TIMEOUT, browser, server_url  # noqa: F401 (fixtures)
+
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium missing (scripts/test.sh installs it)")
+SENTENCE = "A woman is riding a bicycle down the street."
+
+
+@pytest.fixture(scope="module")
+def page(browser, server_url):  # noqa: F811
+    from playwright.sync_api import expect
+
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page.goto(server_url)
+    page.get_by_label("Source text").fill(SENTENCE)
+    page.get_by_text("Decoding settings").click()
+    page.get_by_role("radio", name="beam search").check()
+    page.get_by_role("button", name="Translate").click()
+    expected = Translator.from_pretrained(SHIPPED).translate(SENTENCE, strategy="beam", beam_size=4, max_length=64)
+    expect(page.locator("#translation textarea")).to_have_value(expected.text, timeout=TIMEOUT)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    yield page
+    page.close()
+
+
+def test_another_candidate_starts_a_second_translation(page):
+    from playwright.sync_api import expect
+
+    page.get_by_role("tab", name="Step by step").click()
+    expect(page.locator("#step-text")).to_contain_text("Step 1 of", timeout=TIMEOUT)
+    option = page.locator("#whatif-choice label").nth(1)  # the second most probable other candidate
+    piece = option.locator("input").get_attribute("value")
+    option.click()
+    expect(page.locator("#whatif-text")).to_contain_text("What if:", timeout=TIMEOUT)
+    text = page.locator("#whatif-text").inner_text()
+    alternative_line = text.split("What if:")[1].splitlines()
+    assert any(line.strip().startswith(f"[{piece}]") for line in alternative_line), text  # starts with it, marked
+    page.locator("#whatif-text").scroll_into_view_if_needed()
+    page.screenshot(path=str(SCREENSHOTS / "what-if.png"), full_page=False)
+
+
+def test_a_tree_node_opens_its_hypothesis_step(page):
+    from playwright.sync_api import expect
+
+    page.get_by_role("tab", name="Search tree").click()
+    nodes = page.locator("#search-tree [data-node]")
+    expect(nodes.first).to_be_visible(timeout=TIMEOUT)
+    assert "winning path is orange" in page.locator("#search-tree .tree-note").inner_text()
+    pruned = page.locator("#search-tree [data-node]:has(rect[fill='#9ca3af'])").first
+    token = pruned.locator("text").text_content()
+    pruned.click()
+    expect(page.locator("#node-text")).to_contain_text("pruned", timeout=TIMEOUT)
+    expect(page.locator("#node-text")).to_contain_text("Hypothesis:", timeout=TIMEOUT)
+    page.wait_for_function("() => document.querySelector('#node-candidates .js-plotly-plot')?.data?.length > 0",
+                           timeout=TIMEOUT)
+    hypothesis = page.locator("#node-text").inner_text().split("Hypothesis:")[1]
+    assert token.rstrip("…") in hypothesis
+    page.locator("#search-tree").screenshot(path=str(SCREENSHOTS / "search-tree.png"))
+
+
+def test_the_step_view_opens_the_tree_and_the_lens(page):
+    from playwright.sync_api import expect
+
+    page.get_by_role("tab", name="Step by step").click()
+    page.get_by_role("button", name="Show this step in the search tree").click()
+    expect(page.locator("#node-text")).to_contain_text("Step 1, ", timeout=TIMEOUT)
+    expect(page.locator("#node-text")).to_contain_text("winning path", timeout=TIMEOUT)
+    page.get_by_role("tab", name="Step by step").click()
+    page.get_by_role("button", name="Show this step in the logit lens").click()
+    page.wait_for_function("() => document.querySelector('#lens-plot .js-plotly-plot')?.layout?.title?.text"
+                           ".includes('step 1 marked')", timeout=TIMEOUT)
+    layout = page.evaluate("() => { const p = document.querySelector('#lens-plot .js-plotly-plot');"
+                           " return {y: p.data[0].y, x: p.data[0].x, ytitle: p.layout.yaxis.title.text}; }")
+    assert layout["y"] == ["layer 1", "layer 2", "layer 3"]
+    assert layout["x"][0].startswith("1: ") and "decoder layer" in layout["ytitle"]
+    page.locator("#lens-plot").screenshot(path=str(SCREENSHOTS / "logit-lens.png"))

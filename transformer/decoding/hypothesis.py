@@ -1,0 +1,36 @@
+"""One step of any hypothesis, looked at after the fact: what the model weighed next and where it looked.
+
+Beam search keeps the step trace of its winner only; a click on another node of its tree asks for that
+hypothesis's step here, by one teacher-forced pass over its prefix (the same numbers the search saw).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ..core.capture import record
+from ..tokenizer import BOS_ID
+from .strategies.single_path import TRACE_TOPK
+
+
+@dataclass
+class HypothesisStep:
+    topk: list[tuple[str, float]]  # the next-token candidates after `prefix`, most probable first
+    cross: np.ndarray  # (L, H, S) that step's cross-attention over the source
+
+
+@torch.inference_mode()
+def hypothesis_step(translator, src_ids: list[int], prefix_ids: list[int]) -> HypothesisStep:
+    """The step that follows the target `prefix_ids` (ids after <s>) for the source `src_ids`."""
+    model = translator.model
+    src = torch.tensor([src_ids], device=model.device)
+    decoder_input = torch.tensor([[BOS_ID] + list(prefix_ids)], device=model.device)
+    with record(model, ["cross"]) as recording:
+        logits = model(src, decoder_input)[0, -1].float()
+    logits[[model.config.pad_id, BOS_ID]] = float("-inf")  # as decoding does
+    top_probs, top_ids = logits.softmax(-1).topk(TRACE_TOPK)
+    piece = translator.tokenizer.id_to_piece
+    cross = recording["cross"][:, 0, :, -1, :].float().cpu().numpy()
+    return HypothesisStep([(piece(i), p) for i, p in zip(top_ids.tolist(), top_probs.tolist())], cross)
