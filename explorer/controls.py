@@ -50,5 +50,5 @@ def request_parameters(default_model: str) -> list[inspect.Parameter]:
     parameters += [inspect.Parameter(spec.name, keyword, default=spec.default, annotation=spec.kind)
                    for spec in all_settings()]
     parameters.append(inspect.Parameter("max_length", keyword, default=DEFAULT_MAX_LENGTH, annotation=int))
-    parameters.append(inspect.Parameter("prefix", keyword, default="", annotation=str))
+    parameters.append(inspect.Parameter("prefix", keyword, default=None, annotation=str))  # None: no forcing
     return parameters

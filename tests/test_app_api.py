@@ -120,8 +120,25 @@ def test_translate_and_details_take_the_same_arguments(server):
     endpoints = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
     names = [[p["parameter_name"] for p in endpoints[api]["parameters"]] for api in ("/translate", "/translate_details")]
     expected = ["text", "model", "device", "strategy", "beam_size", "length_penalty", "temperature", "top_k", "top_p",
-                "seed", "max_length"]
+                "seed", "max_length", "prefix"]
     assert names[0][: len(expected)] == expected and names[1] == expected
-    beam = dict(zip(expected, [SENTENCE, "en-de", "cpu", "beam", 2, 1.0, 1.0, 0, 1.0, 0, 20]))
+    beam = dict(zip(expected, [SENTENCE, "en-de", "cpu", "beam", 2, 1.0, 1.0, 0, 1.0, 0, 20, ""]))
     details = client.predict(**beam, api_name="/translate_details")
     assert client.predict(**beam, api_name="/translate")[0] == details["sentences"][0]["text"]
+
+
+def test_a_prefix_forces_the_start_on_both_endpoints(server, reference):
+    _, client = server
+    expected = reference.translate(SENTENCE, prefix="Eine Katze", max_length=64)
+    assert client.predict(SENTENCE, prefix="Eine Katze", api_name="/translate")[0] == expected.text
+    details = client.predict(SENTENCE, "en-de", "cpu", "beam", prefix="Eine Katze", api_name="/translate_details")
+    sentence = details["sentences"][0]
+    assert sentence["text"].startswith("Eine Katze") and details["settings"]["prefix"] == "Eine Katze"
+    forced = [s["forced"] for s in sentence["steps"]]
+    assert forced[:2] == [True, True] and not any(forced[2:])
+    lens = sentence["logit_lens"]
+    assert np.array(lens["chosen_prob"]).shape == (3, len(sentence["tgt_tokens"]))
+    final = np.array(lens["chosen_prob"])[-1]
+    np.testing.assert_allclose(final, [s["prob"] for s in sentence["steps"]], atol=1e-4)  # last layer = the output
+    with pytest.raises(Exception, match=r"prefix is \d+ pieces long; the maximum output length is 3"):
+        client.predict(SENTENCE, max_length=3, prefix="Eine Katze sitzt auf dem Tisch", api_name="/translate_details")
