@@ -21,7 +21,8 @@ def setting_inputs() -> dict:
     """name -> component, in registry order (the API's argument order)."""
     inputs = {}
     for spec in all_settings():
-        common = dict(value=spec.default, label=spec.label, info=spec.help or None, elem_id=f"setting-{spec.name}")
+        common = dict(value=spec.default, label=spec.label, info=spec.help or None, elem_id=f"setting-{spec.name}",
+                      visible=spec.strategy == next(iter(STRATEGIES)))  # the first strategy's settings show first
         if spec.step is None:
             inputs[spec.name] = Number(precision=0 if spec.kind is int else None, minimum=spec.minimum,
                                        maximum=spec.maximum, **common)

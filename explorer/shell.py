@@ -37,8 +37,10 @@ def examples_for(language: str | None) -> list[str]:
 
 
 def summary(result: RunResult) -> str:
-    described = ", ".join(f"{name.replace('_', ' ')} {value}" for name, value in result.settings.items()
-                          if name != "max_length")
+    described = ", ".join(f"{name.replace('_', ' ')} {literal(str(value))}" for name, value in result.settings.items()
+                          if name not in ("max_length", "prefix"))
+    if result.settings.get("prefix"):
+        described += f"{', ' if described else ''}forced start “{literal(str(result.settings['prefix']))}”"
     lines = [f"**{len(result.translations)} sentence(s)** translated in **{result.milliseconds:.0f} ms** on "
              f"{result.device.upper()} with {result.strategy_label}{f' ({described})' if described else ''}, "
              "attention captured."]
@@ -151,37 +153,45 @@ def build_demo(registry: Registry, views: list[View] | None = None) -> tuple[gr.
         if registry.problems:
             gr.Markdown("⚠️ Skipped checkpoint(s): " + "; ".join(f"**{literal(name)}**: {literal(why)}"
                                                              for name, why in registry.problems.items()), elem_id="problems")
-        gr.Markdown("# Attention Explorer\nA Transformer trained from scratch translates your sentence; then walk through "
-                    "every decoding step and every attention head. Rows of every heatmap are queries, columns are keys.")
-        with gr.Row():
-            with gr.Column(scale=3, min_width=300):
-                source = gr.Textbox(label="Source text", lines=3, elem_id="source",
+        gr.Markdown("## Attention Explorer · a Transformer trained from scratch translates; look inside it",
+                    elem_id="title")
+        context = ui.context(registry.default_key)
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=4, min_width=320):
+                source = gr.Textbox(label="Source text", lines=2, elem_id="source",
                                     placeholder="One sentence per line, e.g. A man is riding a bicycle.")
-                translate_button = gr.Button("Translate", variant="primary", elem_id="translate-button")
-                gr.Examples(examples_for(registry.source_language(registry.default_key)), inputs=source,
-                            label="Examples (image-caption style, like the training data)")
-            with gr.Column(scale=2, min_width=260):
-                model_choice = Dropdown(registry.choices, value=registry.default_key, label="Model", elem_id="model")
-                device_choice = Radio(devices, value="cpu", label="Device", elem_id="device")
+                with gr.Row():
+                    model_choice = Dropdown(registry.choices, value=registry.default_key, label="Model", elem_id="model",
+                                            scale=3)
+                    translate_button = gr.Button("Translate", variant="primary", elem_id="translate-button", scale=2)
+                example = gr.Dropdown(examples_for(registry.source_language(registry.default_key)), value=None,
+                                      label="Example sentences (image captions, like the training data)",
+                                      elem_id="example")
+                translation = gr.Textbox(label="Translation", interactive=False, elem_id="translation", lines=2)
+                summary_text = gr.Markdown(elem_id="summary")
                 with gr.Accordion("Decoding settings", open=False):
+                    device_choice = Radio(devices, value="cpu", label="Device", elem_id="device")
                     strategy = controls.strategy_radio()
                     settings = controls.setting_inputs()
                     max_length = controls.max_length_slider()
                     prefix = controls.prefix_box()
-        translation = gr.Textbox(label="Translation", interactive=False, elem_id="translation", lines=2)
-        summary_text = gr.Markdown(elem_id="summary")
+            with gr.Column(scale=5, min_width=320):
+                for view in views:
+                    if view.placement == "first_screen":
+                        ui.add(view.build(context), owner=view.name)
         with gr.Row():
             sentence = gr.Dropdown([], label="Sentence", elem_id="sentence")
             layer = gr.Dropdown(layer_choices(config.n_layers), value=str(config.n_layers - 1), label="Layer", elem_id="layer")
             head = gr.Dropdown(head_choices(config.n_heads), value="mean", label="Head", elem_id="head")
         ui.add({"source": source, "translate_button": translate_button, "model": model_choice, "device": device_choice,
-                "strategy": strategy, **settings, "max_length": max_length, "prefix": prefix, "translation": translation,
-                "summary": summary_text, "sentence": sentence, "layer": layer, "head": head})
+                "example": example, "strategy": strategy, **settings, "max_length": max_length, "prefix": prefix,
+                "translation": translation, "summary": summary_text, "sentence": sentence, "layer": layer, "head": head})
         with gr.Tabs() as tabs:
             ui.add({"tabs": tabs})
             for view in views:
-                with gr.Tab(view.title, id=view.name):
-                    ui.add(view.build(ui.context(registry.default_key)), owner=view.name)
+                if view.placement == "tab":
+                    with gr.Tab(view.title, id=view.name):
+                        ui.add(view.build(context), owner=view.name)
         ui.state_names = ["sentence", "layer", "head"] + [name for view in views for name in view.controls]
         wire(ui, demo)
     return demo, ui
@@ -225,6 +235,7 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
         event(on_model, ui.state_inputs + [c["model"]], view_outputs, api_visibility="private")
     for view in views:
         view.wire(ui)
+    wire_controls(ui)
 
     def translate_details(*values) -> dict:
         """Translate and return every number behind the plots: tokens, ids, steps with top-k candidates, the
@@ -236,6 +247,29 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
     translate_details.__annotations__ = {p.name: p.annotation for p in translate_details.__signature__.parameters.values()}
     translate_details.__annotations__["return"] = dict
     gr.api(translate_details, api_name="translate_details")
+
+
+def wire_controls(ui: Wiring) -> None:
+    """The input side: examples, the model's language, which settings show, and a result gone stale."""
+    c = ui.components
+    c["example"].input(lambda sentence: sentence, c["example"], c["source"], api_visibility="private", queue=False)
+
+    def on_model(model_key, result):
+        language = ui.registry.source_language(model_key)
+        stale = result is not None and result.model_key != model_key
+        note = (f"⚠️ The result below is from **{literal(ui.registry.get(result.model_key).label)}**; press Translate "
+                f"to translate with **{literal(ui.registry.get(model_key).label)}**." if stale else gr.update())
+        return {c["example"]: gr.update(choices=examples_for(language), value=None), c["summary"]: note}
+
+    c["model"].input(on_model, [c["model"], ui.result_state], [c["example"], c["summary"]], api_visibility="private",
+                     queue=False)
+    specs = all_settings()
+
+    def on_strategy(strategy):  # only the chosen strategy's settings are shown
+        return {c[spec.name]: gr.update(visible=spec.strategy == strategy) for spec in specs}
+
+    c["strategy"].change(on_strategy, c["strategy"], [c[spec.name] for spec in specs], api_visibility="private",
+                         queue=False)
 
 
 def run_request(registry: Registry, text, model_key, device, strategy, *rest) -> RunResult:

@@ -3,6 +3,7 @@ from .attention import AttentionView
 from .base import MODEL, TRANSLATION, View, ViewContext, current_translation
 from .export import ExportView
 from .lens import LensView
+from .live import LiveView
 from .model import ModelView
 from .positional import PositionalView
 from .steps import StepsView
@@ -10,7 +11,7 @@ from .tokens import TokensView
 from .training import TrainingView
 from .tree import TreeView
 
-VIEWS: list[View] = [StepsView(), AttentionView(), TreeView(), LensView(), TokensView(), PositionalView(), ModelView(),
+VIEWS: list[View] = [LiveView(), StepsView(), AttentionView(), TreeView(), LensView(), TokensView(), PositionalView(), ModelView(),
                      TrainingView(), ExportView()]
 
 __all__ = ["MODEL", "TRANSLATION", "VIEWS", "View", "ViewContext", "current_translation"]

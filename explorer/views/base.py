@@ -31,6 +31,7 @@ class ViewContext:
 class View:
     name: str = ""  # the tab's id; also a prefix for this view's elem_ids
     title: str = ""
+    placement: str = "tab"  # "tab": a tab of its own; "first_screen": beside the input, seen without scrolling
     controls: tuple[str, ...] = ()  # this view's own components whose values are part of the view state
     reads: tuple[str, ...] = ()  # shared controls whose changes re-render this view
 

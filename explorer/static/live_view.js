@@ -1,0 +1,229 @@
+// The live attention view: every kind, layer, head and step of one translation, drawn here in the browser
+// from one compact payload (weights quantised to bytes, base64), so that switching never asks the server.
+// Runs as the js_on_load of a gr.HTML component: `element`, `props` and `watch` come from Gradio.
+// Every label is set with textContent, never as markup.
+const SVG = "http://www.w3.org/2000/svg";
+const HEAD_COLOURS = ["#2563eb", "#f97316", "#16a34a", "#db2777", "#7c3aed", "#0891b2", "#ca8a04", "#dc2626"];
+const SPECIAL = ["<s>", "</s>", "<pad>", "<unk>"];
+const view = {kind: null, layer: null, head: "mean", mode: "heatmap", step: null, merge: false, focus: null,
+              headsOff: new Set(), payload: null, weights: {}};
+
+function node(tag, attributes = {}, text = null, svg = false) {
+  const el = svg ? document.createElementNS(SVG, tag) : document.createElement(tag);
+  for (const [k, v] of Object.entries(attributes)) el.setAttribute(k, v);
+  if (text !== null) el.textContent = text;
+  return el;
+}
+
+function load() {
+  const payload = props.value;
+  if (!payload || !payload.kinds) { view.payload = null; return; }
+  if (payload !== view.payload) {
+    view.payload = payload;
+    view.weights = {};
+    for (const [kind, map] of Object.entries(payload.kinds)) {
+      const bytes = atob(map.q);
+      const values = new Float32Array(bytes.length);
+      for (let i = 0; i < bytes.length; i++) values[i] = bytes.charCodeAt(i) / 255;
+      view.weights[kind] = values;
+    }
+    const start = payload.start || {};
+    view.kind = payload.kinds[view.kind] ? view.kind : (start.kind || "cross");
+    view.layer = view.layer !== null && view.layer !== "overview" && view.layer < payload.layers ? view.layer
+      : (start.layer ?? payload.layers - 1);
+    if (view.head !== "mean" && view.head !== "all" && view.head >= payload.heads) view.head = "mean";
+    view.step = null;
+    view.focus = null;
+  }
+}
+
+function wordGroups(pieces) {  // as transformer/decoding/words.py: a word starts at "▁" or a special token
+  const groups = [];
+  pieces.forEach((piece, i) => {
+    const starts = piece.startsWith("▁") || SPECIAL.includes(piece);
+    if (!groups.length || starts || SPECIAL.includes(pieces[i - 1])) groups.push([i]); else groups[groups.length - 1].push(i);
+  });
+  return groups;
+}
+
+function wordLabel(pieces, group) {
+  return group.map(i => pieces[i]).join("").replaceAll("▁", " ").trim() || pieces[group[0]];
+}
+
+// (rows x cols) weights of one head, or the mean over heads, limited to the decoding step and merged to words
+function matrix(kind, layer, head) {
+  const map = view.payload.kinds[kind], R = map.rows.length, C = map.cols.length, H = view.payload.heads;
+  const values = view.weights[kind];
+  const heads = head === "mean" ? [...Array(H).keys()] : [head];
+  let rows = map.rows, cols = map.cols;
+  let m = rows.map((_, r) => cols.map((_, c) => heads.reduce((s, h) => s + values[((layer * H + h) * R + r) * C + c], 0) / heads.length));
+  const step = view.step;
+  if (step && kind !== "encoder_self") {  // at step k the target side is the prefix so far
+    m = m.slice(0, step); rows = rows.slice(0, step);
+    if (kind === "decoder_self") { m = m.map(row => row.slice(0, step)); cols = cols.slice(0, step); }
+  }
+  if (view.merge) {
+    const rg = wordGroups(rows), cg = wordGroups(cols);
+    const summed = m.map(row => cg.map(g => g.reduce((s, c) => s + row[c], 0)));
+    m = rg.map(g => cg.map((_, j) => g.reduce((s, r) => s + summed[r][j], 0) / g.length));
+    rows = rg.map(g => wordLabel(rows, g)); cols = cg.map(g => wordLabel(cols, g));
+  }
+  return {m, rows, cols};
+}
+
+function colour(w) {  // light yellow to dark blue, readable in light and dark mode
+  const t = Math.max(0, Math.min(1, w));
+  return `rgb(${Math.round(255 - 225 * t)}, ${Math.round(250 - 170 * t)}, ${Math.round(200 - 40 * t)})`;
+}
+
+function select(label, options, value, onChange, cls) {
+  const wrap = node("label", {class: "ae-field"}, label + " ");
+  const el = node("select", {class: cls});
+  for (const [text, v] of options) {
+    const o = node("option", {value: String(v)}, text);
+    if (String(v) === String(value)) o.selected = true;
+    el.appendChild(o);
+  }
+  el.addEventListener("change", () => onChange(el.value));
+  wrap.appendChild(el);
+  return wrap;
+}
+
+function toolbar(root) {
+  const p = view.payload, bar = node("div", {class: "ae-toolbar"});
+  bar.appendChild(select("Attention", Object.keys(p.kinds).map(k => [p.kinds[k].title, k]), view.kind,
+    v => { view.kind = v; view.focus = null; draw(); }, "ae-kind"));
+  bar.appendChild(select("Layer", [...[...Array(p.layers).keys()].map(l => [`Layer ${l + 1}`, l]), ["All layers × heads", "overview"]],
+    view.layer, v => { view.layer = v === "overview" ? v : Number(v); draw(); }, "ae-layer"));
+  bar.appendChild(select("Head", [["Mean over heads", "mean"], ...[...Array(p.heads).keys()].map(h => [`Head ${h + 1}`, h])],
+    view.head, v => { view.head = v === "mean" ? v : Number(v); draw(); }, "ae-head"));
+  const modes = node("span", {class: "ae-modes"});
+  for (const [text, mode] of [["Heatmap", "heatmap"], ["Lines", "lines"]]) {
+    const b = node("button", {type: "button", class: "ae-mode" + (view.mode === mode ? " ae-on" : ""), "data-mode": mode}, text);
+    b.addEventListener("click", () => { view.mode = mode; if (view.layer === "overview") view.layer = p.layers - 1; draw(); });
+    modes.appendChild(b);
+  }
+  bar.appendChild(modes);
+  const merge = node("label", {class: "ae-field"});
+  const box = node("input", {type: "checkbox", class: "ae-merge"});
+  box.checked = view.merge;
+  box.addEventListener("change", () => { view.merge = box.checked; view.focus = null; draw(); });
+  merge.append(box, " words");
+  bar.appendChild(merge);
+  const steps = p.tgt.length, stepWrap = node("label", {class: "ae-field"}, "Step ");
+  const range = node("input", {type: "range", min: "1", max: String(steps), value: String(view.step || steps), class: "ae-step"});
+  const shown = node("span", {class: "ae-step-label"}, view.step ? `${view.step} of ${steps}` : `all ${steps}`);
+  range.addEventListener("input", () => { const k = Number(range.value); view.step = k === steps ? null : k; draw(); });
+  stepWrap.append(range, shown);
+  bar.appendChild(stepWrap);
+  root.appendChild(bar);
+}
+
+function heatmap(root) {
+  const {m, rows, cols} = matrix(view.kind, view.layer, view.head);
+  const map = view.payload.kinds[view.kind];
+  const cell = Math.max(14, Math.min(28, Math.floor(560 / Math.max(cols.length, 1))));
+  const left = 8 + 7 * Math.max(...rows.map(r => r.length), 4), top = 8 + 6 * Math.max(...cols.map(c => c.length), 4);
+  const svg = node("svg", {width: left + cols.length * cell + 8, height: top + rows.length * cell + 8, class: "ae-heatmap",
+                           role: "img", "aria-label": "attention heatmap"}, null, true);
+  cols.forEach((c, j) => {
+    const x = left + j * cell + cell / 2;
+    svg.appendChild(node("text", {x, y: top - 6, transform: `rotate(-60 ${x} ${top - 6})`, class: "ae-col-label"}, c, true));
+  });
+  rows.forEach((r, i) => svg.appendChild(node("text", {x: left - 6, y: top + i * cell + cell * 0.7, "text-anchor": "end",
+                                                       class: "ae-row-label"}, r, true)));
+  m.forEach((row, i) => row.forEach((w, j) => {
+    const rect = node("rect", {x: left + j * cell, y: top + i * cell, width: cell - 1, height: cell - 1, fill: colour(w),
+                               "data-weight": w.toFixed(3), class: "ae-cell"}, null, true);
+    rect.appendChild(node("title", {}, `query ${rows[i]} → key ${cols[j]}: ${w.toFixed(3)}`, true));
+    svg.appendChild(rect);
+  }));
+  const which = view.head === "mean" ? `mean of ${view.payload.heads} heads` : `head ${view.head + 1}`;
+  root.appendChild(node("div", {class: "ae-title"}, `${map.title}: layer ${view.layer + 1}, ${which}` +
+    (view.step ? `, step ${view.step}` : "") + (view.merge ? " (words)" : "")));
+  root.appendChild(node("div", {class: "ae-axes"}, `rows: ${map.row_title} · columns: ${map.col_title}`));
+  const scroll = node("div", {class: "ae-scroll"});
+  scroll.appendChild(svg);
+  root.appendChild(scroll);
+}
+
+function lines(root) {
+  const p = view.payload, map = p.kinds[view.kind], H = p.heads, gap = 20, width = 420;
+  const heads = [...Array(H).keys()];
+  const per = heads.map(h => matrix(view.kind, view.layer, h));
+  const {rows, cols} = per[0];
+  const height = 16 + Math.max(rows.length, cols.length) * gap;
+  const svg = node("svg", {width, height, class: "ae-lines", role: "img", "aria-label": "attention lines"}, null, true);
+  const keyX = 110, queryX = width - 110;
+  const links = node("g", {}, null, true);
+  svg.appendChild(links);
+  heads.forEach(h => {
+    if (view.headsOff.has(h)) return;
+    per[h].m.forEach((row, i) => row.forEach((w, j) => {
+      if (w < 0.02) return;
+      if (view.focus && !((view.focus.side === "query" && view.focus.index === i) || (view.focus.side === "key" && view.focus.index === j))) return;
+      links.appendChild(node("line", {x1: keyX + 4, y1: 16 + j * gap - 4, x2: queryX - 4, y2: 16 + i * gap - 4,
+        stroke: HEAD_COLOURS[h % HEAD_COLOURS.length], "stroke-opacity": Math.min(1, w).toFixed(3), "stroke-width": 2,
+        "data-head": h, "data-query": i, "data-key": j, class: "ae-link"}, null, true));
+    }));
+  });
+  const label = (text, x, y, anchor, side, index) => {
+    const t = node("text", {x, y, "text-anchor": anchor, class: `ae-token ae-${side}` + (view.focus && view.focus.side === side && view.focus.index === index ? " ae-focus" : ""),
+                            "data-side": side, "data-index": index}, text, true);
+    const set = () => {  // redraw only when the focus moves: the redrawn token is under the pointer again
+      if (view.focus && view.focus.side === side && view.focus.index === index) return;
+      view.focus = {side, index};
+      draw();
+    };
+    t.addEventListener("mouseenter", set);
+    t.addEventListener("click", set);
+    svg.appendChild(t);
+  };
+  cols.forEach((c, j) => label(c, keyX, 16 + j * gap, "end", "key", j));
+  rows.forEach((r, i) => label(r, queryX, 16 + i * gap, "start", "query", i));
+  svg.addEventListener("mouseleave", () => { if (view.focus) { view.focus = null; draw(); } });
+  root.appendChild(node("div", {class: "ae-title"}, `${map.title}: layer ${view.layer + 1}, lines by head` + (view.step ? `, step ${view.step}` : "")));
+  root.appendChild(node("div", {class: "ae-axes"}, `left: ${map.col_title} · right: ${map.row_title}; hover a token to follow it`));
+  const legend = node("div", {class: "ae-legend"});
+  heads.forEach(h => {
+    const b = node("button", {type: "button", class: "ae-head-toggle" + (view.headsOff.has(h) ? "" : " ae-on"), "data-head": h,
+                              style: `border-color:${HEAD_COLOURS[h % HEAD_COLOURS.length]}`}, `head ${h + 1}`);
+    b.addEventListener("click", () => { view.headsOff.has(h) ? view.headsOff.delete(h) : view.headsOff.add(h); draw(); });
+    legend.appendChild(b);
+  });
+  root.appendChild(legend);
+  const scroll = node("div", {class: "ae-scroll"});
+  scroll.appendChild(svg);
+  root.appendChild(scroll);
+}
+
+function overview(root) {
+  const p = view.payload, map = p.kinds[view.kind];
+  root.appendChild(node("div", {class: "ae-title"}, `${map.title}: every layer × head (click a tile to open it)`));
+  const grid = node("div", {class: "ae-grid", style: `grid-template-columns: repeat(${p.heads}, auto)`});
+  for (let l = 0; l < p.layers; l++) for (let h = 0; h < p.heads; h++) {
+    const {m, rows, cols} = matrix(view.kind, l, h), cell = Math.max(3, Math.floor(120 / Math.max(cols.length, rows.length)));
+    const tile = node("button", {type: "button", class: "ae-tile", "data-layer": l, "data-head": h, title: `layer ${l + 1}, head ${h + 1}`});
+    tile.appendChild(node("span", {class: "ae-tile-title"}, `L${l + 1} H${h + 1}`));
+    const svg = node("svg", {width: cols.length * cell, height: rows.length * cell}, null, true);
+    m.forEach((row, i) => row.forEach((w, j) => svg.appendChild(node("rect", {x: j * cell, y: i * cell, width: cell, height: cell, fill: colour(w)}, null, true))));
+    tile.appendChild(svg);
+    tile.addEventListener("click", () => { view.layer = l; view.head = h; view.mode = "heatmap"; draw(); });
+    grid.appendChild(tile);
+  }
+  root.appendChild(grid);
+}
+
+function draw() {
+  const root = element.querySelector(".ae-live");
+  if (!root) return;
+  load();
+  root.replaceChildren();
+  if (!view.payload) { root.appendChild(node("div", {class: "ae-empty"}, "Translate a sentence to see its attention here.")); return; }
+  toolbar(root);
+  if (view.layer === "overview") overview(root); else if (view.mode === "lines") lines(root); else heatmap(root);
+  root.dataset.state = JSON.stringify({kind: view.kind, layer: view.layer, head: view.head, mode: view.mode, step: view.step});
+}
+
+draw();
+watch("value", draw);

@@ -1,0 +1,93 @@
+"""The live attention view in the browser: on the first screen, drawn client-side (no request when switching),
+a lines view that follows a hovered token and toggles heads, and every token labelled at phone width."""
+import pytest
+
+from transformer import Translator
+
+from .conftest import SHIPPED
+from .test_browser import CHROMIUM, SCREENSHOTS, TIMEOUT, browser, server_url  # noqa: F401 (fixtures)
+
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium missing (scripts/test.sh installs it)")
+SENTENCE = "Two dogs are running through the snow."
+
+
+def translated_page(browser, url, width, height, **options):  # noqa: F811
+    from playwright.sync_api import expect
+
+    page = browser.new_page(viewport={"width": width, "height": height}, **options)
+    page.goto(url)
+    page.get_by_label("Source text").fill(SENTENCE)
+    page.get_by_role("button", name="Translate").click()
+    expect(page.locator("#translation textarea")).not_to_have_value("", timeout=TIMEOUT)
+    page.locator("#live-attention .ae-heatmap").wait_for(timeout=TIMEOUT)
+    return page
+
+
+def state(page):
+    return page.evaluate("() => JSON.parse(document.querySelector('#live-attention .ae-live').dataset.state)")
+
+
+def test_the_attention_view_is_on_the_first_screen(browser, server_url):  # noqa: F811
+    page = translated_page(browser, server_url, 1400, 900)
+    box = page.locator("#live-attention .ae-heatmap").bounding_box()
+    assert box["y"] + min(box["height"], 200) <= 900 and box["x"] + 100 <= 1400  # inside the first screen
+    for selector in ("#source", "#translate-button", "#translation"):
+        assert page.locator(selector).bounding_box()["y"] < 900
+    page.screenshot(path=str(SCREENSHOTS / "first-screen.png"))
+    page.close()
+
+
+def test_switching_draws_in_the_browser_without_asking_the_server(browser, server_url):  # noqa: F811
+    page = translated_page(browser, server_url, 1400, 900)
+    requests = []
+    page.on("request", lambda request: requests.append(request.url))
+    live = page.locator("#live-attention")
+    expected = Translator.from_pretrained(SHIPPED).translate(SENTENCE, capture=True)
+    changes = [("select.ae-kind", "encoder_self"), ("select.ae-layer", "0"), ("select.ae-head", "2")]
+    for selector, value in changes:
+        live.locator(selector).select_option(value)
+    assert state(page) == {"kind": "encoder_self", "layer": 0, "head": 2, "mode": "heatmap", "step": None}
+    weights = [float(w) for w in live.locator(".ae-cell").evaluate_all("cells => cells.map(c => c.dataset.weight)")]
+    source = expected.recorded["encoder_self"].values[0, 2]
+    assert len(weights) == source.size
+    assert max(abs(a - b) for a, b in zip(weights, source.ravel())) <= 1 / 255 + 1e-3  # the recorded weights, bytes
+    assert live.locator(".ae-col-label").all_text_contents() == expected.src_tokens
+    live.locator("select.ae-kind").select_option("cross")
+    live.locator("input.ae-step").evaluate("(el) => { el.value = 2; el.dispatchEvent(new Event('input')); }")
+    assert state(page)["step"] == 2 and live.locator(".ae-row-label").count() == 2  # the prefix so far
+    live.locator("select.ae-layer").select_option("overview")
+    assert live.locator(".ae-tile").count() == 3 * 4
+    live.locator(".ae-tile[data-layer='1'][data-head='3']").click()
+    assert state(page)["layer"] == 1 and state(page)["head"] == 3
+    assert requests == [], requests  # every switch above was drawn without a request
+    page.close()
+
+
+def test_lines_follow_a_hovered_token_and_heads_toggle(browser, server_url):  # noqa: F811
+    page = translated_page(browser, server_url, 1400, 900)
+    live = page.locator("#live-attention")
+    live.locator(".ae-mode[data-mode='lines']").click()
+    links = live.locator(".ae-link")
+    assert links.count() > 0
+    assert len(set(links.evaluate_all("ls => ls.map(l => l.dataset.query)"))) > 1
+    live.locator(".ae-token.ae-query").nth(1).hover()
+    assert set(links.evaluate_all("ls => ls.map(l => l.dataset.query)")) == {"1"}  # only that token's lines
+    page.mouse.move(5, 5)
+    live.locator(".ae-lines").dispatch_event("mouseleave")
+    heads_before = set(links.evaluate_all("ls => ls.map(l => l.dataset.head)"))
+    assert "0" in heads_before
+    live.locator(".ae-head-toggle[data-head='0']").click()
+    heads_after = set(links.evaluate_all("ls => ls.map(l => l.dataset.head)"))
+    assert "0" not in heads_after and heads_after == heads_before - {"0"}  # head 1's colour is gone
+    live.screenshot(path=str(SCREENSHOTS / "lines.png"))
+    page.close()
+
+
+def test_every_source_token_is_labelled_at_phone_width(browser, server_url):  # noqa: F811
+    page = translated_page(browser, server_url, 390, 844, color_scheme="dark")
+    expected = Translator.from_pretrained(SHIPPED).translate(SENTENCE, capture=True)
+    labels = page.locator("#live-attention .ae-col-label").all_text_contents()
+    assert labels == expected.src_tokens  # none dropped: the drawing scrolls instead
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 390 + 1  # the page itself does not
+    page.screenshot(path=str(SCREENSHOTS / "phone-dark-live.png"))
+    page.close()
