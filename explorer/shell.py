@@ -20,6 +20,7 @@ from . import controls
 from .components import Dropdown, Radio
 from .registry import Registry
 from .session import RunResult, run
+from .share import LINK_JS, parse_link
 from .text import literal
 from .views import MODEL, TRANSLATION, VIEWS, View, ViewContext
 from .views.selection import head_choices, layer_choices, valid_head, valid_layer
@@ -169,6 +170,10 @@ def build_demo(registry: Registry, views: list[View] | None = None) -> tuple[gr.
                                       elem_id="example")
                 translation = gr.Textbox(label="Translation", interactive=False, elem_id="translation", lines=2)
                 summary_text = gr.Markdown(elem_id="summary")
+                with gr.Row():
+                    copy_link = gr.Button("🔗 Copy link to this view", size="sm", elem_id="copy-link", scale=1)
+                    link = gr.Textbox(show_label=False, interactive=False, elem_id="link", scale=3, max_lines=1,
+                                      placeholder="the link appears here")
                 with gr.Accordion("Decoding settings", open=False):
                     device_choice = Radio(devices, value="cpu", label="Device", elem_id="device")
                     strategy = controls.strategy_radio()
@@ -184,7 +189,7 @@ def build_demo(registry: Registry, views: list[View] | None = None) -> tuple[gr.
             layer = gr.Dropdown(layer_choices(config.n_layers), value=str(config.n_layers - 1), label="Layer", elem_id="layer")
             head = gr.Dropdown(head_choices(config.n_heads), value="mean", label="Head", elem_id="head")
         ui.add({"source": source, "translate_button": translate_button, "model": model_choice, "device": device_choice,
-                "example": example, "strategy": strategy, **settings, "max_length": max_length, "prefix": prefix,
+                "example": example, "copy_link": copy_link, "link": link, "strategy": strategy, **settings, "max_length": max_length, "prefix": prefix,
                 "translation": translation, "summary": summary_text, "sentence": sentence, "layer": layer, "head": head})
         with gr.Tabs() as tabs:
             ui.add({"tabs": tabs})
@@ -236,6 +241,7 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
     for view in views:
         view.wire(ui)
     wire_controls(ui)
+    wire_link(ui, demo)
 
     def translate_details(*values) -> dict:
         """Translate and return every number behind the plots: tokens, ids, steps with top-k candidates, the
@@ -270,6 +276,33 @@ def wire_controls(ui: Wiring) -> None:
 
     c["strategy"].change(on_strategy, c["strategy"], [c[spec.name] for spec in specs], api_visibility="private",
                          queue=False)
+
+
+def wire_link(ui: Wiring, demo: gr.Blocks) -> None:
+    """A link that restores this state: built in the browser on demand; opened, it translates and opens the view."""
+    c = ui.components
+    api_names = ["text"] + ui.request_names[1:]
+    request_inputs = [c[name] for name in ui.request_names]
+    c["copy_link"].click(None, request_inputs, c["link"], js=LINK_JS % json.dumps(api_names), api_visibility="private")
+    restored = ["source", "model", "strategy", *(s.name for s in all_settings()), "max_length", "prefix"]
+
+    def open_link(request: gr.Request):
+        params = dict(request.query_params) if request else {}
+        if "text" not in params:
+            return {}
+        try:
+            arguments, view = parse_link(params, ui.registry)
+        except SettingError as error:
+            raise gr.Error(str(error)) from error
+        named = ui.translate(params["text"], **arguments)
+        if isinstance(named.get("live_attention"), dict):
+            named["live_attention"]["start"] = {**view, "restore": True}
+        values = {"source": params["text"], **{k: v for k, v in arguments.items() if k in restored}}
+        return ({ui.result_state: named.pop("result")} | ui.by_component(named)
+                | {c[name]: gr.update(value=value) for name, value in values.items()})
+
+    outputs = [ui.result_state] + [c[name] for name in ui.translate_output_names] + [c[name] for name in restored]
+    demo.load(open_link, None, outputs, api_visibility="private")
 
 
 def run_request(registry: Registry, text, model_key, device, strategy, *rest) -> RunResult:

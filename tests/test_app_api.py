@@ -102,10 +102,9 @@ def test_play_walks_through_every_step_with_text_and_plots_in_agreement(server, 
     steps = len(translation.steps)
     assert [frame["step"] for frame in frames] == list(range(1, steps + 1))
     assert all(f"Step {i + 1} of {steps}" in frame["step_text"] for i, frame in enumerate(frames))
-    for frame in frames:
-        if "candidates_plot" in frame:  # a drawn frame shows the step its text names
-            assert frame["candidates_plot"].layout.title.text.startswith(f"Step {frame['step']}:")
-    assert "candidates_plot" in frames[-1] and "hypotheses" in frames[-1]  # the last frame draws the figures
+    for frame in frames:  # every frame's figures show the step its text names
+        assert frame["candidates_plot"].layout.title.text.startswith(f"Step {frame['step']}:")
+        assert frame["step_source_plot"].layout.title.text.startswith(f"Step {frame['step']}:")
 
 
 def test_translating_keeps_the_chosen_view(server):

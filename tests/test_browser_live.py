@@ -91,3 +91,41 @@ def test_every_source_token_is_labelled_at_phone_width(browser, server_url):  # 
     assert page.evaluate("() => document.documentElement.scrollWidth") <= 390 + 1  # the page itself does not
     page.screenshot(path=str(SCREENSHOTS / "phone-dark-live.png"))
     page.close()
+
+
+def test_a_shared_link_restores_the_translation_and_the_view(browser, server_url):  # noqa: F811
+    from playwright.sync_api import expect
+
+    page = translated_page(browser, server_url, 1400, 900)
+    page.get_by_text("Decoding settings").click()
+    page.get_by_role("radio", name="beam search").check()
+    page.get_by_role("button", name="Translate").click()
+    expected = Translator.from_pretrained(SHIPPED).translate(SENTENCE, strategy="beam", beam_size=4, max_length=64)
+    expect(page.locator("#translation textarea")).to_have_value(expected.text, timeout=TIMEOUT)
+    live = page.locator("#live-attention")
+    live.locator("select.ae-kind").select_option("decoder_self")
+    live.locator("select.ae-layer").select_option("1")
+    live.locator("select.ae-head").select_option("3")
+    page.get_by_role("button", name="Copy link to this view").click()
+    expect(page.locator("#link textarea, #link input").first).to_have_value(
+        __import__("re").compile(r"text=Two\+dogs.*strategy=beam.*kind=decoder_self&layer=2&head=4"), timeout=TIMEOUT)
+    link = page.locator("#link textarea, #link input").first.input_value()
+    assert page.url == link  # the address bar holds it too
+    page.close()
+    shared = browser.new_page(viewport={"width": 1400, "height": 900})
+    shared.goto(link)
+    expect(shared.locator("#translation textarea")).to_have_value(expected.text, timeout=TIMEOUT)
+    shared.locator("#live-attention .ae-heatmap").wait_for(timeout=TIMEOUT)
+    assert state(shared) == {"kind": "decoder_self", "layer": 1, "head": 3, "mode": "heatmap", "step": None}
+    assert shared.locator("#source textarea").input_value() == SENTENCE
+    shared.close()
+
+
+def test_a_bad_link_names_the_bad_parameter(browser, server_url):  # noqa: F811
+    from playwright.sync_api import expect
+
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.goto(server_url + "?text=A+dog.&layer=9")
+    expect(page.locator("[data-testid='toast-body']").first).to_contain_text("layer in the link must be in [1, 3], got 9",
+                                                                            timeout=TIMEOUT)
+    page.close()

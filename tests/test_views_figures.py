@@ -135,3 +135,10 @@ def test_positional_figures(random_translator):
     np.testing.assert_allclose(np.asarray(similarity.data[0].z, dtype=np.float32), table[:10] @ table[:10].T, atol=1e-3)
     curves = figures.encoding_curves(table, [0, 3], "t")
     assert [t.name for t in curves.data] == ["dim 0 (sin)", "dim 3 (cos)"]
+
+
+def test_titles_show_markup_as_text():
+    figure = figures.attention_heatmap(np.eye(2), ["a", "b"], ["<s>", "b"], "keys: <s> then the rest",
+                                       "query", "key: decoder input (<s>, then the tokens fed back)")
+    assert figure.layout.title.text == "keys: &lt;s&gt; then the rest"
+    assert figure.layout.xaxis.title.text == "key: decoder input (&lt;s&gt;, then the tokens fed back)"

@@ -12,7 +12,7 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
-from .theme import ATTENTION_COLORS, base_layout, rounded, unique_labels
+from .theme import ATTENTION_COLORS, base_layout, label, rounded, unique_labels
 
 HOVER = "query %{y}<br>key %{x}<br>weight %{z:.3f}<extra></extra>"
 
@@ -26,8 +26,8 @@ def attention_heatmap(weights: np.ndarray, row_labels: list[str], col_labels: li
                       row_title: str = "query", col_title: str = "key") -> go.Figure:
     """One (rows, cols) matrix of attention weights."""
     figure = go.Figure(_heatmap(rounded(weights), unique_labels(col_labels), unique_labels(row_labels)))
-    figure.update_xaxes(type="category", tickangle=-60, title={"text": col_title})
-    figure.update_yaxes(type="category", autorange="reversed", title={"text": row_title})
+    figure.update_xaxes(type="category", tickangle=-60, title={"text": label(col_title)})  # "<s>" is text, not a tag
+    figure.update_yaxes(type="category", autorange="reversed", title={"text": label(row_title)})
     return base_layout(figure, title, height=max(320, 140 + 22 * len(row_labels)))
 
 

@@ -39,7 +39,7 @@ def rounded(values: np.ndarray) -> np.ndarray:
 
 def base_layout(figure: go.Figure, title: str, height: int, **layout) -> go.Figure:
     figure.update_layout(
-        title={"text": title, "x": 0.0, "xanchor": "left", "font": {"size": 14}},
+        title={"text": label(title), "x": 0.0, "xanchor": "left", "font": {"size": 14}},
         height=height, margin={"l": 10, "r": 10, "t": 40, "b": 10},
         paper_bgcolor="rgba(0,0,0,0)", plot_bgcolor="rgba(0,0,0,0)",
         font={"color": "#374151", "size": 12}, **layout,

@@ -28,11 +28,13 @@ function load() {
       view.weights[kind] = values;
     }
     const start = payload.start || {};
-    view.kind = payload.kinds[view.kind] ? view.kind : (start.kind || "cross");
-    view.layer = view.layer !== null && view.layer !== "overview" && view.layer < payload.layers ? view.layer
+    const opening = view.layer === null || start.restore;  // the first translation, or a shared link: its view
+    view.kind = !opening && payload.kinds[view.kind] ? view.kind : (start.kind || "cross");
+    view.layer = !opening && view.layer !== "overview" && view.layer < payload.layers ? view.layer
       : (start.layer ?? payload.layers - 1);
-    if (view.head !== "mean" && view.head !== "all" && view.head >= payload.heads) view.head = "mean";
-    view.step = null;
+    if (opening && start.head !== undefined) view.head = start.head;
+    if (view.head !== "mean" && view.head >= payload.heads) view.head = "mean";
+    view.step = opening && start.step && start.step < payload.tgt.length ? start.step : null;
     view.focus = null;
   }
 }

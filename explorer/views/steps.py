@@ -15,8 +15,7 @@ from . import whatif
 from .base import MODEL, TRANSLATION, View, current_translation
 from .selection import MEAN, select_heads, single_layer_and_head
 
-PLAY_DELAY_S = 0.35
-PLAY_PLOT_EVERY = 4  # re-drawing a figure remounts it: stream text every step, figures every few steps
+PLAY_DELAY_S = 0.5  # every frame redraws text and figures together, so they always show the same step
 
 
 class StepsView(View):
@@ -55,13 +54,10 @@ class StepsView(View):
         return out | step_outputs(translation, step, state["layer"], state["head"])
 
     def play_frames(self, translation, layer: str, head: str):
-        """Every recorded step in turn, as named values; figures only every few steps and at the end."""
+        """Every recorded step in turn, as named values: text and figures of the same step in every frame."""
         steps = len(translation.steps)
         for step in range(1, steps + 1):
-            frame = step_outputs(translation, step, layer, head)
-            if not (step == steps or step % PLAY_PLOT_EVERY == 1):
-                frame = {"step_text": frame["step_text"]}
-            yield {"step": step, **frame}
+            yield {"step": step, **step_outputs(translation, step, layer, head)}
             if step < steps:
                 time.sleep(PLAY_DELAY_S)
 

@@ -1,0 +1,79 @@
+"""Shareable links: the query string holds the request and the view, numbered from 1 as the page numbers
+them, e.g. ?text=A+dog+runs.&model=en-de&strategy=beam&beam_size=4&kind=cross&layer=3&head=2&step=4.
+Opening one restores the controls, translates and opens that view; every value is checked and a bad one is
+named. The link itself is built in the browser (LINK_JS) from the controls and the live view's state."""
+from __future__ import annotations
+
+from transformer.core.probes import ATTENTION_KINDS
+from transformer.decoding.strategies import STRATEGIES, SettingError, all_settings
+
+VIEW_KEYS = ("kind", "layer", "head", "step")
+
+
+def parse_link(params: dict, registry) -> tuple[dict, dict]:
+    """(request arguments by name, the live view to open: kind, 0-based layer, head, step) from a query string."""
+    known = {"text", "model", "device", "strategy", "max_length", "prefix", *VIEW_KEYS, *(s.name for s in all_settings())}
+    unknown = sorted(set(params) - known - {"__theme"})
+    if unknown:
+        raise SettingError(f"the link has unknown parameters {unknown}; known: {sorted(known)}")
+    request = {"model": params.get("model", registry.default_key)}
+    if request["model"] not in registry.models:
+        raise SettingError(f"model in the link must be one of {sorted(registry.models)}, got {request['model']!r}")
+    for name in ("device", "strategy", "prefix"):
+        if name in params:
+            request[name] = params[name]
+    if "strategy" in request and request["strategy"] not in STRATEGIES:
+        raise SettingError(f"strategy in the link must be one of {list(STRATEGIES)}, got {request['strategy']!r}")
+    for spec in all_settings():
+        if spec.name in params:
+            request[spec.name] = spec.check(number(spec.name, params[spec.name], spec.kind))
+    if "max_length" in params:
+        request["max_length"] = number("max_length", params["max_length"], int)
+    config = registry.get(request["model"]).profile.config
+    view = {"kind": params.get("kind", "cross")}
+    if view["kind"] not in ATTENTION_KINDS:
+        raise SettingError(f"kind in the link must be one of {list(ATTENTION_KINDS)}, got {view['kind']!r}")
+    view["layer"] = in_range("layer", params.get("layer", str(config.n_layers)), 1, config.n_layers) - 1
+    head = params.get("head", "mean")
+    view["head"] = "mean" if head == "mean" else in_range("head", head, 1, config.n_heads) - 1
+    view["step"] = in_range("step", params["step"], 1, 10_000) if "step" in params else None
+    return request, view
+
+
+def number(name: str, text: str, kind: type):
+    try:
+        value = float(text)
+    except ValueError:
+        raise SettingError(f"{name} in the link must be a number, got {text!r}") from None
+    if kind is int and value != int(value):
+        raise SettingError(f"{name} in the link must be a whole number, got {text!r}")
+    return kind(value)
+
+
+def in_range(name: str, text: str, low: int, high: int) -> int:
+    value = number(name, text, int)
+    if not low <= value <= high:
+        raise SettingError(f"{name} in the link must be in [{low}, {high}], got {value}")
+    return value
+
+
+# Runs in the browser with the request controls' values: the link to this state, also put in the address bar.
+LINK_JS = """
+(...values) => {
+  const names = %s;
+  const params = new URLSearchParams();
+  names.forEach((name, i) => { const v = values[i]; if (v !== null && v !== undefined && v !== "") params.set(name, v); });
+  const live = document.querySelector('#live-attention .ae-live');
+  const view = live && live.dataset.state ? JSON.parse(live.dataset.state) : null;
+  if (view) {
+    params.set('kind', view.kind);
+    if (view.layer !== 'overview') params.set('layer', view.layer + 1);
+    params.set('head', view.head === 'mean' ? 'mean' : view.head + 1);
+    if (view.step) params.set('step', view.step);
+  }
+  const link = window.location.origin + window.location.pathname + '?' + params.toString();
+  window.history.replaceState(null, '', link);
+  if (navigator.clipboard) navigator.clipboard.writeText(link).catch(() => {});
+  return link;
+}
+"""
