@@ -51,10 +51,10 @@ def check_max_length(value) -> int:
     return int(value)
 
 
-def run(registry: Registry, text: str, model_key: str, device: str, strategy: str, settings: dict,
-        max_length=DEFAULT_MAX_LENGTH, prefix: str | list[str] | None = "") -> RunResult:
-    """`settings`: any registered strategy settings by name (see transformer/decoding/strategies); `prefix`
-    forces the start of every translation (text, or a list of pieces)."""
+def check_request(registry: Registry, text: str, model_key: str, device: str, strategy: str, settings: dict,
+                  max_length, prefix) -> tuple[list[str], dict, int, object]:
+    """Everything about a request that can be wrong, checked before any decoding: (lines, the strategy's
+    settings, max_length, the served model); a SettingError names the first problem."""
     lines = split_lines(text)
     strategy_settings = asdict(build_settings(strategy, settings))
     max_length = check_max_length(max_length)
@@ -64,6 +64,16 @@ def run(registry: Registry, text: str, model_key: str, device: str, strategy: st
         served = registry.get(model_key)
     except KeyError as error:
         raise SettingError(str(error.args[0])) from error
+    served.translator.prefix_ids(prefix, max_length)
+    return lines, strategy_settings, max_length, served
+
+
+def run(registry: Registry, text: str, model_key: str, device: str, strategy: str, settings: dict,
+        max_length=DEFAULT_MAX_LENGTH, prefix: str | list[str] | None = "") -> RunResult:
+    """`settings`: any registered strategy settings by name (see transformer/decoding/strategies); `prefix`
+    forces the start of every translation (text, or a list of pieces)."""
+    lines, strategy_settings, max_length, served = check_request(registry, text, model_key, device, strategy,
+                                                                 settings, max_length, prefix)
     translator, notice = served.on(device)
     notices = [notice] if notice else []
 

@@ -19,7 +19,7 @@ from transformer.decoding.strategies import SettingError, all_settings
 from . import controls
 from .components import Dropdown, Radio
 from .registry import Registry
-from .session import RunResult, run
+from .session import RunResult, check_request, run
 from .share import LINK_JS, parse_link
 from .text import literal
 from .views import MODEL, TRANSLATION, VIEWS, View, ViewContext
@@ -218,8 +218,28 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
         + [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None) for name in ui.state_names])
     translate_inputs = [c[name] for name in ui.request_names + ui.state_names]
     translate_outputs = [ui.result_state] + [c[name] for name in ui.translate_output_names]
-    c["translate_button"].click(translate, translate_inputs, translate_outputs, api_name="translate")
-    c["source"].submit(translate, translate_inputs, translate_outputs, api_name=False)
+    def validate(*values):
+        """Runs before the translation: a bad request gets its message on the input at fault, and the last good
+        result stays as it was (no output is touched)."""
+        checks = [gr.validate(True, "") for _ in values]
+        request = values[: len(ui.request_names)]
+        text, model_key, device, strategy, *rest = request
+        *setting_values, max_length, prefix = rest
+        try:
+            check_request(ui.registry, text, model_key, device, strategy,
+                          dict(zip([s.name for s in all_settings()], setting_values)), max_length, prefix)
+        except SettingError as error:
+            message = str(error)
+            at_fault = next((i for i, name in enumerate(ui.request_names[1:], start=1)
+                             if message.startswith(name) or message.startswith(f"unknown {name}")), 0)
+            checks[at_fault] = gr.validate(False, message)
+        return checks
+
+    for trigger in (c["translate_button"].click, c["source"].submit):  # the page: checked first, result kept
+        trigger(translate, translate_inputs, translate_outputs, api_name=False, api_visibility="private", validator=validate)
+    # the API: the same handler, unvalidated, so an API caller gets the error message itself
+    api_trigger = gr.Button(visible="hidden", elem_id="api-translate")
+    api_trigger.click(translate, translate_inputs, translate_outputs, api_name="translate")
 
     # a control re-renders the views that read it, from the stored result: no model runs, so no queue
     for name in ui.state_names:
@@ -237,7 +257,7 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
         return ui.render(views, result, ui.state_from(values[:-1]), values[-1], MODEL)
 
     for event in (c["model"].change, demo.load):
-        event(on_model, ui.state_inputs + [c["model"]], view_outputs, api_visibility="private")
+        event(on_model, ui.state_inputs + [c["model"]], view_outputs, api_visibility="private", show_progress="hidden")
     for view in views:
         view.wire(ui)
     wire_controls(ui)
@@ -302,7 +322,7 @@ def wire_link(ui: Wiring, demo: gr.Blocks) -> None:
                 | {c[name]: gr.update(value=value) for name, value in values.items()})
 
     outputs = [ui.result_state] + [c[name] for name in ui.translate_output_names] + [c[name] for name in restored]
-    demo.load(open_link, None, outputs, api_visibility="private")
+    demo.load(open_link, None, outputs, api_visibility="private", show_progress="hidden")
 
 
 def run_request(registry: Registry, text, model_key, device, strategy, *rest) -> RunResult:

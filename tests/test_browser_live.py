@@ -129,3 +129,17 @@ def test_a_bad_link_names_the_bad_parameter(browser, server_url):  # noqa: F811
     expect(page.locator("[data-testid='toast-body']").first).to_contain_text("layer in the link must be in [1, 3], got 9",
                                                                             timeout=TIMEOUT)
     page.close()
+
+
+def test_an_input_error_leaves_the_last_good_result(browser, server_url):  # noqa: F811
+    from playwright.sync_api import expect
+
+    page = translated_page(browser, server_url, 1400, 900)
+    good = page.locator("#translation textarea").input_value()
+    page.get_by_label("Source text").fill("   ")
+    page.get_by_role("button", name="Translate").click()
+    expect(page.locator("#source")).to_contain_text("Source text is empty", timeout=TIMEOUT)
+    assert page.locator("#translation textarea").input_value() == good
+    assert page.locator("#live-attention .ae-heatmap").count() == 1  # the picture stays too
+    assert page.get_by_text("Error", exact=True).count() == 0  # no error badges over the outputs
+    page.close()

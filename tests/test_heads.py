@@ -193,16 +193,14 @@ def test_the_mask_stays_in_its_context(model):
     heads_off = [("cross", 0, 0), ("decoder_self", 1, 1)]
     expected = without_heads(model, heads_off)(src, tgt)
     seen_by_other_thread = {}
-    with heads_masked(model, heads_off[:1]):
-        with heads_masked(model, heads_off[1:]):  # nested blocks add up
-            torch.testing.assert_close(model(src, tgt), expected, atol=1e-10, rtol=0)
-            thread = threading.Thread(target=lambda: seen_by_other_thread.update(out=model(src, tgt)))
-            thread.start()
-            thread.join()
+    with heads_masked(model, heads_off[:1]), heads_masked(model, heads_off[1:]):  # nested blocks add up
+        torch.testing.assert_close(model(src, tgt), expected, atol=1e-10, rtol=0)
+        thread = threading.Thread(target=lambda: seen_by_other_thread.update(out=model(src, tgt)))
+        thread.start()
+        thread.join()
     assert torch.equal(seen_by_other_thread["out"], plain)  # a thread with its own context sees no mask
-    with pytest.raises(RuntimeError, match="boom"):
-        with heads_masked(model, heads_off):
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError, match="boom"), heads_masked(model, heads_off):
+        raise RuntimeError("boom")
     assert torch.equal(model(src, tgt), plain)
 
 

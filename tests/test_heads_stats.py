@@ -5,8 +5,14 @@ import math
 import numpy as np
 import pytest
 
-from transformer.analysis.head_stats import (HeadStats, aggregate_head_stats, corpus_head_stats, head_stats,
-                                             head_stats_array, is_punctuation)
+from transformer.analysis.head_stats import (
+    HeadStats,
+    aggregate_head_stats,
+    corpus_head_stats,
+    head_stats,
+    head_stats_array,
+    is_punctuation,
+)
 
 SOURCE = ["▁a", "▁dog", "▁,", "▁runs", "</s>"]
 
@@ -47,16 +53,19 @@ def test_hand_made_encoder_heads_have_the_stats_and_roles_worked_out_by_hand():
 
 def test_decoder_self_offsets_count_from_the_query_s_own_input():
     """Row i sits at decoder input position i (input <s> or tgt_tokens[i-1]); key j is input position j. A head
-    that reads the piece before its own input has offset -1; uniform causal attention has spread 1."""
+    that reads the piece before its own input has offset -1; uniform causal attention has spread 1. Row 0,
+    which can only see <s>, is left out."""
     inputs = ["<s>", "▁ein", "▁hund", "▁."]
     n = len(inputs)
     previous = one_hot_rows([0, 0, 1, 2], n)
     causal_uniform = np.tril(np.ones((n, n))) / np.arange(1, n + 1)[:, None]
     first = one_hot_rows([0] * n, n)
     stats = head_stats_array(np.stack([previous, causal_uniform, first])[None], inputs, "decoder_self")
-    assert stats[0].role == "previous token" and stats[0].mean_offset == pytest.approx(-0.75)
+    assert stats[0].role == "previous token" and stats[0].mean_offset == -1.0 and stats[0].previous_share == 1.0
     assert stats[1].spread == pytest.approx(1.0) and stats[1].role == "broad"
-    assert stats[1].entropy == pytest.approx(np.mean([math.log(k) for k in range(1, n + 1)]))
+    assert stats[1].entropy == pytest.approx(np.mean([math.log(k) for k in range(2, n + 1)]))
+    assert stats[1].bos_share == pytest.approx(np.mean([1 / 2, 1 / 3, 1 / 4]))
+    assert stats[2].mean_offset == pytest.approx(-2.0)
     assert stats[2].role == "sink on <s>" and stats[2].bos_share == 1.0
     assert stats[2].punctuation_share == 0.0
 
@@ -89,19 +98,21 @@ def test_aggregate_is_the_mean_of_sentences_and_roles_follow_the_means():
 
 
 def loop_stats(values: np.ndarray, cols: list[str], kind: str, layer: int, head: int) -> dict:
-    """The statistics of one head, row by row, as plain loops."""
+    """The statistics of one head, row by row, as plain loops; rows that see one key only are skipped."""
     entropies, spreads, maxima, offsets, eos, punctuation = [], [], [], [], [], []
     for i, row in enumerate(values[layer, head]):
         seen = i + 1 if kind == "decoder_self" else len(cols)
+        if seen == 1:
+            continue
         entropies.append(-sum(p * math.log(p) for p in row if p > 0))
-        if seen > 1:
-            spreads.append(entropies[-1] / math.log(seen))
+        spreads.append(entropies[-1] / math.log(seen))
         maxima.append(max(row))
         offsets.append(int(np.argmax(row)) - i)
         eos.append(sum(p for p, c in zip(row, cols) if c == "</s>"))
-        punctuation.append(sum(p for p, c in zip(row, cols) if c.strip("▁") and all(not ch.isalnum() for ch in c.strip("▁"))))
-    return dict(entropy=np.mean(entropies), spread=np.mean(spreads), max_weight=np.mean(maxima),
-                mean_offset=np.mean(offsets), eos_share=np.mean(eos), punctuation_share=np.mean(punctuation))
+        text = [c.strip("▁") for c in cols]
+        punctuation.append(sum(p for p, t in zip(row, text) if t and not any(ch.isalnum() for ch in t)))
+    return {"entropy": np.mean(entropies), "spread": np.mean(spreads), "max_weight": np.mean(maxima),
+            "mean_offset": np.mean(offsets), "eos_share": np.mean(eos), "punctuation_share": np.mean(punctuation)}
 
 
 @pytest.mark.parametrize("kind", ["encoder_self", "decoder_self", "cross"])
