@@ -5,6 +5,7 @@ text -> tokenizer -> core (the model, and what it can record) -> decoding (strat
     transformer.core       the model: config, attention, layers, positions, probes and recording
     transformer.decoding   strategies (a registry), the step-by-step decoder, Translator and its Translation trace
     transformer.training   data, the training loop and CLI, evaluation, averaging, model cards
+    transformer.analysis   head statistics and roles, attention rollout, input x gradient, word alignments
 """
 from .core import ModelConfig, Transformer, capture_attention, expected_parameter_count, record
 from .core.capture import AttentionRecord

@@ -1,9 +1,10 @@
-"""The model: configuration, attention, layers, positions, the Transformer, and what it can record."""
+"""The model: configuration, attention, layers, positions, the Transformer, what it can record, and head masking."""
 from .capture import AttentionRecord, Recording, capture_attention, record
 from .config import ModelConfig
+from .head_mask import heads_masked
 from .model import Transformer
 from .params import expected_parameter_count
 from .probes import ATTENTION_KINDS, PROBES, Probe
 
 __all__ = ["ATTENTION_KINDS", "PROBES", "AttentionRecord", "ModelConfig", "Probe", "Recording", "Transformer",
-           "capture_attention", "expected_parameter_count", "record"]
+           "capture_attention", "expected_parameter_count", "heads_masked", "record"]

@@ -7,6 +7,7 @@ Two numerically equivalent paths: the fused `scaled_dot_product_attention` (fast
 the probabilities) and an explicit softmax whose probabilities pass through the `attend` submodule,
 the stable place where `capture_attention` hangs its forward hooks. The explicit path runs only for
 modules whose probabilities the current context asked for, so with no capture there is no extra cost.
+Both paths honour the heads that `head_mask.heads_masked` switched off in the current context.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .config import ModelConfig
+from .head_mask import heads_to_zero
 from .probes import ATTENTION_KINDS, is_recorded
 
 
@@ -76,6 +78,12 @@ class MultiHeadAttention(nn.Module):
             out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, dropout_p=dropout_p)
         else:
             out, _ = explicit_attention(q, keys, values, mask, self.attend, dropout_p)
+        masked = heads_to_zero(self)
+        if masked:
+            # out of place, so autograd still sees the attention output it saved
+            keep = torch.ones(self.n_heads, dtype=out.dtype, device=out.device)
+            keep[list(masked)] = 0
+            out = out * keep[:, None, None]  # (B, H, Tq, hs)
         batch, _, length, _ = out.shape
         out = out.transpose(1, 2).reshape(batch, length, -1)  # (B, Tq, D)
         return self.out_proj(out)

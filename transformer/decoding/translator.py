@@ -7,6 +7,7 @@ from pathlib import Path
 import torch
 
 from ..checkpoint import METRICS_FILE, TOKENIZER_FILE, checkpoint_folder, load_checkpoint, read_metrics, save_checkpoint
+from ..core.head_mask import HeadMaskError, check_heads_off, heads_masked
 from ..core.model import Transformer
 from ..core.probes import ATTENTION_KINDS, check_probe_names
 from ..tokenizer import EOS_ID, UNK_ID, Tokenizer
@@ -89,11 +90,13 @@ class Translator:
 
     def translate_batch(self, texts: list[str], strategy: str = "greedy", max_length: int | None = None,
                         capture: bool = False, record=None, prefix: str | None = None, logit_lens: bool = False,
-                        **settings) -> list[Translation]:
+                        heads_off=None, **settings) -> list[Translation]:
         """Decodes every text with a registered strategy (see decoding/strategies). `settings` are that
         strategy's settings by name (beam_size=4, temperature=0.7, ...); `capture=True` records the three
         attention kinds, `record` any probes the model declares (Transformer.PROBES) by name. `prefix` forces
-        the translation to start with that text's pieces; `logit_lens=True` adds `Translation.logit_lens`."""
+        the translation to start with that text's pieces; `logit_lens=True` adds `Translation.logit_lens`.
+        `heads_off`, a list of (kind, layer, head), 0-based, switches those heads off while decoding (head
+        masking, see core/head_mask.py); given, it is kept in `Translation.settings["heads_off"]`."""
         chosen = get_strategy(strategy)
         strategy_settings = build_settings(strategy, settings)
         if max_length is not None and (not isinstance(max_length, int) or max_length < 1):
@@ -102,12 +105,20 @@ class Translator:
         if logit_lens and "decoder_hidden" not in probes:
             probes += ("decoder_hidden",)
         forced = self.prefix_ids(prefix, max_length)
+        try:
+            masked = check_heads_off(self.model, heads_off)
+        except HeadMaskError as error:
+            raise SettingError(str(error)) from None
         if not texts:
             return []
         encoded = [self.source_ids(text) for text in texts]
         options = {"prefixes": [forced] * len(texts)} if forced else {}
-        decoded = chosen.decode(self.model, [ids for ids, _ in encoded], strategy_settings, max_length, probes, **options)
+        with heads_masked(self.model, masked):
+            decoded = chosen.decode(self.model, [ids for ids, _ in encoded], strategy_settings, max_length, probes,
+                                    **options)
         used = {**asdict(strategy_settings), "max_length": max_length, "prefix": prefix or ""}
+        if heads_off is not None:
+            used["heads_off"] = masked
         return [self._result(text, ids, truncated, out, strategy, used, logit_lens)
                 for text, (ids, truncated), out in zip(texts, encoded, decoded)]
 

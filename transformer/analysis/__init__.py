@@ -1,0 +1,27 @@
+"""What the recorded attention says, computed from a Translation (decoding/trace.py) or the model itself.
+
+    head_stats.py    per-head entropy, focus, positional offset, sink and punctuation shares, and a role name
+                     for every head; averaged over many translations
+    rollout.py       attention rollout (Abnar & Zuidema, 2020) through the encoder and on through cross-attention
+    attribution.py   input x gradient of every output piece's log-probability with respect to the source embeddings
+    alignment.py     word alignments from cross-attention (Garg et al., 2019; Shift-Att, Chen et al., 2020), AER,
+                     and the Pharaoh "i-j" format
+
+Switching heads off while translating (head masking) lives with the model: core/head_mask.py, and
+`Translator.translate(..., heads_off=[(kind, layer, head), ...])`.
+"""
+from .alignment import (
+                        WordAlignment,
+                        alignment_error_rate,
+                        corpus_alignment_error_rate,
+                        read_pharaoh,
+                        translation_alignment,
+                        write_pharaoh,
+)
+from .attribution import Attribution, attribute, input_x_gradient
+from .head_stats import HeadStats, aggregate_head_stats, corpus_head_stats, head_role, head_stats
+from .rollout import Rollout, rollout
+
+__all__ = ["Attribution", "HeadStats", "Rollout", "WordAlignment", "aggregate_head_stats", "alignment_error_rate",
+           "attribute", "corpus_alignment_error_rate", "corpus_head_stats", "head_role", "head_stats",
+           "input_x_gradient", "read_pharaoh", "rollout", "translation_alignment", "write_pharaoh"]
