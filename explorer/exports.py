@@ -2,26 +2,39 @@
 so a long-running server does not fill its disk (Gradio serves its own copies of the files)."""
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 import time
 from pathlib import Path
 
-from transformer.decoding.export import attention_csv, steps_csv, to_json
+from transformer.decoding.export import attention_csv, bertviz_dict, steps_csv, to_json
+
+from .version import APP_VERSION
 
 EXPORT_ROOT = Path(tempfile.gettempdir()) / "attention-explorer-exports"
 EXPORT_MAX_AGE_S = 3600
 
 
-def export_files(result) -> list[str]:
+def run_description(result, registry) -> dict:
+    """What produced `result`, enough to reproduce it."""
+    served = registry.get(result.model_key)
+    return {"model": result.model_key, "direction": served.translator.config.get("languages"),
+            "weights_sha256": served.profile.weights_sha256, "strategy": result.strategy, "settings": result.settings,
+            "device": result.device, "app_version": APP_VERSION}
+
+
+def export_files(result, registry) -> list[str]:
     EXPORT_ROOT.mkdir(exist_ok=True)
     now = time.time()
     for old in EXPORT_ROOT.iterdir():
         if now - old.stat().st_mtime > EXPORT_MAX_AGE_S:
             shutil.rmtree(old, ignore_errors=True)
     folder = Path(tempfile.mkdtemp(dir=EXPORT_ROOT))
-    files = {"translation.json": to_json(result.translations), "steps.csv": steps_csv(result.translations),
-             "attention.csv": attention_csv(result.translations)}
+    run = run_description(result, registry)
+    files = {"translation.json": to_json(result.translations, run), "steps.csv": steps_csv(result.translations),
+             "attention.csv": attention_csv(result.translations),
+             "bertviz.json": json.dumps({"run": run, **bertviz_dict(result.translations[0])}, ensure_ascii=False)}
     for name, content in files.items():
         (folder / name).write_text(content, encoding="utf-8")
     return [str(folder / name) for name in files]

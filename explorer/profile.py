@@ -2,12 +2,15 @@
 when the model loads, so that rendering never runs the model."""
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
 
 from transformer import Translator, expected_parameter_count
+from transformer.checkpoint import WEIGHTS_FILE
 from transformer.core.architecture import architecture_rows
 from transformer.training.timeline import Timeline
 
@@ -27,6 +30,7 @@ class ModelProfile:
     token_norms: np.ndarray  # (V,) size of each source token's scaled embedding
     metrics: dict | None
     timeline: Timeline | None  # attention across training, when the checkpoint ships one
+    weights_sha256: str | None  # of model.safetensors: which weights an export came from
 
     def source_norms(self, src_ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
         """For one input: (size of each scaled token embedding, size of each positional vector)."""
@@ -47,4 +51,13 @@ def profile_model(translator: Translator) -> ModelProfile:
         token_norms=(model.src_embed.weight.detach().float().cpu().norm(dim=-1) * model.src_embed.scale).numpy(),
         metrics=translator.metrics,
         timeline=Timeline.load(translator.source) if translator.source else None,
+        weights_sha256=file_sha256(translator.source / WEIGHTS_FILE) if translator.source else None,
     )
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as weights:
+        for block in iter(lambda: weights.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

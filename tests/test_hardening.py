@@ -44,7 +44,7 @@ def test_html_stays_text_in_summary_steps_and_export(server):
     named = app.ui.translate(source, "en-de", "cpu", "greedy")
     step_markdown = named["step_text"]
     assert "<img" not in step_markdown and "<b>" not in step_markdown
-    with open(export_files(named["result"])[0], encoding="utf-8") as exported:
+    with open(export_files(named["result"], app.registry)[0], encoding="utf-8") as exported:
         assert json.load(exported)["sentences"][0]["source"] == source  # data, kept exactly
 
 
@@ -193,11 +193,11 @@ def test_old_exports_are_removed(server, monkeypatch):
 
     app, _, _ = server
     result = app.ui.translate(SENTENCE)["result"]
-    first = export_files(result)
+    first = export_files(result, app.registry)
     old_folder = os.path.dirname(first[0])
     past = time.time() - EXPORT_MAX_AGE_S - 10
     os.utime(old_folder, (past, past))
-    second = export_files(result)
+    second = export_files(result, app.registry)
     assert not os.path.exists(old_folder) and all(os.path.exists(path) for path in second)
 
 

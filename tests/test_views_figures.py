@@ -120,8 +120,10 @@ def test_csv_exports_hold_one_row_per_weight_and_candidate(translation):
     rows = list(csv.DictReader(io.StringIO(attention_csv([translation]))))
     expected = sum(getattr(translation.attention, k).size for k in ("encoder_self", "decoder_self", "cross"))
     assert len(rows) == expected
-    cross = [r for r in rows if r["kind"] == "cross" and r["layer"] == "1" and r["head"] == "0" and r["query_index"] == "2"]
+    # numbered from 1 as the app numbers them: layer 2, head 1, query 3 is array index [1, 0, 2]
+    cross = [r for r in rows if r["kind"] == "cross" and r["layer"] == "2" and r["head"] == "1" and r["query"] == "3"]
     np.testing.assert_allclose([float(r["weight"]) for r in cross], translation.attention.cross[1, 0, 2], atol=1e-6)
+    assert [int(r["key"]) for r in cross] == list(range(1, len(translation.src_tokens) + 1))
     assert [r["key_token"] for r in cross] == translation.src_tokens
     step_rows = list(csv.DictReader(io.StringIO(steps_csv([translation]))))
     assert len(step_rows) == sum(len(s.topk) for s in translation.steps)

@@ -11,8 +11,10 @@ class ExportView(View):
     name, title = "export", "Export"
 
     def build(self, context):
-        gr.Markdown("Tokens, decoding steps, the search tree and every attention weight of the current translation.")
-        button = gr.Button("Export JSON and CSV", elem_id="export-button")
+        gr.Markdown("Tokens, decoding steps, the search tree, the logit lens and every attention weight of the current "
+                    "translation, with the model, its weights' hash and the settings that produced it; and the first "
+                    "sentence's attention in the layout `bertviz` takes (see the README).")
+        button = gr.Button("Export JSON, CSV and bertviz", elem_id="export-button")
         files = gr.File(label="Downloads", file_count="multiple", elem_id="export-files")
         return {"export_button": button, "export_files": files}
 
@@ -23,7 +25,7 @@ class ExportView(View):
         def export(result):
             if result is None:
                 raise gr.Error("Translate a sentence first, then export it.")
-            return export_files(result)
+            return export_files(result, ui.registry)
 
         ui.components["export_button"].click(export, ui.result_state, ui.components["export_files"],
                                              api_visibility="private")

@@ -1,4 +1,10 @@
-"""A translation's trace as JSON and as CSV (long format, one weight per row): the numbers behind every plot."""
+"""A translation's trace as JSON and as CSV (long format, one weight per row): the numbers behind every plot.
+
+Layers, heads, steps and positions are numbered from 1, as the app numbers them ("step", "layer", "head",
+"query", "key" columns and fields); arrays keep their natural order, index 0 being number 1. `run` (model,
+direction, weights hash, settings, app version) makes an export enough to reproduce the run. The bertviz
+export holds what `bertviz.head_view` / `model_view` take for an encoder-decoder model.
+"""
 from __future__ import annotations
 
 import csv
@@ -17,9 +23,10 @@ def translation_dict(translation: Translation) -> dict:
         "src_tokens": translation.src_tokens, "src_ids": translation.src_ids,
         "tgt_tokens": translation.tgt_tokens, "tgt_ids": translation.tgt_ids,
         "decoder_input_tokens": translation.decoder_input_tokens,
-        "steps": [asdict(step) for step in translation.steps],
-        "tree": None if translation.tree is None else {"winner": translation.tree.winner,
-                                                        "nodes": [asdict(n) for n in translation.tree.nodes]},
+        "steps": [{"step": number, **asdict(step)} for number, step in enumerate(translation.steps, start=1)],
+        "tree": None if translation.tree is None else {
+            "winner": translation.tree.winner,
+            "nodes": [{"step": n.depth + 1, **asdict(n)} for n in translation.tree.nodes]},
         "attention": None,
     }
     lens = translation.logit_lens
@@ -36,18 +43,21 @@ def translation_dict(translation: Translation) -> dict:
     return out
 
 
-def to_json(translations: list[Translation]) -> str:
-    return json.dumps({"sentences": [translation_dict(t) for t in translations]}, ensure_ascii=False, indent=1)
+def to_json(translations: list[Translation], run: dict | None = None) -> str:
+    """`run`: what produced the translations (model, direction, weights hash, settings, app version)."""
+    document = {"run": run, "numbering": "layers, heads, steps and positions count from 1"} if run else {}
+    return json.dumps({**document, "sentences": [translation_dict(t) for t in translations]}, ensure_ascii=False,
+                      indent=1)
 
 
 def steps_csv(translations: list[Translation]) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(["sentence", "step", "token", "token_id", "prob", "rank", "candidate", "candidate_prob"])
-    for sentence, translation in enumerate(translations):
-        for step_index, step in enumerate(translation.steps):
+    for sentence, translation in enumerate(translations, start=1):
+        for step_number, step in enumerate(translation.steps, start=1):
             for rank, (candidate, prob) in enumerate(step.topk, start=1):
-                writer.writerow([sentence, step_index, step.token, step.token_id, f"{step.prob:.6f}", rank, candidate,
+                writer.writerow([sentence, step_number, step.token, step.token_id, f"{step.prob:.6f}", rank, candidate,
                                  f"{prob:.6f}"])
     return buffer.getvalue()
 
@@ -55,8 +65,8 @@ def steps_csv(translations: list[Translation]) -> str:
 def attention_csv(translations: list[Translation]) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(["sentence", "kind", "layer", "head", "query_index", "query_token", "key_index", "key_token", "weight"])
-    for sentence, translation in enumerate(translations):
+    writer.writerow(["sentence", "kind", "layer", "head", "query", "query_token", "key", "key_token", "weight"])
+    for sentence, translation in enumerate(translations, start=1):
         for kind in ATTENTION_KINDS:
             if kind not in translation.recorded:
                 continue
@@ -66,5 +76,17 @@ def attention_csv(translations: list[Translation]) -> str:
                 for head in range(weights.shape[1]):
                     for q, query in enumerate(recorded.rows):
                         for k, key in enumerate(recorded.cols):
-                            writer.writerow([sentence, kind, layer, head, q, query, k, key, f"{weights[layer, head, q, k]:.6f}"])
+                            writer.writerow([sentence, kind, layer + 1, head + 1, q + 1, query, k + 1, key,
+                                             f"{weights[layer, head, q, k]:.6f}"])
     return buffer.getvalue()
+
+
+def bertviz_dict(translation: Translation) -> dict:
+    """The layout bertviz's head_view / model_view take for an encoder-decoder model: per layer, a
+    (batch 1, heads, queries, keys) array; the decoder's tokens are what it reads, <s> then the output."""
+    def per_layer(kind):
+        return [layer[None].round(6).tolist() for layer in translation.recorded[kind].values]
+
+    return {"encoder_tokens": translation.src_tokens, "decoder_tokens": translation.decoder_input_tokens,
+            "encoder_attention": per_layer("encoder_self"), "decoder_attention": per_layer("decoder_self"),
+            "cross_attention": per_layer("cross")}

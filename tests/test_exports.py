@@ -1,0 +1,57 @@
+"""Exports that reproduce a run: what produced them, numbered from 1, and a bertviz export that the real
+bertviz package renders."""
+import hashlib
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+import torch
+
+from explorer.exports import export_files
+from explorer.registry import discover
+from explorer.session import run
+
+from .conftest import ROOT, SHIPPED
+
+
+@pytest.fixture(scope="module")
+def exported():
+    registry = discover(ROOT / "checkpoints")
+    result = run(registry, "Two dogs play in the snow.\nA man sleeps.", "en-de", "cpu", "beam", {"beam_size": 3}, 40)
+    return result, {Path(p).name: Path(p) for p in export_files(result, registry)}
+
+
+def test_the_json_export_says_what_produced_it(exported):
+    result, files = exported
+    data = json.loads(files["translation.json"].read_text(encoding="utf-8"))
+    run_info = data["run"]
+    assert run_info["weights_sha256"] == hashlib.sha256((SHIPPED / "model.safetensors").read_bytes()).hexdigest()
+    assert run_info["direction"] == {"src": "en", "tgt": "de"} and run_info["model"] == "en-de"
+    assert run_info["strategy"] == "beam" and run_info["settings"]["beam_size"] == 3
+    assert run_info["settings"]["max_length"] == 40
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert run_info["app_version"] == pyproject["project"]["version"]
+    sentence = data["sentences"][0]
+    assert [s["step"] for s in sentence["steps"]] == list(range(1, len(sentence["tgt_tokens"]) + 1))
+    assert all(node["step"] == node["depth"] + 1 for node in sentence["tree"]["nodes"])
+
+
+def test_the_bertviz_export_renders_through_bertviz(exported):
+    bertviz = pytest.importorskip("bertviz", reason="bertviz is in requirements-test.txt")
+    result, files = exported
+    data = json.loads(files["bertviz.json"].read_text(encoding="utf-8"))
+    translation = result.translations[0]
+    attention = {kind: [torch.tensor(layer) for layer in data[f"{kind}_attention"]]
+                 for kind in ("encoder", "decoder", "cross")}
+    layers, heads = translation.recorded["cross"].values.shape[:2]
+    assert len(attention["cross"]) == layers
+    assert tuple(attention["cross"][0].shape) == (1, heads, len(translation.tgt_tokens), len(translation.src_tokens))
+    torch.testing.assert_close(attention["decoder"][1][0], torch.from_numpy(translation.recorded["decoder_self"].values[1]),
+                               atol=1e-6, rtol=0)
+    assert data["decoder_tokens"] == translation.decoder_input_tokens
+    for view in (bertviz.head_view, bertviz.model_view):
+        html = view(encoder_attention=attention["encoder"], decoder_attention=attention["decoder"],
+                    cross_attention=attention["cross"], encoder_tokens=data["encoder_tokens"],
+                    decoder_tokens=data["decoder_tokens"], html_action="return")
+        assert "encoder" in html.data.lower() and len(html.data) > 1000
