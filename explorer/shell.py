@@ -8,6 +8,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+import random
 from pathlib import Path
 
 import gradio as gr
@@ -178,6 +179,8 @@ def build_demo(registry: Registry, views: list[View] | None = None) -> tuple[gr.
                     device_choice = Radio(devices, value="cpu", label="Device", elem_id="device")
                     strategy = controls.strategy_radio()
                     settings = controls.setting_inputs()
+                    new_seed = gr.Button("🎲 New seed and translate again", size="sm", elem_id="new-seed",
+                                         visible="seed" in settings and settings["seed"].visible)
                     max_length = controls.max_length_slider()
                     prefix = controls.prefix_box()
             with gr.Column(scale=5, min_width=320):
@@ -189,7 +192,7 @@ def build_demo(registry: Registry, views: list[View] | None = None) -> tuple[gr.
             layer = gr.Dropdown(layer_choices(config.n_layers), value=str(config.n_layers - 1), label="Layer", elem_id="layer")
             head = gr.Dropdown(head_choices(config.n_heads), value="mean", label="Head", elem_id="head")
         ui.add({"source": source, "translate_button": translate_button, "model": model_choice, "device": device_choice,
-                "example": example, "copy_link": copy_link, "link": link, "strategy": strategy, **settings, "max_length": max_length, "prefix": prefix,
+                "example": example, "new_seed": new_seed, "copy_link": copy_link, "link": link, "strategy": strategy, **settings, "max_length": max_length, "prefix": prefix,
                 "translation": translation, "summary": summary_text, "sentence": sentence, "layer": layer, "head": head})
         with gr.Tabs() as tabs:
             ui.add({"tabs": tabs})
@@ -254,10 +257,13 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
                       [comp for v in readers for comp in ui.outputs_of(v)], api_visibility="private", queue=False)
 
     def on_model(result, *values):
-        return ui.render(views, result, ui.state_from(values[:-1]), values[-1], MODEL)
+        """One request per model choice: the views about the model, its examples, and a stale result marked."""
+        model_key = values[-1]
+        return ui.render(views, result, ui.state_from(values[:-1]), model_key, MODEL) | model_inputs(ui, model_key, result)
 
     for event in (c["model"].change, demo.load):
-        event(on_model, ui.state_inputs + [c["model"]], view_outputs, api_visibility="private", show_progress="hidden")
+        event(on_model, ui.state_inputs + [c["model"]], view_outputs + [c["example"], c["summary"]],
+              api_visibility="private", show_progress="hidden")
     for view in views:
         view.wire(ui)
     wire_controls(ui)
@@ -275,26 +281,33 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
     gr.api(translate_details, api_name="translate_details")
 
 
+def model_inputs(ui: Wiring, model_key: str, result) -> dict:
+    """The examples in the model's source language, and a note when the shown result is another model's."""
+    c = ui.components
+    stale = result is not None and result.model_key != model_key
+    note = (f"⚠️ The result below is from **{literal(ui.registry.get(result.model_key).label)}**; press Translate "
+            f"to translate with **{literal(ui.registry.get(model_key).label)}**." if stale else gr.update())
+    return {c["example"]: gr.update(choices=examples_for(ui.registry.source_language(model_key)), value=None),
+            c["summary"]: note}
+
+
 def wire_controls(ui: Wiring) -> None:
     """The input side: examples, the model's language, which settings show, and a result gone stale."""
     c = ui.components
     c["example"].input(lambda sentence: sentence, c["example"], c["source"], api_visibility="private", queue=False)
 
-    def on_model(model_key, result):
-        language = ui.registry.source_language(model_key)
-        stale = result is not None and result.model_key != model_key
-        note = (f"⚠️ The result below is from **{literal(ui.registry.get(result.model_key).label)}**; press Translate "
-                f"to translate with **{literal(ui.registry.get(model_key).label)}**." if stale else gr.update())
-        return {c["example"]: gr.update(choices=examples_for(language), value=None), c["summary"]: note}
-
-    c["model"].input(on_model, [c["model"], ui.result_state], [c["example"], c["summary"]], api_visibility="private",
-                     queue=False)
     specs = all_settings()
+    if "seed" in c:  # sampling: the same seed gives the same output, so offer a new one
+        c["new_seed"].click(lambda: random.randrange(2**31 - 1), None, c["seed"], api_visibility="private",
+                            queue=False).then(None, None, None, js="() => document.querySelector('#translate-button')"
+                                              ".click()")
 
     def on_strategy(strategy):  # only the chosen strategy's settings are shown
-        return {c[spec.name]: gr.update(visible=spec.strategy == strategy) for spec in specs}
+        shown = {c[spec.name]: gr.update(visible=spec.strategy == strategy) for spec in specs}
+        return shown | {c["new_seed"]: gr.update(visible=strategy == "sample")}
 
-    c["strategy"].change(on_strategy, c["strategy"], [c[spec.name] for spec in specs], api_visibility="private",
+    c["strategy"].change(on_strategy, c["strategy"], [c[spec.name] for spec in specs] + [c["new_seed"]],
+                         api_visibility="private",
                          queue=False)
 
 

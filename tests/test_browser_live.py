@@ -143,3 +143,23 @@ def test_an_input_error_leaves_the_last_good_result(browser, server_url):  # noq
     assert page.locator("#live-attention .ae-heatmap").count() == 1  # the picture stays too
     assert page.get_by_text("Error", exact=True).count() == 0  # no error badges over the outputs
     page.close()
+
+
+def test_sampling_shows_its_seed_and_offers_a_new_one(browser, server_url):  # noqa: F811
+    import re
+
+    from playwright.sync_api import expect
+
+    page = translated_page(browser, server_url, 1400, 900)
+    page.get_by_text("Decoding settings").click()
+    page.get_by_role("radio", name="sampling").check()
+    expect(page.locator("#setting-beam_size")).to_be_hidden(timeout=TIMEOUT)  # only the chosen strategy's settings
+    page.get_by_role("button", name="Translate").click()
+    expect(page.locator("#summary")).to_contain_text("seed 0", timeout=TIMEOUT)
+    page.get_by_role("button", name="New seed and translate again").click()
+    expect(page.locator("#summary")).not_to_contain_text("seed 0,", timeout=TIMEOUT)
+    seed = int(page.locator("#setting-seed input").input_value())
+    expect(page.locator("#summary")).to_contain_text(re.compile(rf"seed {seed}\b"), timeout=TIMEOUT)
+    expected = Translator.from_pretrained(SHIPPED).translate(SENTENCE, strategy="sample", seed=seed, max_length=64)
+    expect(page.locator("#translation textarea")).to_have_value(expected.text, timeout=TIMEOUT)
+    page.close()

@@ -26,8 +26,9 @@ def attention_heatmap(weights: np.ndarray, row_labels: list[str], col_labels: li
                       row_title: str = "query", col_title: str = "key") -> go.Figure:
     """One (rows, cols) matrix of attention weights."""
     figure = go.Figure(_heatmap(rounded(weights), unique_labels(col_labels), unique_labels(row_labels)))
-    figure.update_xaxes(type="category", tickangle=-60, title={"text": label(col_title)})  # "<s>" is text, not a tag
-    figure.update_yaxes(type="category", autorange="reversed", title={"text": label(row_title)})
+    # every token gets its label: on a narrow screen the plot scrolls (style.css) instead of dropping some
+    figure.update_xaxes(type="category", tickangle=-60, dtick=1, title={"text": label(col_title)})  # "<s>" as text
+    figure.update_yaxes(type="category", autorange="reversed", dtick=1, title={"text": label(row_title)})
     return base_layout(figure, title, height=max(320, 140 + 22 * len(row_labels)))
 
 
