@@ -1,7 +1,9 @@
-"""App speed, printed as JSON: start-up time of `python app.py`, plot payload sizes for a 30-token
-sentence, and in-browser timings (headless Debian Chromium) for a 15-token sentence.
+"""App speed, printed as JSON, on a 30-token sentence in headless Debian Chromium (medians of --runs):
+switch_ms (the slowest of kind, layer, head and step switches in the live view, from the input event to the
+painted frame), translate_to_views_ms (click to the translation and the live view drawn), page_load_ms,
+payload_kb (everything one translation sends to the browser), and the start-up time of `python app.py`.
 
-    python bench/bench_app.py [--runs 5]
+    python bench/bench_app.py [--runs 7]
 """
 from __future__ import annotations
 
@@ -50,78 +52,87 @@ def startup_seconds() -> float:
         process.wait()
 
 
-def payload_kb(app) -> dict:
-    """JSON size of every figure a view sends, for a 30-token sentence."""
-    from explorer.views.attention import attention_figure
-    from explorer.views.steps import step_outputs
+def payload_kb(url: str) -> dict:
+    """What one translation of the 30-token sentence sends to the browser (every output of /translate, the live
+    view's payload with every kind, layer and head included), as JSON."""
+    from gradio_client import Client
 
-    translation = app.ui.translate(SENTENCE_30, "en-de", "cpu", "beam", 4)["result"].translations[0]
-    sizes = {"source_tokens": len(translation.src_tokens), "target_tokens": len(translation.tgt_tokens)}
-    for kind in ("encoder_self", "decoder_self", "cross"):
-        for layer, head in (("0", "mean"), ("0", "all"), ("overview", "mean")):
-            figure = attention_figure(translation.recorded[kind], layer, head, False)
-            sizes[f"{kind} layer={layer} head={head}"] = round(len(figure.to_json()) / 1024, 1)
-    step = step_outputs(translation, 3, "0", "mean")
-    sizes["step candidates"] = round(len(step["candidates_plot"].to_json()) / 1024, 1)
-    sizes["step source attention"] = round(len(step["step_source_plot"].to_json()) / 1024, 1)
-    return sizes
+    outputs = Client(url, verbose=False).predict(SENTENCE_30, api_name="/translate")
+    total = len(json.dumps(outputs, ensure_ascii=False).encode("utf-8"))
+    return {"payload_kb": round(total / 1024, 1)}
+
+
+# In the page: change a live-view control and time until the browser has painted the result (two frames).
+SWITCH_JS = """async ([selector, values]) => {
+  const el = document.querySelector('#live-attention ' + selector), times = [];
+  for (const value of values) {
+    const started = performance.now();
+    el.value = value; el.dispatchEvent(new Event(el.type === 'range' ? 'input' : 'change'));
+    await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+    times.push(performance.now() - started);
+  }
+  return times;
+}"""
 
 
 def browser_ms(url: str, runs: int) -> dict:
+    """Page load, Translate to the translation and live view drawn, and in-browser switches (median of `runs`)."""
     from playwright.sync_api import sync_playwright
-
-    def plot_ready(page, selector, title_part):
-        page.wait_for_function(
-            "([s, t]) => { const p = document.querySelector(s + ' .js-plotly-plot');"
-            " return p && p.layout && p.layout.title && p.layout.title.text.includes(t) && p.querySelector('.main-svg'); }",
-            arg=[selector, title_part], timeout=60_000)
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 1000})
+        loads = []
+        for _ in range(runs):
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            started = time.perf_counter()
+            page.goto(url)
+            page.get_by_role("button", name="Translate").wait_for()
+            loads.append((time.perf_counter() - started) * 1000)
+            page.close()
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
         page.goto(url)
         source = page.get_by_label("Source text")
-        translations, changes = [], []
-        for run in range(runs + 1):  # the first run also loads plotly.js; it is not counted
-            source.fill(SENTENCE_15 if run % 2 == 0 else SENTENCE_15.replace("blue", "green"))
-            page.evaluate("() => { const p = document.querySelector('#candidates-plot .js-plotly-plot'); if (p) p.layout.title.text = 'old'; }")
+        translations = []
+        for run in range(runs + 1):  # the first run warms the server up; it is not counted
+            sentence = SENTENCE_30 if run % 2 == 0 else SENTENCE_30.replace("red", "green")
+            source.fill(sentence)
+            page.evaluate("() => { const l = document.querySelector('#live-attention .ae-live'); if (l) l.dataset.state = 'old'; }")
             started = time.perf_counter()
             page.get_by_role("button", name="Translate").click()
-            plot_ready(page, "#candidates-plot", "Step")
+            page.wait_for_function("() => { const l = document.querySelector('#live-attention .ae-live');"
+                                   " return l && l.dataset.state && l.dataset.state !== 'old' && l.querySelector('svg'); }",
+                                   timeout=60_000)
             page.wait_for_function("() => document.querySelector('#translation textarea').value.length > 0")
             if run:
                 translations.append((time.perf_counter() - started) * 1000)
-        page.get_by_role("tab", name="Attention").click()
-        plot_ready(page, "#attention-plot", "Cross")
-        # Playwright's own click takes ~300 ms (it waits for the option to stop moving), so the clock starts
-        # when the browser sends the change to the server, which is when the visitor's choice has registered
-        sent = []
-        page.on("request", lambda request: sent.append(time.perf_counter()) if request.method == "POST" else None)
-        for run in range(runs):
-            sent.clear()
-            page.get_by_label("Head", exact=True).click()
-            page.get_by_role("option", name=f"Head {run % 4 + 1}", exact=True).click()
-            plot_ready(page, "#attention-plot", f"head {run % 4 + 1}")
-            changes.append((time.perf_counter() - sent[0]) * 1000)
+        switches = {}
+        for name, selector, values in (("kind", "select.ae-kind", ["encoder_self", "decoder_self", "cross"]),
+                                       ("layer", "select.ae-layer", ["0", "1", "2"]),
+                                       ("head", "select.ae-head", ["0", "1", "2", "3", "mean"]),
+                                       ("step", "input.ae-step", ["3", "6", "9", "12", "15", "18", "21"])):
+            times = []
+            while len(times) < runs:
+                times += page.evaluate(SWITCH_JS, [selector, values])
+            switches[name] = round(statistics.median(times), 1)
         browser.close()
-    return {"translate_to_rendered_ms_median": round(statistics.median(translations)),
-            "head_change_rerender_ms_median (from the change request to the drawn heatmap)": round(statistics.median(changes)),
+    return {"switch_ms": max(switches.values()), "switch_ms_by_control": switches,
+            "translate_to_views_ms": round(statistics.median(translations)), "page_load_ms": round(statistics.median(loads)),
             "runs": runs}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()
     report = {"startup_s": startup_seconds()}
     import app
 
-    report["plot_payload_kb_30_tokens"] = payload_kb(app)
     _, url, _ = app.demo.launch(prevent_thread_lock=True, quiet=True, run_history=False, css=app.CSS)
     try:
-        report["browser"] = browser_ms(url, args.runs)
+        report |= browser_ms(url, args.runs) | payload_kb(url)
     finally:
         app.demo.close()
+    report["budgets"] = {"switch_ms": 50, "translate_to_views_ms": 500, "page_load_ms": 1500, "payload_kb": 300}
     print(json.dumps(report, indent=2))
 
 

@@ -27,6 +27,7 @@ class RunResult:
     translations: list[Translation]
     milliseconds: float
     notices: list[str] = field(default_factory=list)
+    rendered_views: set[str] = field(default_factory=set)  # the page's views drawn for this result so far
 
     @property
     def strategy_label(self) -> str:

@@ -65,6 +65,8 @@ class Wiring:
         self.components: dict[str, gr.components.Component] = {}
         self.view_outputs: dict[str, list[str]] = {}
         self.result_state: gr.State | None = None
+        self.open_tab: gr.State | None = None  # the tab the visitor has open: drawn at once on Translate
+        self.tabs: dict[str, gr.Tab] = {}
         self.state_names: list[str] = []
 
     def add(self, named: dict, owner: str | None = None) -> None:
@@ -103,10 +105,10 @@ class Wiring:
         return ["translation", "summary", "sentence", "layer", "head"] + [
             name for view in self.views for name in self.view_outputs[view.name]]
 
-    def translate(self, text, *request, **named) -> dict:
+    def translate(self, text, *request, only: set[str] | None = None, **named) -> dict:
         """Runs a request (the API's arguments after the text, in order or by name) and renders every view
-        in the view state given by name; what is not given takes its control's default. Returns values by
-        name, with the stored result under "result"."""
+        (or those named in `only`) in the view state given by name; what is not given takes its control's
+        default. Returns values by name, with the stored result under "result"."""
         given = dict(zip(self.request_names[1:], request)) | named
         unknown = sorted(set(given) - set(self.request_names) - set(self.state_names))
         if unknown:
@@ -124,7 +126,9 @@ class Wiring:
             "head": gr.update(choices=head_choices(n_heads), value=state["head"]),
         }
         for view in self.views:
-            named.update(view.render(result, state, self.context(result.model_key), TRANSLATION))
+            if only is None or view.name in only:
+                named.update(view.render(result, state, self.context(result.model_key), TRANSLATION))
+                result.rendered_views.add(view.name)
         return named
 
     def default_state(self) -> dict:
@@ -198,8 +202,10 @@ def build_demo(registry: Registry, views: list[View] | None = None) -> tuple[gr.
             ui.add({"tabs": tabs})
             for view in views:
                 if view.placement == "tab":
-                    with gr.Tab(view.title, id=view.name):
+                    with gr.Tab(view.title, id=view.name) as tab:
                         ui.add(view.build(context), owner=view.name)
+                    ui.tabs[view.name] = tab
+        ui.open_tab = gr.State(next((v.name for v in views if v.placement == "tab"), ""))
         ui.state_names = ["sentence", "layer", "head"] + [name for view in views for name in view.controls]
         wire(ui, demo)
     return demo, ui
@@ -214,6 +220,14 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
         state the visitor has chosen)."""
         request, state = values[: len(ui.request_names)], values[len(ui.request_names):]
         named = ui.translate(*request, **ui.state_from(state))
+        return {ui.result_state: named.pop("result")} | ui.by_component(named)
+
+    def translate_page(*values):
+        """The page's Translate: draws the first screen and the open tab now; other tabs when opened."""
+        *values, open_tab = values
+        request, state = values[: len(ui.request_names)], values[len(ui.request_names):]
+        shown = {v.name for v in views if v.placement == "first_screen"} | {open_tab}
+        named = ui.translate(*request, only=shown, **ui.state_from(state))
         return {ui.result_state: named.pop("result")} | ui.by_component(named)
 
     translate.__signature__ = inspect.Signature(
@@ -239,7 +253,8 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
         return checks
 
     for trigger in (c["translate_button"].click, c["source"].submit):  # the page: checked first, result kept
-        trigger(translate, translate_inputs, translate_outputs, api_name=False, api_visibility="private", validator=validate)
+        trigger(translate_page, translate_inputs + [ui.open_tab], translate_outputs, api_name=False,
+                api_visibility="private", validator=lambda *values: validate(*values[:-1]) + [gr.validate(True, "")])
     # the API: the same handler, unvalidated, so an API caller gets the error message itself
     api_trigger = gr.Button(visible="hidden", elem_id="api-translate")
     api_trigger.click(translate, translate_inputs, translate_outputs, api_name="translate")
@@ -266,6 +281,8 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
               api_visibility="private", show_progress="hidden")
     for view in views:
         view.wire(ui)
+        if view.placement == "tab":
+            wire_tab(ui, view)
     wire_controls(ui)
     wire_link(ui, demo)
 
@@ -279,6 +296,21 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
     translate_details.__annotations__ = {p.name: p.annotation for p in translate_details.__signature__.parameters.values()}
     translate_details.__annotations__["return"] = dict
     gr.api(translate_details, api_name="translate_details")
+
+
+def wire_tab(ui: Wiring, view: View) -> None:
+    """Opening a tab draws its view for the current result, if the Translate that made it did not."""
+
+    def opened(result, *values):
+        out = {ui.open_tab: view.name}
+        if result is None or view.name in result.rendered_views:
+            return out
+        result.rendered_views.add(view.name)
+        named = view.render(result, ui.state_from(values), ui.context(result.model_key), TRANSLATION)
+        return out | ui.by_component(named) | {ui.result_state: result}
+
+    ui.tabs[view.name].select(opened, ui.state_inputs, [ui.open_tab, ui.result_state] + ui.outputs_of(view),
+                              api_visibility="private", show_progress="hidden")
 
 
 def model_inputs(ui: Wiring, model_key: str, result) -> dict:

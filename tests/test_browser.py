@@ -71,7 +71,7 @@ def plot_data(page, selector):
 
 def choose(page, label, option):
     page.get_by_label(label, exact=True).click()
-    page.get_by_role("option", name=option, exact=True).click()
+    page.locator(f"li[data-testid='dropdown-option'][aria-label='{option}']").click()  # Gradio's list, not the live view's
 
 
 def test_translate_shows_translation_tokens_and_timing(page):
@@ -109,7 +109,7 @@ def test_attention_kind_layer_and_head_change_the_heatmap(page):
     wait_for_plot(page, "#attention-plot")
     before = plot_data(page, "#attention-plot")
     assert "Cross-attention" in before["title"]
-    page.get_by_label("Encoder self-attention").check()
+    page.get_by_role("radio", name="Encoder self-attention").check()
     page.wait_for_function("() => document.querySelector('#attention-plot .js-plotly-plot').layout.title.text.startsWith('Encoder')",
                            timeout=TIMEOUT)
     encoder = plot_data(page, "#attention-plot")
@@ -191,7 +191,7 @@ def test_html_input_shows_as_text_and_never_runs(browser, server_url):
     page.get_by_role("button", name="Translate").click()
     expect(page.locator("#translation textarea")).not_to_have_value("", timeout=TIMEOUT)
     page.get_by_role("tab", name="Attention").click()
-    page.get_by_label("Encoder self-attention").check()
+    page.get_by_role("radio", name="Encoder self-attention").check()
     page.wait_for_function("() => document.querySelector('#attention-plot .js-plotly-plot')?.layout.title.text.startsWith('Encoder')",
                            timeout=TIMEOUT)
     labels = page.locator("#attention-plot .xtick text").all_text_contents()

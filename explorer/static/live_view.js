@@ -135,15 +135,20 @@ function heatmap(root) {
   rows.forEach((r, i) => svg.appendChild(node("text", {x: left - 6, y: top + i * cell + cell * 0.7, "text-anchor": "end",
                                                        class: "ae-row-label"}, r, true)));
   m.forEach((row, i) => row.forEach((w, j) => {
-    const rect = node("rect", {x: left + j * cell, y: top + i * cell, width: cell - 1, height: cell - 1, fill: colour(w),
-                               "data-weight": w.toFixed(3), class: "ae-cell"}, null, true);
-    rect.appendChild(node("title", {}, `query ${rows[i]} → key ${cols[j]}: ${w.toFixed(3)}`, true));
-    svg.appendChild(rect);
+    svg.appendChild(node("rect", {x: left + j * cell, y: top + i * cell, width: cell - 1, height: cell - 1, fill: colour(w),
+                                  "data-weight": w.toFixed(3), "data-row": i, "data-col": j, class: "ae-cell"}, null, true));
   }));
+  // one hover handler for the whole map (a title per cell made every redraw several times slower)
+  const tip = node("div", {class: "ae-tip"}, "hover a cell: query → key: weight");
+  svg.addEventListener("mouseover", event => {
+    const cellNode = event.target.closest && event.target.closest("rect.ae-cell");
+    if (cellNode) tip.textContent = `query ${rows[cellNode.dataset.row]} → key ${cols[cellNode.dataset.col]}: ${cellNode.dataset.weight}`;
+  });
   const which = view.head === "mean" ? `mean of ${view.payload.heads} heads` : `head ${view.head + 1}`;
   root.appendChild(node("div", {class: "ae-title"}, `${map.title}: layer ${view.layer + 1}, ${which}` +
     (view.step ? `, step ${view.step}` : "") + (view.merge ? " (words)" : "")));
   root.appendChild(node("div", {class: "ae-axes"}, `rows: ${map.row_title} · columns: ${map.col_title}`));
+  root.appendChild(tip);
   const scroll = node("div", {class: "ae-scroll"});
   scroll.appendChild(svg);
   root.appendChild(scroll);
