@@ -57,6 +57,11 @@ def details_json(result: RunResult) -> dict:
             **json.loads(to_json(result.translations))}
 
 
+# Runs in the browser before the open tab is drawn: waits until the first screen has been painted, so that
+# the tab's plots never hold back the translation and the live picture.
+AFTER_PAINT_JS = "(...args) => new Promise(done => requestAnimationFrame(() => setTimeout(() => done(args), 0)))"
+
+
 class Wiring:
     """Components by name, the result state, and the view state: what views use to wire their events."""
 
@@ -223,12 +228,21 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
         return {ui.result_state: named.pop("result")} | ui.by_component(named)
 
     def translate_page(*values):
-        """The page's Translate: draws the first screen and the open tab now; other tabs when opened."""
-        *values, open_tab = values
+        """The page's Translate: the translation and the first screen first; the open tab right after
+        (draw_open_tab), other tabs when opened (wire_tab), so the picture never waits for hidden plots."""
         request, state = values[: len(ui.request_names)], values[len(ui.request_names):]
-        shown = {v.name for v in views if v.placement == "first_screen"} | {open_tab}
+        shown = {v.name for v in views if v.placement == "first_screen"}
         named = ui.translate(*request, only=shown, **ui.state_from(state))
         return {ui.result_state: named.pop("result")} | ui.by_component(named)
+
+    def draw_open_tab(result, *values):
+        *values, open_tab = values
+        view = next((v for v in views if v.name == open_tab), None)
+        if result is None or view is None or view.name in result.rendered_views:
+            return {}
+        result.rendered_views.add(view.name)
+        named = view.render(result, ui.state_from(values), ui.context(result.model_key), TRANSLATION)
+        return {ui.result_state: result} | ui.by_component(named)
 
     translate.__signature__ = inspect.Signature(
         controls.request_parameters(ui.registry.default_key)
@@ -252,9 +266,11 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
             checks[at_fault] = gr.validate(False, message)
         return checks
 
+    tab_outputs = [component for view in views if view.placement == "tab" for component in ui.outputs_of(view)]
     for trigger in (c["translate_button"].click, c["source"].submit):  # the page: checked first, result kept
-        trigger(translate_page, translate_inputs + [ui.open_tab], translate_outputs, api_name=False,
-                api_visibility="private", validator=lambda *values: validate(*values[:-1]) + [gr.validate(True, "")])
+        trigger(translate_page, translate_inputs, translate_outputs, api_name=False, api_visibility="private",
+                validator=validate).success(draw_open_tab, ui.state_inputs + [ui.open_tab], [ui.result_state] + tab_outputs,
+                                            api_visibility="private", show_progress="hidden", js=AFTER_PAINT_JS)
     # the API: the same handler, unvalidated, so an API caller gets the error message itself
     api_trigger = gr.Button(visible="hidden", elem_id="api-translate")
     api_trigger.click(translate, translate_inputs, translate_outputs, api_name="translate")
