@@ -40,9 +40,14 @@ def prefix_box():
                       elem_id="prefix", max_lines=1)
 
 
+def heads_off_box():
+    return gr.Textbox(label="Heads switched off", placeholder="e.g. cross 3 2; decoder_self 1 4 (numbered from 1)",
+                      elem_id="heads-off", max_lines=1)
+
+
 def request_parameters(default_model: str) -> list[inspect.Parameter]:
     """The API's arguments, shared by /translate and /translate_details: text, model, device, strategy,
-    every strategy's settings, max_length, prefix."""
+    every strategy's settings, max_length, prefix, heads_off."""
     keyword = inspect.Parameter.POSITIONAL_OR_KEYWORD
     parameters = [inspect.Parameter("text", keyword, annotation=str),
                   inspect.Parameter("model", keyword, default=default_model, annotation=str),
@@ -52,4 +57,5 @@ def request_parameters(default_model: str) -> list[inspect.Parameter]:
                    for spec in all_settings()]
     parameters.append(inspect.Parameter("max_length", keyword, default=DEFAULT_MAX_LENGTH, annotation=int))
     parameters.append(inspect.Parameter("prefix", keyword, default=None, annotation=str))  # None: no forcing
+    parameters.append(inspect.Parameter("heads_off", keyword, default=None, annotation=str))  # "cross 3 2; ..."
     return parameters

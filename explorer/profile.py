@@ -3,6 +3,7 @@ when the model loads, so that rendering never runs the model."""
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +32,7 @@ class ModelProfile:
     metrics: dict | None
     timeline: Timeline | None  # attention across training, when the checkpoint ships one
     weights_sha256: str | None  # of model.safetensors: which weights an export came from
+    head_importance: dict | None  # head_importance.json, when `python -m transformer.analysis.importance` wrote one
 
     def source_norms(self, src_ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
         """For one input: (size of each scaled token embedding, size of each positional vector)."""
@@ -52,7 +54,12 @@ def profile_model(translator: Translator) -> ModelProfile:
         metrics=translator.metrics,
         timeline=Timeline.load(translator.source) if translator.source else None,
         weights_sha256=file_sha256(translator.source / WEIGHTS_FILE) if translator.source else None,
+        head_importance=read_json_file(translator.source / "head_importance.json") if translator.source else None,
     )
+
+
+def read_json_file(path: Path) -> dict | None:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
 def file_sha256(path: Path) -> str:

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 import torch
 
 from transformer import Translation
+from transformer.core.head_mask import HeadMaskError, check_heads_off
 from transformer.decoding.strategies import SettingError, build_settings, get_strategy
 
 from .registry import Registry
@@ -53,7 +54,7 @@ def check_max_length(value) -> int:
 
 
 def check_request(registry: Registry, text: str, model_key: str, device: str, strategy: str, settings: dict,
-                  max_length, prefix) -> tuple[list[str], dict, int, object]:
+                  max_length, prefix, heads_off=None) -> tuple[list[str], dict, int, object]:
     """Everything about a request that can be wrong, checked before any decoding: (lines, the strategy's
     settings, max_length, the served model); a SettingError names the first problem."""
     lines = split_lines(text)
@@ -66,21 +67,26 @@ def check_request(registry: Registry, text: str, model_key: str, device: str, st
     except KeyError as error:
         raise SettingError(str(error.args[0])) from error
     served.translator.prefix_ids(prefix, max_length)
+    try:
+        check_heads_off(served.translator.model, heads_off)
+    except HeadMaskError as error:
+        raise SettingError(str(error)) from None
     return lines, strategy_settings, max_length, served
 
 
 def run(registry: Registry, text: str, model_key: str, device: str, strategy: str, settings: dict,
-        max_length=DEFAULT_MAX_LENGTH, prefix: str | list[str] | None = "") -> RunResult:
+        max_length=DEFAULT_MAX_LENGTH, prefix: str | list[str] | None = "", heads_off=None) -> RunResult:
     """`settings`: any registered strategy settings by name (see transformer/decoding/strategies); `prefix`
-    forces the start of every translation (text, or a list of pieces)."""
+    forces the start of every translation (text, or a list of pieces); `heads_off` lists (kind, layer, head),
+    0-based, to switch off."""
     lines, strategy_settings, max_length, served = check_request(registry, text, model_key, device, strategy,
-                                                                 settings, max_length, prefix)
+                                                                 settings, max_length, prefix, heads_off)
     translator, notice = served.on(device)
     notices = [notice] if notice else []
 
     def translate_with(chosen):
         return chosen.translate_batch(lines, strategy=strategy, max_length=max_length, capture=True, prefix=prefix,
-                                      logit_lens=True, **strategy_settings)
+                                      logit_lens=True, heads_off=heads_off, **strategy_settings)
 
     started = time.perf_counter()
     try:
@@ -99,5 +105,6 @@ def run(registry: Registry, text: str, model_key: str, device: str, strategy: st
     if any(t.tgt_tokens[-1:] == ["</s>"] and t.steps[-1].forced for t in translations):
         notices.append("The forced prefix contains </s>: the translation ends there.")
     return RunResult(model_key, "cuda" if translator.model.device.type == "cuda" else "cpu", strategy,
-                     {**strategy_settings, "max_length": max_length, "prefix": prefix or ""}, translations, elapsed,
-                     notices)
+                     {**strategy_settings, "max_length": max_length, "prefix": prefix or "",
+                      **({"heads_off": translations[0].settings.get("heads_off", [])} if heads_off else {})},
+                     translations, elapsed, notices)

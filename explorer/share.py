@@ -12,14 +12,15 @@ VIEW_KEYS = ("kind", "layer", "head", "step")
 
 def parse_link(params: dict, registry) -> tuple[dict, dict]:
     """(request arguments by name, the live view to open: kind, 0-based layer, head, step) from a query string."""
-    known = {"text", "model", "device", "strategy", "max_length", "prefix", *VIEW_KEYS, *(s.name for s in all_settings())}
+    known = {"text", "model", "device", "strategy", "max_length", "prefix", "heads_off", *VIEW_KEYS,
+             *(s.name for s in all_settings())}
     unknown = sorted(set(params) - known - {"__theme"})
     if unknown:
         raise SettingError(f"the link has unknown parameters {unknown}; known: {sorted(known)}")
     request = {"model": params.get("model", registry.default_key)}
     if request["model"] not in registry.models:
         raise SettingError(f"model in the link must be one of {sorted(registry.models)}, got {request['model']!r}")
-    for name in ("device", "strategy", "prefix"):
+    for name in ("device", "strategy", "prefix", "heads_off"):
         if name in params:
             request[name] = params[name]
     if "strategy" in request and request["strategy"] not in STRATEGIES:

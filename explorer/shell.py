@@ -19,6 +19,7 @@ from transformer.decoding.strategies import SettingError, all_settings
 
 from . import controls
 from .components import Dropdown, Radio
+from .heads_off import format_heads_off, parse_heads_off
 from .registry import Registry
 from .session import RunResult, check_request, run
 from .share import LINK_JS, parse_link
@@ -40,7 +41,9 @@ def examples_for(language: str | None) -> list[str]:
 
 def summary(result: RunResult) -> str:
     described = ", ".join(f"{name.replace('_', ' ')} {literal(str(value))}" for name, value in result.settings.items()
-                          if name not in ("max_length", "prefix"))
+                          if name not in ("max_length", "prefix", "heads_off"))
+    if result.settings.get("heads_off"):
+        described += f"{', ' if described else ''}heads off: {literal(format_heads_off(result.settings['heads_off']))}"
     if result.settings.get("prefix"):
         described += f"{', ' if described else ''}forced start “{literal(str(result.settings['prefix']))}”"
     lines = [f"**{len(result.translations)} sentence(s)** translated in **{result.milliseconds:.0f} ms** on "
@@ -102,7 +105,8 @@ class Wiring:
     @property
     def request_names(self) -> list[str]:
         """The inputs of a translation request, in the API's order."""
-        return ["source", "model", "device", "strategy"] + [s.name for s in all_settings()] + ["max_length", "prefix"]
+        return (["source", "model", "device", "strategy"] + [s.name for s in all_settings()]
+                + ["max_length", "prefix", "heads_off"])
 
     @property
     def translate_output_names(self) -> list[str]:
@@ -149,7 +153,11 @@ class Wiring:
         return named
 
     def render(self, views, result, state: dict, model_key: str, changed: str) -> dict:
-        return self.by_component(self.render_named(views, result, state, model_key, changed))
+        return self.unchanged_if_empty(self.by_component(self.render_named(views, result, state, model_key, changed)))
+
+    def unchanged_if_empty(self, updates: dict) -> dict:
+        """Gradio reads an empty dict as one output value: say "nothing changes" with one component instead."""
+        return updates or {self.components["summary"]: gr.update()}
 
 
 def build_demo(registry: Registry, views: list[View] | None = None) -> tuple[gr.Blocks, Wiring]:
@@ -192,6 +200,7 @@ def build_demo(registry: Registry, views: list[View] | None = None) -> tuple[gr.
                                          visible="seed" in settings and settings["seed"].visible)
                     max_length = controls.max_length_slider()
                     prefix = controls.prefix_box()
+                    heads_off = controls.heads_off_box()
             with gr.Column(scale=5, min_width=320):
                 for view in views:
                     if view.placement == "first_screen":
@@ -201,7 +210,7 @@ def build_demo(registry: Registry, views: list[View] | None = None) -> tuple[gr.
             layer = gr.Dropdown(layer_choices(config.n_layers), value=str(config.n_layers - 1), label="Layer", elem_id="layer")
             head = gr.Dropdown(head_choices(config.n_heads), value="mean", label="Head", elem_id="head")
         ui.add({"source": source, "translate_button": translate_button, "model": model_choice, "device": device_choice,
-                "example": example, "new_seed": new_seed, "copy_link": copy_link, "link": link, "strategy": strategy, **settings, "max_length": max_length, "prefix": prefix,
+                "example": example, "new_seed": new_seed, "copy_link": copy_link, "link": link, "strategy": strategy, **settings, "max_length": max_length, "prefix": prefix, "heads_off": heads_off,
                 "translation": translation, "summary": summary_text, "sentence": sentence, "layer": layer, "head": head})
         with gr.Tabs() as tabs:
             ui.add({"tabs": tabs})
@@ -239,7 +248,7 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
         *values, open_tab = values
         view = next((v for v in views if v.name == open_tab), None)
         if result is None or view is None or view.name in result.rendered_views:
-            return {}
+            return {ui.result_state: gr.update()}
         result.rendered_views.add(view.name)
         named = view.render(result, ui.state_from(values), ui.context(result.model_key), TRANSLATION)
         return {ui.result_state: result} | ui.by_component(named)
@@ -255,10 +264,11 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
         checks = [gr.validate(True, "") for _ in values]
         request = values[: len(ui.request_names)]
         text, model_key, device, strategy, *rest = request
-        *setting_values, max_length, prefix = rest
+        *setting_values, max_length, prefix, heads_off = rest
         try:
             check_request(ui.registry, text, model_key, device, strategy,
-                          dict(zip([s.name for s in all_settings()], setting_values)), max_length, prefix)
+                          dict(zip([s.name for s in all_settings()], setting_values)), max_length, prefix,
+                          parse_heads_off(heads_off))
         except SettingError as error:
             message = str(error)
             at_fault = next((i for i, name in enumerate(ui.request_names[1:], start=1)
@@ -365,12 +375,12 @@ def wire_link(ui: Wiring, demo: gr.Blocks) -> None:
     api_names = ["text"] + ui.request_names[1:]
     request_inputs = [c[name] for name in ui.request_names]
     c["copy_link"].click(None, request_inputs, c["link"], js=LINK_JS % json.dumps(api_names), api_visibility="private")
-    restored = ["source", "model", "strategy", *(s.name for s in all_settings()), "max_length", "prefix"]
+    restored = ["source", "model", "strategy", *(s.name for s in all_settings()), "max_length", "prefix", "heads_off"]
 
     def open_link(request: gr.Request):
         params = dict(request.query_params) if request else {}
         if "text" not in params:
-            return {}
+            return {c["source"]: gr.update()}
         try:
             arguments, view = parse_link(params, ui.registry)
         except SettingError as error:
@@ -389,10 +399,11 @@ def wire_link(ui: Wiring, demo: gr.Blocks) -> None:
 def run_request(registry: Registry, text, model_key, device, strategy, *rest) -> RunResult:
     """Runs one request given as the API's arguments (see controls.request_parameters); errors become
     messages for the visitor."""
-    *setting_values, max_length, prefix = rest
+    *setting_values, max_length, prefix, heads_off = rest
     settings = dict(zip([s.name for s in all_settings()], setting_values))
     try:
-        result = run(registry, text, model_key, device, strategy, settings, max_length, prefix)
+        result = run(registry, text, model_key, device, strategy, settings, max_length, prefix,
+                     parse_heads_off(heads_off))
     except SettingError as error:
         raise gr.Error(str(error)) from error
     except Exception as error:  # one visitor's failure must not take the server down

@@ -1,5 +1,7 @@
 """The live attention view in the browser: on the first screen, drawn client-side (no request when switching),
 a lines view that follows a hovered token and toggles heads, and every token labelled at phone width."""
+import re
+
 import pytest
 
 from transformer import Translator
@@ -20,6 +22,7 @@ def translated_page(browser, url, width, height, **options):  # noqa: F811
     page.get_by_role("button", name="Translate").click()
     expect(page.locator("#translation textarea")).not_to_have_value("", timeout=TIMEOUT)
     page.locator("#live-attention .ae-heatmap").wait_for(timeout=TIMEOUT)
+    expect(page.locator("#step-text")).to_contain_text("Step 1 of", timeout=TIMEOUT)  # the open tab, drawn after
     return page
 
 
@@ -108,7 +111,7 @@ def test_a_shared_link_restores_the_translation_and_the_view(browser, server_url
     live.locator("select.ae-head").select_option("3")
     page.get_by_role("button", name="Copy link to this view").click()
     expect(page.locator("#link textarea, #link input").first).to_have_value(
-        __import__("re").compile(r"text=Two\+dogs.*strategy=beam.*kind=decoder_self&layer=2&head=4"), timeout=TIMEOUT)
+        re.compile(r"text=Two\+dogs.*strategy=beam.*kind=decoder_self&layer=2&head=4"), timeout=TIMEOUT)
     link = page.locator("#link textarea, #link input").first.input_value()
     assert page.url == link  # the address bar holds it too
     page.close()
@@ -146,8 +149,6 @@ def test_an_input_error_leaves_the_last_good_result(browser, server_url):  # noq
 
 
 def test_sampling_shows_its_seed_and_offers_a_new_one(browser, server_url):  # noqa: F811
-    import re
-
     from playwright.sync_api import expect
 
     page = translated_page(browser, server_url, 1400, 900)

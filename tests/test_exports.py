@@ -2,10 +2,10 @@
 bertviz package renders."""
 import hashlib
 import json
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 import torch
 
 from explorer.exports import export_files

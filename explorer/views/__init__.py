@@ -1,7 +1,9 @@
 """The explorer's views, one file each; the shell makes one tab per entry, in this order."""
 from .attention import AttentionView
+from .attribution import AttributionView
 from .base import MODEL, TRANSLATION, View, ViewContext, current_translation
 from .export import ExportView
+from .heads import HeadsView
 from .lens import LensView
 from .live import LiveView
 from .model import ModelView
@@ -11,7 +13,7 @@ from .tokens import TokensView
 from .training import TrainingView
 from .tree import TreeView
 
-VIEWS: list[View] = [LiveView(), StepsView(), AttentionView(), TreeView(), LensView(), TokensView(), PositionalView(), ModelView(),
-                     TrainingView(), ExportView()]
+VIEWS: list[View] = [LiveView(), StepsView(), AttentionView(), TreeView(), LensView(), HeadsView(), AttributionView(),
+                     TokensView(), PositionalView(), ModelView(), TrainingView(), ExportView()]
 
 __all__ = ["MODEL", "TRANSLATION", "VIEWS", "View", "ViewContext", "current_translation"]

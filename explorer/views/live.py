@@ -7,7 +7,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from .base import MODEL, TRANSLATION, View, current_translation
+from .base import TRANSLATION, View, current_translation
 from .live_payload import live_payload
 
 STATIC = Path(__file__).resolve().parent.parent / "static"

@@ -12,7 +12,7 @@ from .. import figures
 from ..components import Radio, Slider
 from ..text import literal
 from .base import MODEL, View
-from .selection import ALL, OVERVIEW, MEAN, head_name, select_heads
+from .selection import ALL, MEAN, OVERVIEW, head_name, select_heads
 
 NO_TIMELINE = ("This checkpoint ships no training timeline. Train with `python -m transformer.train` (it records one "
                "after every epoch) to see attention form epoch by epoch.")

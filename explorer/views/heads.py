@@ -1,0 +1,143 @@
+"""Heads: what each head does in this sentence and which ones matter. Statistics per head (entropy,
+confidence, offset, weight on </s> and punctuation) as a sortable table and as layer x head grids named by
+role with the thresholds stated; the checkpoint's head importance (when its folder has head_importance.json);
+and live ablation: switch heads off and see the translation again, against the original."""
+from __future__ import annotations
+
+import gradio as gr
+import numpy as np
+import pandas as pd
+import torch
+
+from transformer.analysis.head_stats import BROAD_SPREAD, POSITION_SHARE, SINK_SHARE, head_stats
+from transformer.core.head_mask import heads_masked
+from transformer.core.probes import ATTENTION_KINDS, PROBES
+from transformer.tokenizer import BOS_ID
+
+from ..figures.heads import head_grid
+from ..heads_off import format_heads_off
+from ..text import literal
+from .base import TRANSLATION, View, current_translation
+
+STATISTICS = {"spread": "spread (normalised entropy)", "max_weight": "confidence (mean max weight)",
+              "mean_offset": "mean offset (key - query)", "eos_share": "weight on </s>",
+              "punctuation_share": "weight on punctuation"}
+THRESHOLDS = (f"Roles, checked in this order: *previous* / *next token* when ≥ {POSITION_SHARE:.0%} of "
+              f"rows put their maximum one position back / ahead (not for cross-attention); *diagonal / alignment* "
+              f"when ≥ {POSITION_SHARE:.0%} of maxima lie on the diagonal scaled to the two lengths; "
+              f"*sink on </s>* (or <s>) when ≥ {SINK_SHARE:.0%} of the weight goes there; *broad* when "
+              f"the spread is ≥ {BROAD_SPREAD}; else *mixed*.")
+
+
+class HeadsView(View):
+    name, title = "heads", "Heads"
+    controls = ("head_statistic",)
+    reads = ("sentence",)
+
+    def build(self, context):
+        config = context.profile.config
+        with gr.Row():
+            statistic = gr.Dropdown([(v, k) for k, v in STATISTICS.items()], value="spread", label="Colour by",
+                                    elem_id="head-statistic")
+        gr.Markdown(THRESHOLDS)
+        grids = gr.Plot(label="Heads of this sentence", elem_id="head-grids")
+        table = gr.Dataframe(label="Every head of this sentence (click a column to sort)", elem_id="head-table",
+                             interactive=False)
+        importance = gr.Plot(label="Head importance (val BLEU drop when masked alone)", elem_id="head-importance")
+        gr.Markdown("**Switch heads off** (Michel et al., 2019): their outputs are zeroed while the sentence is "
+                    "translated again.")
+        with gr.Row():
+            toggles = {kind: gr.CheckboxGroup(head_names(config), label=PROBES[kind].title.split(" (")[0],
+                                              elem_id=f"off-{kind}") for kind in ATTENTION_KINDS}
+        ablate = gr.Button("Translate with these heads off", elem_id="ablate-button")
+        ablation = gr.Markdown(elem_id="ablation-text")
+        return {"head_statistic": statistic, "head_grids": grids, "head_table": table, "head_importance": importance,
+                **{f"off_{kind}": box for kind, box in toggles.items()}, "ablate_button": ablate,
+                "ablation_text": ablation}
+
+    def render(self, result, state, context, changed):
+        translation = current_translation(result, state)
+        out = {}
+        if changed in ("model", TRANSLATION):
+            out["head_importance"] = importance_figure(context.profiles[result.model_key if result else context.model_key])
+        if translation is None or changed not in (TRANSLATION, "sentence", "head_statistic"):
+            return out
+        per_kind = {kind: head_stats(translation.recorded[kind]) for kind in ATTENTION_KINDS}
+        statistic = state.get("head_statistic") or "spread"
+        out["head_grids"] = grids_figure(per_kind, statistic, result.translations[0].recorded["cross"].values.shape[:2])
+        out["head_table"] = pd.DataFrame([
+            {"kind": s.kind, "layer": s.layer + 1, "head": s.head + 1, "role": s.role, "entropy": round(s.entropy, 3),
+             "spread": round(s.spread, 3), "confidence": round(s.max_weight, 3), "mean offset": round(s.mean_offset, 2),
+             "on </s>": round(s.eos_share, 3), "on punctuation": round(s.punctuation_share, 3)}
+            for kind in ATTENTION_KINDS for s in per_kind[kind]])
+        return out
+
+    def wire(self, ui):
+        c = ui.components
+        boxes = [c[f"off_{kind}"] for kind in ATTENTION_KINDS]
+
+        def ablate(result, sentence, *chosen):
+            translation = current_translation(result, {"sentence": sentence})
+            if translation is None:
+                raise gr.Error("Translate a sentence first.")
+            heads_off = [(kind, int(name.split()[1]) - 1, int(name.split()[3]) - 1)
+                         for kind, names in zip(ATTENTION_KINDS, chosen) for name in names or []]
+            translator = ui.registry.get(result.model_key).translator
+            settings = {k: v for k, v in result.settings.items() if k not in ("max_length", "prefix", "heads_off")}
+            changed = translator.translate(translation.source, strategy=result.strategy, heads_off=heads_off,
+                                           max_length=result.settings["max_length"], **settings)
+            drop = original_log_prob(translator, translation, heads_off) - original_log_prob(translator, translation, [])
+            return {c["ablation_text"]: (
+                f"**{len(heads_off)} head(s) off** ({literal(format_heads_off(heads_off)) or 'none'}).  \n"
+                f"**Original:** {literal(translation.text)}  \n**With them off:** {literal(changed.text) or '(empty)'}  \n"
+                f"Log-probability of the original output: {drop:+.3f} nats with them off "
+                f"({'the same' if changed.tgt_ids == translation.tgt_ids else 'a different'} output).")}
+
+        c["ablate_button"].click(ablate, [ui.result_state, c["sentence"], *boxes], [c["ablation_text"]],
+                                 api_visibility="private")
+
+
+def head_names(config) -> list[str]:
+    return [f"layer {layer + 1} head {head + 1}" for layer in range(config.n_layers) for head in range(config.n_heads)]
+
+
+@torch.inference_mode()
+def original_log_prob(translator, translation, heads_off) -> float:
+    """log p(the original output | source) with `heads_off` switched off: one teacher-forced pass."""
+    model = translator.model
+    src = torch.tensor([translation.src_ids], device=model.device)
+    decoder_input = torch.tensor([[BOS_ID] + translation.tgt_ids[:-1]], device=model.device)
+    with heads_masked(model, heads_off):
+        logits = model(src, decoder_input)[0].float()
+    logits[:, [model.config.pad_id, BOS_ID]] = float("-inf")  # as decoding does
+    targets = torch.tensor(translation.tgt_ids, device=model.device)
+    return float(logits.log_softmax(-1).gather(1, targets[:, None]).sum())
+
+
+def grids_figure(per_kind: dict, statistic: str, shape) -> object:
+    layers, heads = shape
+    values = np.full((len(ATTENTION_KINDS) * (layers + 1) - 1, heads), np.nan)
+    texts = [[""] * heads for _ in range(values.shape[0])]
+    for k, kind in enumerate(ATTENTION_KINDS):
+        for s in per_kind[kind]:
+            row = k * (layers + 1) + s.layer
+            values[row, s.head] = getattr(s, statistic)
+            texts[row][s.head] = f"{kind.split('_')[0][:3]} L{s.layer + 1}: {s.role}"
+    return head_grid(values, texts, f"Heads of this sentence (encoder self, decoder self, cross from top), coloured by "
+                     f"{STATISTICS[statistic]}", STATISTICS[statistic])
+
+
+def importance_figure(profile):
+    importance = getattr(profile, "head_importance", None)
+    if not importance:
+        return None
+    layers, heads = profile.config.n_layers, profile.config.n_heads
+    values = np.full((len(ATTENTION_KINDS) * (layers + 1) - 1, heads), np.nan)
+    texts = [[""] * heads for _ in range(values.shape[0])]
+    for entry in importance.get("heads", []):
+        k = ATTENTION_KINDS.index(entry["kind"])
+        row = k * (layers + 1) + entry["layer_index"]
+        values[row, entry["head_index"]] = entry["bleu_drop"]
+        texts[row][entry["head_index"]] = f"L{entry['layer_index'] + 1}: {entry['bleu_drop']:+.2f}"
+    return head_grid(values, texts, "Val BLEU drop when each head alone is switched off (this checkpoint)",
+                     "BLEU drop", "Reds")
