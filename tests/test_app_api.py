@@ -119,9 +119,9 @@ def test_translate_and_details_take_the_same_arguments(server):
     endpoints = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
     names = [[p["parameter_name"] for p in endpoints[api]["parameters"]] for api in ("/translate", "/translate_details")]
     expected = ["text", "model", "device", "strategy", "beam_size", "length_penalty", "temperature", "top_k", "top_p",
-                "seed", "max_length", "prefix"]
+                "seed", "max_length", "prefix", "heads_off"]
     assert names[0][: len(expected)] == expected and names[1] == expected
-    beam = dict(zip(expected, [SENTENCE, "en-de", "cpu", "beam", 2, 1.0, 1.0, 0, 1.0, 0, 20, ""]))
+    beam = dict(zip(expected, [SENTENCE, "en-de", "cpu", "beam", 2, 1.0, 1.0, 0, 1.0, 0, 20, "", ""]))
     details = client.predict(**beam, api_name="/translate_details")
     assert client.predict(**beam, api_name="/translate")[0] == details["sentences"][0]["text"]
 
@@ -141,3 +141,18 @@ def test_a_prefix_forces_the_start_on_both_endpoints(server, reference):
     np.testing.assert_allclose(final, [s["prob"] for s in sentence["steps"]], atol=1e-4)  # last layer = the output
     with pytest.raises(Exception, match=r"prefix is \d+ pieces long; the maximum output length is 3"):
         client.predict(SENTENCE, max_length=3, prefix="Eine Katze sitzt auf dem Tisch", api_name="/translate_details")
+
+
+def test_heads_off_on_the_api_is_numbered_from_one(server, reference):
+    _, client = server
+    off = [("cross", layer, head) for layer in range(3) for head in range(4)]  # every cross-attention head
+    expected = reference.translate(SENTENCE, heads_off=off, max_length=64)
+    text = "; ".join(f"cross {layer + 1} {head + 1}" for _, layer, head in off)
+    details = client.predict(SENTENCE, heads_off=text, api_name="/translate_details")
+    assert details["sentences"][0]["tgt_ids"] == expected.tgt_ids
+    assert details["settings"]["heads_off"] == [list(entry) for entry in off]
+    assert client.predict(SENTENCE, heads_off=text, api_name="/translate")[0] == expected.text
+    with pytest.raises(Exception, match=r"heads_off entry \('cross', 8, 0\) is not valid"):
+        client.predict(SENTENCE, heads_off="cross 9 1", api_name="/translate_details")
+    with pytest.raises(Exception, match=r"heads_off entry 'attention 1' must be 'kind layer head'"):
+        client.predict(SENTENCE, heads_off="attention 1", api_name="/translate")
