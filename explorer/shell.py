@@ -189,14 +189,14 @@ def build_demo(registry: Registry, views: list[View] | None = None) -> tuple[gr.
                 translation = gr.Textbox(label="Translation", interactive=False, elem_id="translation", lines=2)
                 summary_text = gr.Markdown(elem_id="summary")
                 with gr.Row():
-                    copy_link = gr.Button("🔗 Copy link to this view", size="sm", elem_id="copy-link", scale=1)
+                    copy_link = gr.Button("Copy link to this view", size="sm", elem_id="copy-link", scale=1)
                     link = gr.Textbox(show_label=False, interactive=False, elem_id="link", scale=3, max_lines=1,
                                       placeholder="the link appears here")
                 with gr.Accordion("Decoding settings", open=False):
                     device_choice = Radio(devices, value="cpu", label="Device", elem_id="device")
                     strategy = controls.strategy_radio()
                     settings = controls.setting_inputs()
-                    new_seed = gr.Button("🎲 New seed and translate again", size="sm", elem_id="new-seed",
+                    new_seed = gr.Button("New seed, translate again", size="sm", elem_id="new-seed",
                                          visible="seed" in settings and settings["seed"].visible)
                     max_length = controls.max_length_slider()
                     prefix = controls.prefix_box()

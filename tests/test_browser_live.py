@@ -92,6 +92,7 @@ def test_every_source_token_is_labelled_at_phone_width(browser, server_url):  # 
     labels = page.locator("#live-attention .ae-col-label").all_text_contents()
     assert labels == expected.src_tokens  # none dropped: the drawing scrolls instead
     assert page.evaluate("() => document.documentElement.scrollWidth") <= 390 + 1  # the page itself does not
+    page.locator("#live-attention").scroll_into_view_if_needed()
     page.screenshot(path=str(SCREENSHOTS / "phone-dark-live.png"))
     page.close()
 
@@ -157,7 +158,7 @@ def test_sampling_shows_its_seed_and_offers_a_new_one(browser, server_url):  # n
     expect(page.locator("#setting-beam_size")).to_be_hidden(timeout=TIMEOUT)  # only the chosen strategy's settings
     page.get_by_role("button", name="Translate").click()
     expect(page.locator("#summary")).to_contain_text("seed 0", timeout=TIMEOUT)
-    page.get_by_role("button", name="New seed and translate again").click()
+    page.get_by_role("button", name="New seed, translate again").click()
     expect(page.locator("#summary")).not_to_contain_text("seed 0,", timeout=TIMEOUT)
     seed = int(page.locator("#setting-seed input").input_value())
     expect(page.locator("#summary")).to_contain_text(re.compile(rf"seed {seed}\b"), timeout=TIMEOUT)

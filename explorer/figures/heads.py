@@ -7,12 +7,12 @@ import plotly.graph_objects as go
 from .theme import base_layout, label, rounded
 
 
-def head_grid(values: np.ndarray, texts: list[list[str]], title: str, colour_title: str,
+def head_grid(values: np.ndarray, texts: list[list[str]], row_labels: list[str], title: str, colour_title: str,
               colorscale: str = "Viridis") -> go.Figure:
-    """values (L, H); texts[layer][head] is written in the cell (a role, a score)."""
+    """values (rows, H), a row per (kind, layer); texts[row][head] is written in the cell (a role, a score)."""
     layers, heads = values.shape
     figure = go.Figure(go.Heatmap(
-        z=rounded(values), x=[f"head {h + 1}" for h in range(heads)], y=[f"layer {i + 1}" for i in range(layers)],
+        z=rounded(values), x=[f"head {h + 1}" for h in range(heads)], y=[label(r) for r in row_labels],
         text=[[label(t) for t in row] for row in texts], texttemplate="%{text}", textfont={"size": 10},
         colorscale=colorscale, colorbar={"title": {"text": label(colour_title)}, "thickness": 12},
         hovertemplate="%{y}, %{x}<br>" + label(colour_title) + " %{z:.3f}<br>%{text}<extra></extra>"))

@@ -122,9 +122,20 @@ def grids_figure(per_kind: dict, statistic: str, shape) -> object:
         for s in per_kind[kind]:
             row = k * (layers + 1) + s.layer
             values[row, s.head] = getattr(s, statistic)
-            texts[row][s.head] = f"{kind.split('_')[0][:3]} L{s.layer + 1}: {s.role}"
-    return head_grid(values, texts, f"Heads of this sentence (encoder self, decoder self, cross from top), coloured by "
-                     f"{STATISTICS[statistic]}", STATISTICS[statistic])
+            texts[row][s.head] = s.role
+    return head_grid(values, texts, grid_rows(layers), f"Heads of this sentence, coloured by {STATISTICS[statistic]}",
+                     STATISTICS[statistic])
+
+
+def grid_rows(layers: int) -> list[str]:
+    """One row label per (kind, layer), a blank (but distinct) one between kinds."""
+    names = {"encoder_self": "encoder self", "decoder_self": "decoder self", "cross": "cross"}
+    rows = []
+    for k, kind in enumerate(ATTENTION_KINDS):
+        rows += [f"{names[kind]} · layer {layer + 1}" for layer in range(layers)]
+        if k < len(ATTENTION_KINDS) - 1:
+            rows.append(" " * (k + 1))
+    return rows
 
 
 def importance_figure(profile):
@@ -138,6 +149,6 @@ def importance_figure(profile):
         k = ATTENTION_KINDS.index(entry["kind"])
         row = k * (layers + 1) + entry["layer_index"]
         values[row, entry["head_index"]] = entry["bleu_drop"]
-        texts[row][entry["head_index"]] = f"L{entry['layer_index'] + 1}: {entry['bleu_drop']:+.2f}"
-    return head_grid(values, texts, "Val BLEU drop when each head alone is switched off (this checkpoint)",
-                     "BLEU drop", "Reds")
+        texts[row][entry["head_index"]] = f"{entry['bleu_drop']:+.2f}"
+    return head_grid(values, texts, grid_rows(layers), "Val BLEU drop when each head alone is switched off "
+                     "(this checkpoint)", "BLEU drop", "Reds")
