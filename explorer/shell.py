@@ -196,7 +196,7 @@ def build_demo(registry: Registry, views: list[View] | None = None) -> tuple[gr.
                     device_choice = Radio(devices, value="cpu", label="Device", elem_id="device")
                     strategy = controls.strategy_radio()
                     settings = controls.setting_inputs()
-                    new_seed = gr.Button("New seed, translate again", size="sm", elem_id="new-seed",
+                    new_seed = gr.Button("New seed, run again", size="sm", elem_id="new-seed",
                                          visible="seed" in settings and settings["seed"].visible)
                     max_length = controls.max_length_slider()
                     prefix = controls.prefix_box()

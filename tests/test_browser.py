@@ -57,6 +57,21 @@ def page(browser, server_url):
     page.close()
 
 
+def open_translated(browser, url, sentence, width=1280, height=1000, strategy=None, **options):
+    """A new page that has translated `sentence` (with `strategy`'s radio checked first, when given)."""
+    from playwright.sync_api import expect
+
+    page = browser.new_page(viewport={"width": width, "height": height}, **options)
+    page.goto(url)
+    page.get_by_label("Source text").fill(sentence)
+    if strategy:
+        page.get_by_text("Decoding settings").click()
+        page.get_by_role("radio", name=strategy).check()
+    page.get_by_role("button", name="Translate").click()
+    expect(page.locator("#translation textarea")).not_to_have_value("", timeout=TIMEOUT)
+    return page
+
+
 def wait_for_plot(page, selector):
     page.wait_for_function(
         f"() => {{ const p = document.querySelector('{selector} .js-plotly-plot'); return p && p.data && p.data.length > 0; }}",

@@ -7,7 +7,7 @@ import pytest
 from transformer import Translator
 
 from .conftest import SHIPPED
-from .test_browser import CHROMIUM, SCREENSHOTS, TIMEOUT, browser, server_url  # noqa: F401 (fixtures)
+from .test_browser import CHROMIUM, SCREENSHOTS, TIMEOUT, browser, open_translated, server_url  # noqa: F401
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium missing (scripts/test.sh installs it)")
 SENTENCE = "A man in a blue jacket is riding a bicycle down the street."
@@ -15,13 +15,7 @@ SENTENCE = "A man in a blue jacket is riding a bicycle down the street."
 
 @pytest.fixture(scope="module")
 def page(browser, server_url):  # noqa: F811
-    from playwright.sync_api import expect
-
-    page = browser.new_page(viewport={"width": 1280, "height": 1000})
-    page.goto(server_url)
-    page.get_by_label("Source text").fill(SENTENCE)
-    page.get_by_role("button", name="Translate").click()
-    expect(page.locator("#translation textarea")).not_to_have_value("", timeout=TIMEOUT)
+    page = open_translated(browser, server_url, SENTENCE)
     page.get_by_role("tab", name="Heads").click()
     page.wait_for_function("() => document.querySelector('#head-grids .js-plotly-plot')?.data?.length > 0",
                            timeout=TIMEOUT)

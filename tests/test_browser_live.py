@@ -7,7 +7,7 @@ import pytest
 from transformer import Translator
 
 from .conftest import SHIPPED
-from .test_browser import CHROMIUM, SCREENSHOTS, TIMEOUT, browser, server_url  # noqa: F401 (fixtures)
+from .test_browser import CHROMIUM, SCREENSHOTS, TIMEOUT, browser, open_translated, server_url  # noqa: F401
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium missing (scripts/test.sh installs it)")
 SENTENCE = "Two dogs are running through the snow."
@@ -16,11 +16,7 @@ SENTENCE = "Two dogs are running through the snow."
 def translated_page(browser, url, width, height, **options):  # noqa: F811
     from playwright.sync_api import expect
 
-    page = browser.new_page(viewport={"width": width, "height": height}, **options)
-    page.goto(url)
-    page.get_by_label("Source text").fill(SENTENCE)
-    page.get_by_role("button", name="Translate").click()
-    expect(page.locator("#translation textarea")).not_to_have_value("", timeout=TIMEOUT)
+    page = open_translated(browser, url, SENTENCE, width, height, **options)
     page.locator("#live-attention .ae-heatmap").wait_for(timeout=TIMEOUT)
     expect(page.locator("#step-text")).to_contain_text("Step 1 of", timeout=TIMEOUT)  # the open tab, drawn after
     return page
@@ -158,7 +154,7 @@ def test_sampling_shows_its_seed_and_offers_a_new_one(browser, server_url):  # n
     expect(page.locator("#setting-beam_size")).to_be_hidden(timeout=TIMEOUT)  # only the chosen strategy's settings
     page.get_by_role("button", name="Translate").click()
     expect(page.locator("#summary")).to_contain_text("seed 0", timeout=TIMEOUT)
-    page.get_by_role("button", name="New seed, translate again").click()
+    page.get_by_role("button", name="New seed, run again").click()
     expect(page.locator("#summary")).not_to_contain_text("seed 0,", timeout=TIMEOUT)
     seed = int(page.locator("#setting-seed input").input_value())
     expect(page.locator("#summary")).to_contain_text(re.compile(rf"seed {seed}\b"), timeout=TIMEOUT)

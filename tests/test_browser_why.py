@@ -4,7 +4,7 @@ import pytest
 from transformer import Translator
 
 from .conftest import SHIPPED
-from .test_browser import CHROMIUM, SCREENSHOTS, TIMEOUT, browser, server_url  # noqa: F401 (fixtures)
+from .test_browser import CHROMIUM, SCREENSHOTS, TIMEOUT, browser, open_translated, server_url  # noqa: F401
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium missing (scripts/test.sh installs it)")
 SENTENCE = "A woman is riding a bicycle down the street."
@@ -14,12 +14,7 @@ SENTENCE = "A woman is riding a bicycle down the street."
 def page(browser, server_url):  # noqa: F811
     from playwright.sync_api import expect
 
-    page = browser.new_page(viewport={"width": 1280, "height": 1000})
-    page.goto(server_url)
-    page.get_by_label("Source text").fill(SENTENCE)
-    page.get_by_text("Decoding settings").click()
-    page.get_by_role("radio", name="beam search").check()
-    page.get_by_role("button", name="Translate").click()
+    page = open_translated(browser, server_url, SENTENCE, strategy="beam search")
     expected = Translator.from_pretrained(SHIPPED).translate(SENTENCE, strategy="beam", beam_size=4, max_length=64)
     expect(page.locator("#translation textarea")).to_have_value(expected.text, timeout=TIMEOUT)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
