@@ -7,6 +7,15 @@
     alignment.py     word alignments from cross-attention (Garg et al., 2019; Shift-Att, Chen et al., 2020), AER,
                      and the Pharaoh "i-j" format
 
+Commands that score the shipped models over a whole split and write a JSON file into the checkpoint folder:
+
+    importance.py         python -m transformer.analysis.importance: BLEU and reference log-likelihood lost when
+                          each head alone is switched off, and the pruning curve (-> head_importance.json)
+    alignment_eval.py     python -m transformer.analysis.alignment_eval: AER of every cross-attention head and
+                          layer against a statistical aligner (-> alignment.json), with
+    symmetrize.py         grow-diag-final and intersection of two one-directional alignments, and
+    statistical_aligner.py  eflomal, an evaluation-only dependency (requirements-eval.txt)
+
 Switching heads off while translating (head masking) lives with the model: core/head_mask.py, and
 `Translator.translate(..., heads_off=[(kind, layer, head), ...])`.
 """

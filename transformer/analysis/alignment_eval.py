@@ -1,0 +1,287 @@
+"""How well cross-attention aligns words: AER of every cross-attention head, every layer's head average, read the
+plain way (Garg et al., 2019) and the Shift-Att way (Chen et al., 2020), against a statistical aligner.
+
+    python -m transformer.analysis.alignment_eval --checkpoint checkpoints/en-de
+    python -m transformer.analysis.alignment_eval --checkpoint checkpoints/de-en --symmetrization intersection
+
+The reference is not human annotation: eflomal (analysis/statistical_aligner.py) is trained on the train split
+plus the evaluation split, source and target sides only, as aligners are used, and run in both directions; the
+two are symmetrised (grow-diag-final by default) and the evaluation split's part is the reference.
+
+Words. Both sides use the model's own words: sentencepiece pieces of our tokenizer grouped into words as the app
+groups them (decoding/words.py, a word starts at a piece beginning with "▁"), so word i of the reference is word
+i of the attention reading. Punctuation stays with its word there ("Zaun."); so that eflomal sees "Zaun" and
+"Zaun." as one word, each word goes to it with punctuation stripped from its ends (a word of punctuation only
+stays as it is), one token per word, so the indices do not move. eflomal lowercases words itself.
+
+The attention is read teacher-forced: the model runs once on (source, reference) with the reference as decoder
+input, <s> first, so its cross-attention rows are the positions that predicted each reference piece and </s>,
+exactly the rows a translation's trace has (decoding/trace.py). Sure links = the reference links, no possible
+links, so AER = 1 - 2 |A & S| / (|A| + |S|).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+import unicodedata
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from ..core.capture import capture_attention
+from ..decoding.translator import Translator
+from ..decoding.words import word_groups, word_label
+from ..tokenizer import Tokenizer
+from ..training.data import ParallelCorpus, default_data_dir, pad, read_parallel
+from ..training.trainer import EncodedCorpus
+from .alignment import (
+    BOUNDARY_TOKENS,
+    Alignment,
+    align,
+    corpus_alignment_error_rate,
+    read_pharaoh,
+    shift_align,
+    write_pharaoh,
+)
+from .statistical_aligner import EflomalSettings, eflomal_links, eflomal_version
+from .symmetrize import SYMMETRIZATIONS
+
+RESULT_FILE = "alignment.json"
+READERS = {"attention": align, "shift": shift_align}
+
+
+def words_of(pieces: Sequence[str]) -> list[str]:
+    """The words of a piece sequence that alignments index: word groups without <s> and </s>, as
+    analysis/alignment.py's `word_attention` keeps them."""
+    return [word_label(list(pieces), group) for group in word_groups(list(pieces))
+            if not (len(group) == 1 and pieces[group[0]] in BOUNDARY_TOKENS)]
+
+
+def aligner_token(word: str) -> str:
+    """What eflomal sees for one of our words: one whitespace-free token, punctuation stripped from the ends
+    (unless nothing else is left), so "Zaun." and "Zaun" share their statistics."""
+    token = "".join(word.split())
+    stripped = token.strip("".join({c for c in token if unicodedata.category(c).startswith("P")}))
+    return stripped or token
+
+
+@dataclass
+class PieceSentence:
+    """One (source, reference) pair as the model reads it teacher-forced."""
+
+    src_ids: list[int]  # ends with </s>
+    tgt_ids: list[int]  # <s> reference </s>
+    src_pieces: list[str]
+    tgt_pieces: list[str]  # what each cross-attention row predicted: the reference pieces, then </s>
+
+
+def piece_sentences(tokenizer: Tokenizer, sources: Sequence[str], targets: Sequence[str], max_len: int
+                    ) -> list[PieceSentence]:
+    """Encoded and cut exactly as training and the log-likelihood in importance.py encode them."""
+    encoded = EncodedCorpus.build(ParallelCorpus(list(sources), list(targets), Path(), Path()), tokenizer, max_len)
+    piece = tokenizer.id_to_piece
+    return [PieceSentence(src, tgt, [piece(i) for i in src], [piece(i) for i in tgt[1:]])
+            for src, tgt in zip(encoded.source, encoded.target)]
+
+
+@torch.no_grad()
+def teacher_forced_cross(model, sentences: Sequence[PieceSentence], batch_size: int = 64) -> Iterator[np.ndarray]:
+    """Cross-attention (L, H, T, S) of each sentence, in order: one forward pass per batch on
+    model(src, <s> + reference) with the attention captured, each sentence's padding cut away."""
+    pad_id = model.config.pad_id
+    for start in range(0, len(sentences), batch_size):
+        batch = sentences[start : start + batch_size]
+        src = pad([s.src_ids for s in batch], pad_id).to(model.device)
+        decoder_input = pad([s.tgt_ids[:-1] for s in batch], pad_id).to(model.device)
+        with capture_attention(model, ["cross"]) as recording:
+            model(src, decoder_input)
+        cross = recording.cross.float().cpu().numpy()  # (L, B, H, T, S)
+        for row, sentence in enumerate(batch):
+            yield cross[:, row, :, : len(sentence.tgt_pieces), : len(sentence.src_pieces)]
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One way of reading alignments off the cross-attention."""
+
+    layer: int  # 0-based
+    head: int | None  # 0-based; None: the layer's heads averaged
+    method: str  # "attention" (Garg et al.) or "shift" (Shift-Att)
+
+
+def readings(layers: int, heads: int) -> list[Reading]:
+    return [Reading(layer, head, method) for method in READERS for layer in range(layers)
+            for head in [*range(heads), None]]
+
+
+def read_alignments(cross: np.ndarray, sentence: PieceSentence, readings_: Sequence[Reading]) -> list[Alignment]:
+    """The alignment each reading gives for one sentence's (L, H, T, S) cross-attention."""
+    layer_means = cross.astype(np.float64).mean(axis=1)
+    return [READERS[r.method](cross[r.layer, r.head] if r.head is not None else layer_means[r.layer],
+                              sentence.tgt_pieces, sentence.src_pieces) for r in readings_]
+
+
+def precision_recall(predicted: Sequence[Alignment], sure: Sequence[Alignment]) -> tuple[float, float]:
+    hits = sum(len(set(a) & set(s)) for a, s in zip(predicted, sure))
+    return hits / max(sum(map(len, predicted)), 1), hits / max(sum(map(len, sure)), 1)
+
+
+def score_readings(model, sentences: Sequence[PieceSentence], reference: Sequence[Alignment], batch_size: int = 64,
+                   progress: Callable[[int], None] | None = None) -> list[dict]:
+    """One row per reading: its AER, precision and recall over the corpus against `reference` (sure links)."""
+    if len(reference) != len(sentences):
+        raise ValueError(f"{len(reference)} reference alignments for {len(sentences)} sentences")
+    table = readings(model.config.n_layers, model.config.n_heads)
+    predicted: list[list[Alignment]] = [[] for _ in table]
+    for index, (sentence, cross) in enumerate(zip(sentences, teacher_forced_cross(model, sentences, batch_size))):
+        for column, links in zip(predicted, read_alignments(cross, sentence, table)):
+            column.append(links)
+        if progress is not None and ((index + 1) % batch_size == 0 or index + 1 == len(sentences)):
+            progress(index + 1)
+    rows = []
+    for reading, alignments in zip(table, predicted):
+        precision, recall = precision_recall(alignments, reference)
+        rows.append({"reading": "head" if reading.head is not None else "layer average",
+                     "layer": reading.layer + 1, "head": None if reading.head is None else reading.head + 1,
+                     "method": reading.method, "aer": round(corpus_alignment_error_rate(alignments, reference), 4),
+                     "precision": round(precision, 4), "recall": round(recall, 4)})
+    return rows
+
+
+def diagonal_alignment(n_source: int, n_target: int) -> Alignment:
+    """A baseline that reads no attention: target word j linked to the source word at the same relative place."""
+    if not n_source:
+        return set()
+    return {(round(j * (n_source - 1) / max(n_target - 1, 1)), j) for j in range(n_target)}
+
+
+def diagonal_row(sentences: Sequence[PieceSentence], reference: Sequence[Alignment]) -> dict:
+    alignments = [diagonal_alignment(len(words_of(s.src_pieces)), len(words_of(s.tgt_pieces))) for s in sentences]
+    precision, recall = precision_recall(alignments, reference)
+    return {"reading": "diagonal baseline", "layer": None, "head": None, "method": None,
+            "aer": round(corpus_alignment_error_rate(alignments, reference), 4),
+            "precision": round(precision, 4), "recall": round(recall, 4)}
+
+
+def check_reference(reference: Sequence[Alignment], sentences: Sequence[PieceSentence]) -> None:
+    """Every link must point at an existing word of its sentence, or the words do not line up."""
+    for number, (links, sentence) in enumerate(zip(reference, sentences), start=1):
+        n_source, n_target = len(words_of(sentence.src_pieces)), len(words_of(sentence.tgt_pieces))
+        bad = [(i, j) for i, j in links if not (0 <= i < n_source and 0 <= j < n_target)]
+        if bad:
+            raise ValueError(f"reference line {number} links {bad[:3]}, outside its {n_source} source and "
+                             f"{n_target} target words: the reference was made on other words")
+
+
+def aligner_lines(sentences: Sequence[PieceSentence]) -> tuple[list[str], list[str]]:
+    return ([" ".join(aligner_token(w) for w in words_of(s.src_pieces)) for s in sentences],
+            [" ".join(aligner_token(w) for w in words_of(s.tgt_pieces)) for s in sentences])
+
+
+def best(rows: Sequence[dict], **where) -> dict:
+    """The row of lowest AER among those matching `where` (ties: the first in table order)."""
+    return min((row for row in rows if all(row[key] == value for key, value in where.items())), key=lambda r: r["aer"])
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m transformer.analysis.alignment_eval", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--checkpoint", required=True,
+                        help="checkpoint folder, or a shipped one by name (en-de, de-en); the result is written into it")
+    parser.add_argument("--data-dir", default=default_data_dir(),
+                        help="folder of {split}.{lang} files (default: ../shared/data/multi30k)")
+    parser.add_argument("--split", default="test_2016_flickr",
+                        help="split whose alignments are scored (default: test_2016_flickr)")
+    parser.add_argument("--aligner-splits", default="train",
+                        help="comma-separated splits eflomal also learns from, besides --split (default: train)")
+    parser.add_argument("--symmetrization", choices=list(SYMMETRIZATIONS), default="grow-diag-final",
+                        help="how eflomal's two directions become the reference (default: grow-diag-final)")
+    parser.add_argument("--reference",
+                        help="score against this Pharaoh file (one line per sentence of --split, source-target word "
+                             "indices over our words) instead of running eflomal")
+    parser.add_argument("--reference-out", help="also write the reference alignments here, in Pharaoh format")
+    parser.add_argument("--batch-size", type=int, default=64, help="sentences per teacher-forced pass (default: 64)")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
+    parser.add_argument("--out", help=f"write the JSON here instead of CHECKPOINT/{RESULT_FILE}")
+    args = parser.parse_args(argv)
+    if args.data_dir is None:
+        parser.error("no --data-dir given and ../shared/data/multi30k does not exist")
+
+    started = time.perf_counter()
+    translator = Translator.from_pretrained(args.checkpoint, device=args.device)
+    languages = translator.config.get("languages", {"src": "en", "tgt": "de"})
+    src, tgt, max_len = languages["src"], languages["tgt"], translator.model.config.max_len
+    evaluated = read_parallel(args.data_dir, args.split, src, tgt)
+    sentences = piece_sentences(translator.tokenizer, evaluated.source, evaluated.target, max_len)
+
+    if args.reference:
+        reference = read_pharaoh(args.reference)
+        if len(reference) != len(sentences):
+            parser.error(f"{args.reference} has {len(reference)} lines; {args.split} has {len(sentences)} sentences")
+        described = {"what": f"alignments read from {args.reference}", "file": str(args.reference)}
+    else:
+        settings = EflomalSettings()
+        version = eflomal_version()
+        extra = [read_parallel(args.data_dir, split, src, tgt) for split in args.aligner_splits.split(",") if split]
+        extra_sentences = [s for corpus in extra
+                           for s in piece_sentences(translator.tokenizer, corpus.source, corpus.target, max_len)]
+        source_lines, target_lines = aligner_lines([*extra_sentences, *sentences])
+        tqdm.write(f"eflomal {version}: aligning {len(source_lines)} sentence pairs in both directions")
+        forward, reverse = eflomal_links(source_lines, target_lines, settings)
+        symmetrize = SYMMETRIZATIONS[args.symmetrization]
+        reference = [symmetrize(f, r) for f, r in zip(forward[len(extra_sentences):], reverse[len(extra_sentences):])]
+        described = {
+            "what": "a statistical word aligner's output, not human annotation",
+            "aligner": "eflomal", "version": version, "settings": asdict(settings),
+            "trained_on": [str(c.source_file) for c in extra] + [str(evaluated.source_file)]
+                          + [str(c.target_file) for c in extra] + [str(evaluated.target_file)],
+            "sentence_pairs": len(source_lines),
+            "symmetrization": args.symmetrization,
+            "words": "our tokenizer's sentencepiece word groups (decoding/words.py), given to eflomal one token "
+                     "per word with punctuation stripped from the ends; eflomal lowercases them",
+        }
+    check_reference(reference, sentences)
+    if args.reference_out:
+        write_pharaoh(args.reference_out, reference)
+
+    with tqdm(total=len(sentences), unit="sentence", desc=f"{args.split} cross-attention", dynamic_ncols=True) as bar:
+        rows = score_readings(translator.model, sentences, reference, args.batch_size,
+                              lambda done: bar.update(done - bar.n))
+    result = {
+        "checkpoint": str(args.checkpoint), "direction": f"{src}-{tgt}", "split": args.split,
+        "sentences": len(sentences), "reference_links": sum(map(len, reference)),
+        "reference": described,
+        "readings": "teacher-forced on (source, reference); attention: each target word to its most-attended source "
+                    "word at the step that predicted it (Garg et al., 2019); shift: at the next step, whose decoder "
+                    "input is that word (Shift-Att, Chen et al., 2020); words merged from pieces as the app does",
+        "aer": "1 - 2 |A & S| / (|A| + |S|) summed over the corpus, sure links S = the reference, no possible links",
+        "numbering": "layer and head count from 1, as the app shows them",
+        "best_head": best(rows, reading="head"),
+        "best_head_by_method": {method: best(rows, reading="head", method=method) for method in READERS},
+        "table": rows,
+        "baseline": diagonal_row(sentences, reference),
+        "command": "python -m transformer.analysis.alignment_eval "
+                   + shlex.join(argv if argv is not None else sys.argv[1:]),
+        "minutes": round((time.perf_counter() - started) / 60, 2),
+    }
+    out = Path(args.out) if args.out else translator.source / RESULT_FILE
+    out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    head = result["best_head"]
+    print(f"{args.split}: {len(sentences)} sentences, {result['reference_links']} reference links")
+    print(f"best head: cross L{head['layer']} H{head['head']} ({head['method']}), AER {head['aer']}")
+    for layer in range(1, translator.model.config.n_layers + 1):
+        averages = {r["method"]: r["aer"] for r in rows if r["reading"] == "layer average" and r["layer"] == layer}
+        print(f"layer {layer} average: AER {averages['attention']} (shift-att {averages['shift']})")
+    print(f"diagonal baseline (no attention): AER {result['baseline']['aer']}")
+    print(f"wrote {out} ({result['minutes']} min)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
