@@ -33,6 +33,7 @@ class ModelProfile:
     timeline: Timeline | None  # attention across training, when the checkpoint ships one
     weights_sha256: str | None  # of model.safetensors: which weights an export came from
     head_importance: dict | None  # head_importance.json, when `python -m transformer.analysis.importance` wrote one
+    alignment: dict | None  # alignment.json, when `python -m transformer.analysis.alignment_eval` wrote one
 
     def source_norms(self, src_ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
         """For one input: (size of each scaled token embedding, size of each positional vector)."""
@@ -55,6 +56,7 @@ def profile_model(translator: Translator) -> ModelProfile:
         timeline=Timeline.load(translator.source) if translator.source else None,
         weights_sha256=file_sha256(translator.source / WEIGHTS_FILE) if translator.source else None,
         head_importance=read_json_file(translator.source / "head_importance.json") if translator.source else None,
+        alignment=read_json_file(translator.source / "alignment.json") if translator.source else None,
     )
 
 

@@ -80,3 +80,16 @@ def test_the_attribution_view_draws_three_readings(page):
         page.wait_for_function(f"() => document.querySelector('{plot} .js-plotly-plot')?.data?.length > 0",
                                timeout=TIMEOUT)
     page.screenshot(path=str(SCREENSHOTS / "attribution.png"), full_page=False)
+
+
+def test_the_best_alignment_head_is_named_with_its_links(page):
+    import json
+
+    report = json.loads((SHIPPED / "alignment.json").read_text())
+    best = report["best_head"]
+    page.get_by_role("tab", name="Heads").click()
+    text = page.locator("#alignment-text").inner_text()
+    assert f"layer {best['layer']}, head {best['head']}" in text and f"{best['aer']:.3f}" in text
+    assert "not human annotation" in text
+    words = len([w for w in page.locator("#translation textarea").input_value().split() if w])
+    assert 1 <= page.locator("#alignment-links line").count() <= words + 1

@@ -9,12 +9,14 @@ import numpy as np
 import pandas as pd
 import torch
 
+from transformer.analysis.alignment import align, word_attention
 from transformer.analysis.head_stats import BROAD_SPREAD, POSITION_SHARE, SINK_SHARE, head_stats
 from transformer.core.head_mask import heads_masked
 from transformer.core.probes import ATTENTION_KINDS, PROBES
 from transformer.tokenizer import BOS_ID
 
 from ..figures.heads import head_grid
+from ..figures.links import alignment_svg
 from ..heads_off import format_heads_off
 from ..text import literal
 from .base import TRANSLATION, View, current_translation
@@ -44,6 +46,8 @@ class HeadsView(View):
         table = gr.Dataframe(label="Every head of this sentence (click a column to sort)", elem_id="head-table",
                              interactive=False)
         importance = gr.Plot(label="Head importance (val BLEU drop when masked alone)", elem_id="head-importance")
+        alignment_text = gr.Markdown(elem_id="alignment-text")
+        alignment_links = gr.HTML("", elem_id="alignment-links")
         gr.Markdown("**Switch heads off** (Michel et al., 2019): their outputs are zeroed while the sentence is "
                     "translated again.")
         with gr.Row():
@@ -52,6 +56,7 @@ class HeadsView(View):
         ablate = gr.Button("Translate with these heads off", elem_id="ablate-button")
         ablation = gr.Markdown(elem_id="ablation-text")
         return {"head_statistic": statistic, "head_grids": grids, "head_table": table, "head_importance": importance,
+                "alignment_text": alignment_text, "alignment_links": alignment_links,
                 **{f"off_{kind}": box for kind, box in toggles.items()}, "ablate_button": ablate,
                 "ablation_text": ablation}
 
@@ -62,6 +67,7 @@ class HeadsView(View):
             out["head_importance"] = importance_figure(context.profiles[result.model_key if result else context.model_key])
         if translation is None or changed not in (TRANSLATION, "sentence", "head_statistic"):
             return out
+        out |= alignment_outputs(context.profiles[result.model_key].alignment, translation)
         per_kind = {kind: head_stats(translation.recorded[kind]) for kind in ATTENTION_KINDS}
         statistic = state.get("head_statistic") or "spread"
         out["head_grids"] = grids_figure(per_kind, statistic, result.translations[0].recorded["cross"].values.shape[:2])
@@ -152,3 +158,24 @@ def importance_figure(profile):
         texts[row][entry["head_index"]] = f"{entry['bleu_drop']:+.2f}"
     return head_grid(values, texts, grid_rows(layers), "Val BLEU drop when each head alone is switched off "
                      "(this checkpoint)", "BLEU drop", "Reds")
+
+
+def alignment_outputs(report: dict | None, translation) -> dict:
+    """The checkpoint's best alignment head, named with its AER, and its links for this sentence."""
+    if not report:
+        return {"alignment_text": "No alignment report for this checkpoint (`python -m transformer.analysis."
+                                  "alignment_eval` writes one).", "alignment_links": ""}
+    best = report["best_head"]
+    layers = ", ".join(f"layer {r['layer']} {r['aer']:.3f}" for r in report["table"]
+                       if r["reading"] == "layer average" and r["method"] == "attention")
+    shift = min((r for r in report["table"] if r["method"] == "shift"), key=lambda r: r["aer"])
+    cross = translation.recorded["cross"]
+    links = align(cross.values[best["layer"] - 1, best["head"] - 1], cross.rows, cross.cols)
+    words = word_attention(cross.values[best["layer"] - 1, best["head"] - 1], cross.rows, cross.cols)
+    reference = report["reference"]
+    text = (f"**Best alignment head: cross-attention layer {best['layer']}, head {best['head']}**, alignment error rate "
+            f"{best['aer']:.3f} on {report['split']} ({report['sentences']:,} sentences). Layer averages: {layers}; "
+            f"best Shift-Att reading {shift['aer']:.3f}; a diagonal baseline {report['baseline']['aer']:.3f}. The "
+            f"reference is {literal(reference['what'])}: {literal(reference['aligner'])} {literal(str(reference['version']))}. "
+            "Its links for this sentence:")
+    return {"alignment_text": text, "alignment_links": alignment_svg(words.src_words, words.tgt_words, links)}
