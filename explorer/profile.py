@@ -34,6 +34,7 @@ class ModelProfile:
     weights_sha256: str | None  # of model.safetensors: which weights an export came from
     head_importance: dict | None  # head_importance.json, when `python -m transformer.analysis.importance` wrote one
     alignment: dict | None  # alignment.json, when `python -m transformer.analysis.alignment_eval` wrote one
+    split_head_stats: dict | None  # head_stats.json: per-head statistics over val (analysis/corpus_stats.py)
 
     def source_norms(self, src_ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
         """For one input: (size of each scaled token embedding, size of each positional vector)."""
@@ -57,6 +58,7 @@ def profile_model(translator: Translator) -> ModelProfile:
         weights_sha256=file_sha256(translator.source / WEIGHTS_FILE) if translator.source else None,
         head_importance=read_json_file(translator.source / "head_importance.json") if translator.source else None,
         alignment=read_json_file(translator.source / "alignment.json") if translator.source else None,
+        split_head_stats=read_json_file(translator.source / "head_stats.json") if translator.source else None,
     )
 
 

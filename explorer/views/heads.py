@@ -4,6 +4,8 @@ role with the thresholds stated; the checkpoint's head importance (when its fold
 and live ablation: switch heads off and see the translation again, against the original."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import gradio as gr
 import numpy as np
 import pandas as pd
@@ -43,6 +45,7 @@ class HeadsView(View):
                                     elem_id="head-statistic")
         gr.Markdown(THRESHOLDS)
         grids = gr.Plot(label="Heads of this sentence", elem_id="head-grids")
+        split_grids = gr.Plot(label="The same over val (this checkpoint)", elem_id="head-grids-val")
         table = gr.Dataframe(label="Every head of this sentence (click a column to sort)", elem_id="head-table",
                              interactive=False)
         importance = gr.Plot(label="Head importance (val BLEU drop when masked alone)", elem_id="head-importance")
@@ -55,7 +58,7 @@ class HeadsView(View):
                                               elem_id=f"off-{kind}") for kind in ATTENTION_KINDS}
         ablate = gr.Button("Translate with these heads off", elem_id="ablate-button")
         ablation = gr.Markdown(elem_id="ablation-text")
-        return {"head_statistic": statistic, "head_grids": grids, "head_table": table, "head_importance": importance,
+        return {"head_statistic": statistic, "head_grids": grids, "head_grids_val": split_grids, "head_table": table, "head_importance": importance,
                 "alignment_text": alignment_text, "alignment_links": alignment_links,
                 **{f"off_{kind}": box for kind, box in toggles.items()}, "ablate_button": ablate,
                 "ablation_text": ablation}
@@ -70,7 +73,9 @@ class HeadsView(View):
         out |= alignment_outputs(context.profiles[result.model_key].alignment, translation)
         per_kind = {kind: head_stats(translation.recorded[kind]) for kind in ATTENTION_KINDS}
         statistic = state.get("head_statistic") or "spread"
-        out["head_grids"] = grids_figure(per_kind, statistic, result.translations[0].recorded["cross"].values.shape[:2])
+        shape = result.translations[0].recorded["cross"].values.shape[:2]
+        out["head_grids"] = grids_figure(per_kind, statistic, shape, "Heads of this sentence")
+        out["head_grids_val"] = split_figure(context.profiles[result.model_key].split_head_stats, statistic, shape)
         out["head_table"] = pd.DataFrame([
             {"kind": s.kind, "layer": s.layer + 1, "head": s.head + 1, "role": s.role, "entropy": round(s.entropy, 3),
              "spread": round(s.spread, 3), "confidence": round(s.max_weight, 3), "mean offset": round(s.mean_offset, 2),
@@ -120,7 +125,16 @@ def original_log_prob(translator, translation, heads_off) -> float:
     return float(logits.log_softmax(-1).gather(1, targets[:, None]).sum())
 
 
-def grids_figure(per_kind: dict, statistic: str, shape) -> object:
+def split_figure(document: dict | None, statistic: str, shape):
+    """The checkpoint's head statistics over a split (head_stats.json), drawn like the sentence's."""
+    if not document:
+        return None
+    per_kind = {kind: [SimpleNamespace(**{**h, "layer": h["layer"] - 1, "head": h["head"] - 1})
+                       for h in document["heads"] if h["kind"] == kind] for kind in ATTENTION_KINDS}
+    return grids_figure(per_kind, statistic, shape, f"Over {document['split']} ({document['sentences']:,} sentences)")
+
+
+def grids_figure(per_kind: dict, statistic: str, shape, title: str) -> object:
     layers, heads = shape
     values = np.full((len(ATTENTION_KINDS) * (layers + 1) - 1, heads), np.nan)
     texts = [[""] * heads for _ in range(values.shape[0])]
@@ -129,7 +143,7 @@ def grids_figure(per_kind: dict, statistic: str, shape) -> object:
             row = k * (layers + 1) + s.layer
             values[row, s.head] = getattr(s, statistic)
             texts[row][s.head] = s.role
-    return head_grid(values, texts, grid_rows(layers), f"Heads of this sentence, coloured by {STATISTICS[statistic]}",
+    return head_grid(values, texts, grid_rows(layers), f"{title}, coloured by {STATISTICS[statistic]}",
                      STATISTICS[statistic])
 
 
