@@ -52,3 +52,30 @@ def test_split_statistics_are_the_mean_over_sentences(random_translator):
     assert {(h["kind"], h["layer"], h["head"]) for h in document["heads"]} == {
         (kind, layer, head) for kind in ("encoder_self", "decoder_self", "cross") for layer in (1, 2, 3)
         for head in (1, 2, 3, 4)}  # numbered from 1
+
+
+def test_the_heads_view_draws_the_checkpoint_reports(tmp_path):
+    import shutil
+
+    from explorer.registry import discover
+    from explorer.shell import build_demo
+    from explorer.views import MODEL
+    from transformer.analysis.importance import HeadImportance, PruningPoint, result_json
+
+    from .conftest import SHIPPED
+
+    folder = tmp_path / "en-de"
+    shutil.copytree(SHIPPED, folder)
+    heads = [(kind, layer, head) for kind in ("encoder_self", "decoder_self", "cross") for layer in range(3)
+             for head in range(4)]
+    drops = {h: round(0.1 * i - 1.0, 2) for i, h in enumerate(heads)}
+    importances = [HeadImportance(h, 30.0 - drops[h], -1.5, drops[h], 0.01 * i) for i, h in enumerate(heads)]
+    curve = [PruningPoint(k, None if k == 0 else heads[k - 1], 30.0 - k) for k in range(len(heads) + 1)]
+    (folder / "head_importance.json").write_text(json.dumps(result_json({"bleu": 30.0, "log_likelihood": -1.5},
+                                                                        importances, curve)))
+    _, ui = build_demo(discover(tmp_path))
+    figure = ui.render_named([ui.view("heads")], None, ui.default_state(), "en-de", MODEL)["head_importance"]
+    z = np.asarray(figure.data[0].z, dtype=np.float64)
+    for (kind, layer, head), drop in drops.items():  # row per (kind, layer), a blank row between kinds
+        row = ("encoder_self", "decoder_self", "cross").index(kind) * 4 + layer
+        assert z[row, head] == pytest.approx(drop, abs=1e-4)

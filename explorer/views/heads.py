@@ -165,11 +165,10 @@ def importance_figure(profile):
     layers, heads = profile.config.n_layers, profile.config.n_heads
     values = np.full((len(ATTENTION_KINDS) * (layers + 1) - 1, heads), np.nan)
     texts = [[""] * heads for _ in range(values.shape[0])]
-    for entry in importance.get("heads", []):
-        k = ATTENTION_KINDS.index(entry["kind"])
-        row = k * (layers + 1) + entry["layer_index"]
-        values[row, entry["head_index"]] = entry["bleu_drop"]
-        texts[row][entry["head_index"]] = f"{entry['bleu_drop']:+.2f}"
+    for entry in importance.get("heads", []):  # numbered from 1 in the file
+        row, head = ATTENTION_KINDS.index(entry["kind"]) * (layers + 1) + entry["layer"] - 1, entry["head"] - 1
+        values[row, head] = entry["bleu_drop"]
+        texts[row][head] = f"{entry['bleu_drop']:+.2f}"
     return head_grid(values, texts, grid_rows(layers), "Val BLEU drop when each head alone is switched off "
                      "(this checkpoint)", "BLEU drop", "Reds")
 
