@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
 import time
@@ -39,7 +40,13 @@ from ..core.capture import capture_attention
 from ..decoding.translator import Translator
 from ..decoding.words import word_groups, word_label
 from ..tokenizer import Tokenizer
-from ..training.data import ParallelCorpus, default_data_dir, pad, read_parallel
+from ..training.data import (
+    REPOSITORY,
+    ParallelCorpus,
+    default_data_dir,
+    pad,
+    read_parallel,
+)
 from ..training.trainer import EncodedCorpus
 from .alignment import (
     BOUNDARY_TOKENS,
@@ -209,12 +216,16 @@ def main(argv=None) -> None:
     parser.add_argument("--reference-out", help="also write the reference alignments here, in Pharaoh format")
     parser.add_argument("--batch-size", type=int, default=64, help="sentences per teacher-forced pass (default: 64)")
     parser.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch CPU threads (default: torch's choice, all cores)")
     parser.add_argument("--out", help=f"write the JSON here instead of CHECKPOINT/{RESULT_FILE}")
     args = parser.parse_args(argv)
     if args.data_dir is None:
         parser.error("no --data-dir given and ../shared/data/multi30k does not exist")
 
     started = time.perf_counter()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     translator = Translator.from_pretrained(args.checkpoint, device=args.device)
     languages = translator.config.get("languages", {"src": "en", "tgt": "de"})
     src, tgt, max_len = languages["src"], languages["tgt"], translator.model.config.max_len
@@ -240,8 +251,8 @@ def main(argv=None) -> None:
         described = {
             "what": "a statistical word aligner's output, not human annotation",
             "aligner": "eflomal", "version": version, "settings": asdict(settings),
-            "trained_on": [str(c.source_file) for c in extra] + [str(evaluated.source_file)]
-                          + [str(c.target_file) for c in extra] + [str(evaluated.target_file)],
+            "trained_on": [os.path.relpath(path, REPOSITORY) for corpus in [*extra, evaluated]
+                           for path in (corpus.source_file, corpus.target_file)],
             "sentence_pairs": len(source_lines),
             "symmetrization": args.symmetrization,
             "words": "our tokenizer's sentencepiece word groups (decoding/words.py), given to eflomal one token "

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
 import time
@@ -32,6 +33,7 @@ from tqdm import tqdm
 from ..core.head_mask import HeadKey, attention_modules, heads_masked
 from ..decoding.translator import Translator
 from ..training.data import (
+    REPOSITORY,
     ParallelCorpus,
     default_data_dir,
     pad,
@@ -189,6 +191,8 @@ def main(argv=None) -> None:
     parser.add_argument("--max-tokens", type=int, default=4000,
                         help="padded tokens per teacher-forced batch for the log-likelihood (default: 4000)")
     parser.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch CPU threads (default: torch's choice, all cores)")
     parser.add_argument("--out", help=f"write the JSON here instead of CHECKPOINT/{RESULT_FILE}")
     args = parser.parse_args(argv)
     if args.data_dir is None:
@@ -197,6 +201,8 @@ def main(argv=None) -> None:
         parser.error(f"--limit must be a positive number of sentences, got {args.limit}")
 
     started = time.perf_counter()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     translator = Translator.from_pretrained(args.checkpoint, device=args.device)
     languages = translator.config.get("languages", {"src": "en", "tgt": "de"})
     corpus = read_parallel(args.data_dir, args.split, languages["src"], languages["tgt"])
@@ -217,7 +223,7 @@ def main(argv=None) -> None:
     result = result_json(
         base, importances, curve,
         checkpoint=str(args.checkpoint), direction=f"{languages['src']}-{languages['tgt']}", split=args.split,
-        sentences=len(corpus), data_files=[str(corpus.source_file), str(corpus.target_file)],
+        sentences=len(corpus), data_files=[os.path.relpath(path, REPOSITORY) for path in (corpus.source_file, corpus.target_file)],
         decoding={"strategy": STRATEGY, "batch_size": args.batch_size, "max_length": None},
         log_likelihood="teacher-forced mean log-probability per reference piece (</s> included), label smoothing 0",
         bleu_signature=scorer.bleu_signature,
