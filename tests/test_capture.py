@@ -78,8 +78,9 @@ def test_explicit_probabilities_match_an_independent_computation():
         model(src, torch.randint(1, 11, (1, 3)))
     layer, d, h = model.encoder_layers[0], model.config.d_model, model.config.n_heads
     x = layer.attention_residual.norm(model.src_embed(src) + model.positions.table[:5])
-    q = (x @ layer.self_attention.q_proj.weight.T + layer.self_attention.q_proj.bias).view(5, h, d // h).transpose(0, 1)
-    k = (x @ layer.self_attention.k_proj.weight.T + layer.self_attention.k_proj.bias).view(5, h, d // h).transpose(0, 1)
+    weight, bias = layer.self_attention.in_proj.weight, layer.self_attention.in_proj.bias  # rows: q | k | v
+    q = (x @ weight[:d].T + bias[:d]).view(5, h, d // h).transpose(0, 1)
+    k = (x @ weight[d:2 * d].T + bias[d:2 * d]).view(5, h, d // h).transpose(0, 1)
     expected = torch.softmax(q @ k.transpose(-1, -2) / (d // h) ** 0.5, dim=-1)
     torch.testing.assert_close(att.encoder_self[0, 0], expected, atol=1e-5, rtol=0)
 

@@ -44,10 +44,11 @@ def hand_attention(module, x, source, mask, heads_off):
     h = module.n_heads
     hs = d // h
 
-    def heads(t, proj):
-        return (t @ proj.weight.T + proj.bias).view(batch, t.size(1), h, hs).permute(0, 2, 1, 3)
+    def heads(t, part):  # part 0, 1, 2: the query, key, value rows of the stacked projection
+        weight, bias = module.in_proj.weight[part * d:(part + 1) * d], module.in_proj.bias[part * d:(part + 1) * d]
+        return (t @ weight.T + bias).view(batch, t.size(1), h, hs).permute(0, 2, 1, 3)
 
-    q, k, v = heads(x, module.q_proj), heads(source, module.k_proj), heads(source, module.v_proj)
+    q, k, v = heads(x, 0), heads(source, 1), heads(source, 2)
     scores = q @ k.transpose(-1, -2) / hs ** 0.5
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))

@@ -6,7 +6,7 @@ import torch
 from safetensors.torch import save_file
 
 from transformer import Tokenizer, Translator
-from transformer.checkpoint import CheckpointError, load_checkpoint
+from transformer.checkpoint import CheckpointError, load_checkpoint, unique_state_dict
 from transformer.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
 UNICODE_TEXT = ["Ein Mann fährt Fahrrad über die Straße.", "naïve café, 日本語のテキスト", "שלום עולם مرحبا",
@@ -120,3 +120,28 @@ def test_pickles_are_never_loaded(checkpoint):
 def test_missing_folder_is_named(tmp_path):
     with pytest.raises(CheckpointError, match="does not exist"):
         load_checkpoint(tmp_path / "nope")
+
+
+def test_checkpoints_with_separate_query_key_value_projections_still_load(tmp_path, random_translator):
+    """Checkpoints written before the q/k/v projections were stacked hold q_proj, k_proj and v_proj: written
+    that way by hand here, they must load into the stacked layout and translate exactly as before."""
+    folder = random_translator.save_pretrained(tmp_path / "stacked")
+    state = {k: v.clone() for k, v in unique_state_dict(random_translator.model).items()}
+    legacy = {}
+    for name, tensor in state.items():
+        if ".in_proj." in name:
+            for part, rows in zip("qkv", tensor.chunk(3)):
+                legacy[name.replace(".in_proj.", f".{part}_proj.")] = rows.contiguous()
+        else:
+            legacy[name] = tensor
+    assert not any(".in_proj." in name for name in legacy)
+    save_file(legacy, str(folder / "model.safetensors"))
+    loaded = Translator.from_pretrained(folder)
+    text = "a man rides a red bike ."
+    assert loaded.translate(text).text == random_translator.translate(text).text
+    for name, tensor in state.items():
+        torch.testing.assert_close(loaded.model.state_dict()[name], tensor)
+    fresh = type(random_translator.model)(random_translator.model.config)
+    fresh.load_state_dict(legacy, strict=False)  # the resume and timeline paths load this way
+    for name, tensor in state.items():
+        torch.testing.assert_close(fresh.state_dict()[name], tensor)

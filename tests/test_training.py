@@ -36,9 +36,12 @@ def test_short_training_run_lowers_loss_and_writes_a_usable_checkpoint(corpus_di
     assert "wrote" in capsys.readouterr().out
     continued = tmp_path / "continued"
     train_cli.main(["--data-dir", str(corpus_dir), "--init-from", str(out), "--out", str(continued), "--epochs", "1",
-                    "--max-tokens", "600", "--warmup", "30", "--lr", "3e-3", "--average", "1", "--threads", "1"])
+                    "--max-tokens", "600", "--warmup", "30", "--lr", "3e-3", "--average", "1", "--threads", "1",
+                    "--dropout", "0.25", "--attention-dropout", "0.05"])
     resumed = json.loads((continued / "metrics.json").read_text())
     assert resumed["training"]["init_from"] == str(out)
+    # a warm start keeps the checkpoint's shape but trains with the dropouts asked for
+    assert resumed["model"] == {**metrics["model"], "dropout": 0.25, "attention_dropout": 0.05}
     assert resumed["epochs"][0]["train_loss"] < losses[1]  # starts from the trained weights, not from scratch
     card = model_card(metrics, "toy")
     assert f"| val | **{metrics['scores']['val']['bleu']}** |" in card and "Reproduce: `python -m transformer.train" in card

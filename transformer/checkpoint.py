@@ -12,6 +12,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
+from .core.attention import stack_separate_projections
 from .core.config import ModelConfig
 from .core.model import Transformer
 from .tokenizer import Tokenizer
@@ -80,7 +81,7 @@ def load_weights(model: Transformer, path: Path) -> None:
     if not path.is_file():
         raise CheckpointError(f"{path}: file is missing")
     try:
-        stored = load_file(str(path))
+        stored = stack_separate_projections(load_file(str(path)))
     except (SafetensorError, OSError, ValueError) as error:
         raise CheckpointError(f"{path}: truncated or not a safetensors file ({error})") from error
     expected = unique_state_dict(model)

@@ -51,28 +51,42 @@ def explicit_attention(q, k, v, mask, attend: nn.Module, dropout_p: float = 0.0)
 
 
 class MultiHeadAttention(nn.Module):
+    """Queries, keys and values come from one stacked projection `in_proj` (D -> 3D, rows q | k | v, the layout of
+    `torch.nn.MultiheadAttention`): self-attention runs it once per call, cross-attention projects its queries
+    with the first third and the encoder output, once per sentence, with the other two."""
+
     def __init__(self, config: ModelConfig, kind: str):
         super().__init__()
         d = config.d_model
         self.n_heads = config.n_heads
-        self.q_proj = nn.Linear(d, d)
-        self.k_proj = nn.Linear(d, d)
-        self.v_proj = nn.Linear(d, d)
+        self.in_proj = nn.Linear(d, 3 * d)
+        self.in_proj.stacked_projections = 3  # initialised as three D x D matrices (see Transformer._init_weights)
         self.out_proj = nn.Linear(d, d)
         self.attend = AttentionProbabilities(kind)
         self.attention_dropout = config.attention_dropout
         self.fused = True  # like nanoGPT's `self.flash`; tests switch it off to compare the two paths
 
-    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
-        batch, length, d = x.shape
-        return x.view(batch, length, self.n_heads, d // self.n_heads).transpose(1, 2)  # (B, H, T, hs)
+    def split_heads(self, x: torch.Tensor, parts: int) -> tuple[torch.Tensor, ...]:
+        """(B, T, parts * D) -> `parts` tensors (B, H, T, hs), views of x."""
+        batch, length, width = x.shape
+        stacked = x.view(batch, length, parts, self.n_heads, width // (parts * self.n_heads))
+        return stacked.permute(2, 0, 3, 1, 4).unbind(0)  # parts x (B, H, T, hs)
+
+    def project_self(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Queries, keys and values of x (B, T, D) in one matrix product, each (B, H, T, hs)."""
+        return self.split_heads(F.linear(x, self.in_proj.weight, self.in_proj.bias), 3)
+
+    def project_queries(self, x: torch.Tensor) -> torch.Tensor:
+        d = x.size(-1)
+        return self.split_heads(F.linear(x, self.in_proj.weight[:d], self.in_proj.bias[:d]), 1)[0]
 
     def project_keys_values(self, source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Keys and values of `source` (B, Tk, D), each (B, H, Tk, hs): cacheable across decoding steps."""
-        return self.split_heads(self.k_proj(source)), self.split_heads(self.v_proj(source))
+        d = source.size(-1)
+        return self.split_heads(F.linear(source, self.in_proj.weight[d:], self.in_proj.bias[d:]), 2)
 
-    def forward(self, x: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None):
-        q = self.split_heads(self.q_proj(x))
+    def attend_to(self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None):
+        """Attention of queries q (B, H, Tq, hs) over keys/values, heads merged and projected: (B, Tq, D)."""
         dropout_p = self.attention_dropout if self.training else 0.0
         if self.fused and not is_recorded(self.attend):
             out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, dropout_p=dropout_p)
@@ -86,4 +100,19 @@ class MultiHeadAttention(nn.Module):
             out = out * keep[:, None, None]  # (B, H, Tq, hs)
         batch, _, length, _ = out.shape
         out = out.transpose(1, 2).reshape(batch, length, -1)  # (B, Tq, D)
-        return self.out_proj(out)
+        return F.linear(out, self.out_proj.weight, self.out_proj.bias)
+
+    def forward(self, x: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None):
+        return self.attend_to(self.project_queries(x), keys, values, mask)
+
+
+def stack_separate_projections(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """`state` with the separate q_proj, k_proj and v_proj tensors that checkpoints written before the projections
+    were stacked hold replaced by their stacked `in_proj`; other state dicts come back unchanged."""
+    state = dict(state)
+    for name in [n for n in state if n.endswith("q_proj.weight")]:
+        prefix = name[: -len("q_proj.weight")]
+        for field in ("weight", "bias"):
+            parts = [state.pop(f"{prefix}{p}_proj.{field}") for p in "qkv"]
+            state[f"{prefix}in_proj.{field}"] = torch.cat(parts)
+    return state

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from .attention import MultiHeadAttention
@@ -24,7 +25,7 @@ class FeedForward(nn.Module):
         self.fc2 = nn.Linear(config.d_ff, config.d_model)
 
     def forward(self, x):
-        return self.fc2(torch.relu(self.fc1(x)))
+        return F.linear(torch.relu(F.linear(x, self.fc1.weight, self.fc1.bias)), self.fc2.weight, self.fc2.bias)
 
 
 class Residual(nn.Module):
@@ -41,6 +42,14 @@ class Residual(nn.Module):
             return x + self.dropout(sublayer(self.norm(x)))
         return self.norm(x + self.dropout(sublayer(x)))
 
+    def step(self, x, sublayer):
+        """`forward` at inference, with functional calls: one decoding step is a single position, where the
+        per-module call overhead costs more than the arithmetic. Dropout is the identity here."""
+        norm = self.norm
+        if self.pre_norm:
+            return x + sublayer(F.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps))
+        return F.layer_norm(x + sublayer(x), norm.normalized_shape, norm.weight, norm.bias, norm.eps)
+
 
 class EncoderLayer(nn.Module):
     probe = "encoder_hidden"  # its output is recordable (see probes.py)
@@ -54,7 +63,7 @@ class EncoderLayer(nn.Module):
 
     def forward(self, x, src_mask):
         def attend(h):
-            return self.self_attention(h, *self.self_attention.project_keys_values(h), src_mask)
+            return self.self_attention.attend_to(*self.self_attention.project_self(h), src_mask)
 
         x = self.attention_residual(x, attend)
         return self.feed_forward_residual(x, self.feed_forward)
@@ -68,6 +77,14 @@ class LayerCache:
     self_values: torch.Tensor | None = None
     cross_keys: torch.Tensor | None = None  # computed once per sentence from the encoder output
     cross_values: torch.Tensor | None = None
+
+    def extend(self, keys: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Appends the newest positions' self-attention keys/values; returns all of them."""
+        if self.self_keys is not None:
+            keys = torch.cat([self.self_keys, keys], dim=2)
+            values = torch.cat([self.self_values, values], dim=2)
+        self.self_keys, self.self_values = keys, values
+        return keys, values
 
     def reorder(self, rows: torch.Tensor) -> None:
         """Keep batch rows `rows` (beam search moves hypotheses between rows)."""
@@ -100,24 +117,36 @@ class DecoderLayer(nn.Module):
         self.feed_forward_residual = Residual(config)
 
     def forward(self, x, memory, src_mask, tgt_mask, cache: LayerCache | None = None):
-        def attend_to_prefix(h):
-            keys, values = self.self_attention.project_keys_values(h)
-            if cache is not None:
-                if cache.self_keys is not None:
-                    keys = torch.cat([cache.self_keys, keys], dim=2)
-                    values = torch.cat([cache.self_values, values], dim=2)
-                cache.self_keys, cache.self_values = keys, values
-            return self.self_attention(h, keys, values, tgt_mask)
+        if cache is not None and not self.training:
+            return self.step(x, memory, src_mask, cache)
 
-        def attend_to_source(h):
-            if cache is not None and cache.cross_keys is not None:
-                keys, values = cache.cross_keys, cache.cross_values
-            else:
-                keys, values = self.cross_attention.project_keys_values(memory)
-                if cache is not None:
-                    cache.cross_keys, cache.cross_values = keys, values
-            return self.cross_attention(h, keys, values, src_mask)
+        def attend_to_prefix(h):
+            q, keys, values = self.self_attention.project_self(h)
+            if cache is not None:
+                keys, values = cache.extend(keys, values)
+            return self.self_attention.attend_to(q, keys, values, tgt_mask)
 
         x = self.self_attention_residual(x, attend_to_prefix)
-        x = self.cross_attention_residual(x, attend_to_source)
+        x = self.cross_attention_residual(x, lambda h: self.attend_to_source(h, memory, src_mask, cache))
         return self.feed_forward_residual(x, self.feed_forward)
+
+    def step(self, x, memory, src_mask, cache: LayerCache):
+        """Incremental decoding at inference: the newest positions x attend to the cached prefix. The same
+        arithmetic as `forward` (tests hold the two equal), through `Residual.step`. No self-attention mask: the
+        cache holds only earlier positions, which the new query may all see."""
+        def attend_to_prefix(h):
+            q, keys, values = self.self_attention.project_self(h)
+            return self.self_attention.attend_to(q, *cache.extend(keys, values), None)
+
+        x = self.self_attention_residual.step(x, attend_to_prefix)
+        x = self.cross_attention_residual.step(x, lambda h: self.attend_to_source(h, memory, src_mask, cache))
+        return self.feed_forward_residual.step(x, self.feed_forward.forward)
+
+    def attend_to_source(self, h, memory, src_mask, cache: LayerCache | None):
+        if cache is not None and cache.cross_keys is not None:
+            keys, values = cache.cross_keys, cache.cross_values
+        else:
+            keys, values = self.cross_attention.project_keys_values(memory)
+            if cache is not None:
+                cache.cross_keys, cache.cross_values = keys, values
+        return self.cross_attention.attend_to(self.cross_attention.project_queries(h), keys, values, src_mask)

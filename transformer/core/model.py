@@ -10,6 +10,7 @@ import math
 import torch
 from torch import nn
 
+from .attention import stack_separate_projections
 from .config import ModelConfig
 from .layers import DecoderCache, DecoderLayer, EncoderLayer, LayerCache
 from .positional import build_positions
@@ -42,6 +43,13 @@ def causal_mask(length: int, device) -> torch.Tensor:
     return torch.ones(length, length, dtype=torch.bool, device=device).tril()
 
 
+def upgrade_state_dict(module, state_dict, prefix, *args) -> None:
+    """Lets load_state_dict read the separate q/k/v projections of checkpoints written before they were stacked."""
+    upgraded = stack_separate_projections(state_dict)
+    state_dict.clear()
+    state_dict.update(upgraded)
+
+
 class Transformer(nn.Module):
     PROBES = PROBES  # what `record` can capture from this model, by name
 
@@ -60,13 +68,16 @@ class Transformer(nn.Module):
         if config.tie_output:
             self.generator.weight = self.tgt_embed.weight
         self.apply(self._init_weights)
+        self.register_load_state_dict_pre_hook(upgrade_state_dict)
 
     @staticmethod
     def _init_weights(module: nn.Module) -> None:
         # Xavier-uniform projections as in the reference implementation (tensor2tensor / fairseq);
         # embeddings ~ N(0, D^-0.5) so that after the sqrt(D) scaling they have unit variance.
         if isinstance(module, nn.Linear):
-            nn.init.xavier_uniform_(module.weight)
+            # a stacked q | k | v projection is three D x D matrices, each initialised as one
+            for block in module.weight.chunk(getattr(module, "stacked_projections", 1)):
+                nn.init.xavier_uniform_(block)
             nn.init.zeros_(module.bias)
         elif isinstance(module, TokenEmbedding):
             nn.init.normal_(module.embedding.weight, std=module.embedding.weight.size(1) ** -0.5)

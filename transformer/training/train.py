@@ -14,6 +14,7 @@ when a budget stops it, so `--resume OUT` continues where it stopped.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import time
@@ -49,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     data.add_argument("--test-split", default="test_2016_flickr", help="split reported (never used for selection); '' to skip")
     data.add_argument("--out", help="checkpoint folder to write (required unless --resume)")
     data.add_argument("--vocab-size", type=int, default=8000, help="joint sentencepiece vocabulary size")
-    model = p.add_argument_group("model (ignored with --init-from)")
+    model = p.add_argument_group("model (with --init-from only the two dropouts apply; the shape is the checkpoint's)")
     model.add_argument("--d-model", type=int, default=256)
     model.add_argument("--n-heads", type=int, default=4)
     model.add_argument("--n-layers", type=int, default=3, help="layers per stack")
@@ -126,8 +127,12 @@ def build_model(args, train_corpus, device, rank: int, world: int) -> tuple[Tran
     out = Path(args.out)
     tokenizer_file = out / RESUME_DIR / TOKENIZER_FILE
     if args.init_from:
-        model, tokenizer, _ = load_checkpoint(args.init_from, device)
+        loaded, tokenizer, _ = load_checkpoint(args.init_from, device)
         tokenizer_file = checkpoint_folder(args.init_from) / TOKENIZER_FILE
+        # regularisation is a training choice, so a warm start may train with other dropouts than its checkpoint had
+        config = dataclasses.replace(loaded.config, dropout=args.dropout, attention_dropout=args.attention_dropout)
+        model = Transformer(config).to(device)
+        model.load_state_dict(loaded.state_dict())
         return model.train(), tokenizer, tokenizer_file
     if not args.resume and rank == 0:
         Tokenizer.train([train_corpus.source_file, train_corpus.target_file], tokenizer_file, args.vocab_size)
