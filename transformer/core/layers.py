@@ -14,6 +14,7 @@ from torch import nn
 
 from .attention import MultiHeadAttention
 from .config import ModelConfig
+from .source_attention import SourceProjection
 
 
 class FeedForward(nn.Module):
@@ -77,6 +78,7 @@ class LayerCache:
     self_values: torch.Tensor | None = None
     cross_keys: torch.Tensor | None = None  # computed once per sentence from the encoder output
     cross_values: torch.Tensor | None = None
+    source: SourceProjection | None = None  # the cross-attention of `DecoderLayer.step`, once per sentence
 
     def extend(self, keys: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Appends the newest positions' self-attention keys/values; returns all of them."""
@@ -92,6 +94,8 @@ class LayerCache:
             value = getattr(self, name)
             if value is not None:
                 setattr(self, name, value.index_select(0, rows))
+        if self.source is not None:
+            self.source = self.source.reorder(rows)
 
 
 @dataclass
@@ -132,14 +136,17 @@ class DecoderLayer(nn.Module):
 
     def step(self, x, memory, src_mask, cache: LayerCache):
         """Incremental decoding at inference: the newest positions x attend to the cached prefix. The same
-        arithmetic as `forward` (tests hold the two equal), through `Residual.step`. No self-attention mask: the
-        cache holds only earlier positions, which the new query may all see."""
+        arithmetic as `forward` (tests hold the two equal), through `Residual.step`, with the cross-attention's
+        source folded into its projections (see source_attention.py). No self-attention mask: the cache holds
+        only earlier positions, which the new query may all see."""
         def attend_to_prefix(h):
             q, keys, values = self.self_attention.project_self(h)
             return self.self_attention.attend_to(q, *cache.extend(keys, values), None)
 
+        if cache.source is None:
+            cache.source = SourceProjection.of(self.cross_attention, memory, src_mask)
         x = self.self_attention_residual.step(x, attend_to_prefix)
-        x = self.cross_attention_residual.step(x, lambda h: self.attend_to_source(h, memory, src_mask, cache))
+        x = self.cross_attention_residual.step(x, lambda h: cache.source.attend(self.cross_attention, h))
         return self.feed_forward_residual.step(x, self.feed_forward.forward)
 
     def attend_to_source(self, h, memory, src_mask, cache: LayerCache | None):
