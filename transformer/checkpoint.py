@@ -118,7 +118,7 @@ def load_checkpoint(directory, device="cpu") -> tuple[Transformer, Tokenizer, di
     of a shipped checkpoint."""
     directory = checkpoint_folder(directory)
     config, model_config = read_config(directory)
-    model = Transformer.for_loading(model_config)
+    model = Transformer(model_config)
     load_weights(model, directory / WEIGHTS_FILE)
     try:
         tokenizer = Tokenizer.load(directory / TOKENIZER_FILE)

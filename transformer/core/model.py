@@ -70,19 +70,6 @@ class Transformer(nn.Module):
         self.apply(self._init_weights)
         self.register_load_state_dict_pre_hook(upgrade_state_dict)
 
-    @classmethod
-    def for_loading(cls, config: ModelConfig, device="cpu") -> "Transformer":
-        """A model whose weights are about to be overwritten by stored ones: built on the meta device and given
-        uninitialised memory, which skips the random initialisation (a tenth of a second per model at the app's
-        start-up). Only the positional table, derived from the config and never stored, is computed."""
-        with torch.device("meta"):
-            model = cls(config)
-        model = model.to_empty(device=device)
-        model.positions = build_positions(config).to(device)
-        if config.tie_output:  # to_empty gives every parameter its own memory, so tie again
-            model.generator.weight = model.tgt_embed.weight
-        return model
-
     @staticmethod
     def _init_weights(module: nn.Module) -> None:
         # Xavier-uniform projections as in the reference implementation (tensor2tensor / fairseq);
