@@ -1,7 +1,11 @@
 """Decoding speed against a peer: our model beside a Hugging Face MarianMTModel of the same size, one process,
 interleaved rounds, medians. Prints JSON.
 
-    python bench/bench_decoding.py [--checkpoint checkpoints/en-de] [--rounds 30] [--corpus-limit N]
+    python bench/bench_decoding.py [--checkpoint checkpoints/en-de] [--rounds 30] [--corpus-limit N] [--base COMMIT]
+
+--base COMMIT also times the package as it was at that commit (a git worktree imported as `transformer_base`),
+in the same interleaved rounds, after checking that it decodes the same tokens: "before_over_ours" is what the
+changes since then bought.
 
 Ours: the shipped checkpoint through `Translator` (tokenizer, weights) and the strategy functions, ids in and
 decoded ids (with their trace) out. Marian: `transformers.MarianMTModel` with random weights and our sizes
@@ -31,6 +35,7 @@ search runs until 4 hypotheses have ended, which can take more decoder steps tha
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import platform
 import statistics
@@ -43,6 +48,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from base_package import base_package  # noqa: E402
 from transformer import Translator  # noqa: E402
 from transformer.core.probes import ATTENTION_KINDS  # noqa: E402
 from transformer.decoding.strategies.beam import beam_search  # noqa: E402
@@ -78,6 +84,18 @@ def marian_model(config, seed: int):
 def trainable_parameters(model: torch.nn.Module) -> int:
     """Unique trainable parameters (Marian's frozen sinusoidal tables are parameters; ours are buffers)."""
     return sum(p.numel() for p in {id(p): p for p in model.parameters() if p.requires_grad}.values())
+
+
+def base_runs(base, checkpoint: str, source_ids: list[int]) -> dict:
+    """The compared figures for the package at --base (imported as `transformer_base`), same checkpoint and ids."""
+    from transformer_base.core.probes import ATTENTION_KINDS as BASE_KINDS
+    from transformer_base.decoding.strategies.beam import beam_search as base_beam
+    from transformer_base.decoding.strategies.greedy import GreedySettings as BaseGreedy, decode_greedy as base_greedy
+
+    model, sources = base.Translator.from_pretrained(checkpoint).model, [source_ids]
+    return {"greedy": lambda: base_greedy(model, sources, BaseGreedy())[0],
+            "greedy, attention captured": lambda: base_greedy(model, sources, BaseGreedy(), probes=BASE_KINDS)[0],
+            "beam 4, attention captured": lambda: base_beam(model, sources, BEAM, probes=BASE_KINDS)[0]}
 
 
 def ours_runs(model, source_ids: list[int]) -> dict:
@@ -160,9 +178,16 @@ def main() -> None:
                         help="translate only the first N sentences for throughput (default: all)")
     parser.add_argument("--no-throughput", action="store_true", help="skip the corpus throughput run")
     parser.add_argument("--seed", type=int, default=0, help="Marian's random weights and source ids")
+    parser.add_argument("--base", default=None,
+                        help="also time the package at this git commit (the previous path), interleaved (default: off)")
     args = parser.parse_args()
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
+    with base_package(args.base) if args.base else contextlib.nullcontext() as base:
+        print(json.dumps(measure(args, base), indent=2))
+
+
+def measure(args, base) -> dict:
 
     translator = Translator.from_pretrained(args.checkpoint)
     model = translator.model
@@ -195,8 +220,16 @@ def main() -> None:
     else:
         report["marian"] = {"skipped": why_not}
 
+    if base is not None:
+        previous = base_runs(base, args.checkpoint, source_ids)
+        for name, run in previous.items():
+            if run().token_ids != decoded[name].token_ids:
+                raise RuntimeError(f"--base {args.base}: {name} decodes other tokens than today's package")
+        runs.update({("before", name): run for name, run in previous.items()})
+        report["before"] = {"commit": args.base}
+
     medians = interleaved_medians(runs, args.rounds)
-    for side in ("ours", "marian"):
+    for side in ("ours", "marian", "before"):
         side_medians = {name: ms for (who, name), ms in medians.items() if who == side}
         if side_medians:
             report[side]["median_ms"] = side_medians
@@ -204,6 +237,9 @@ def main() -> None:
                                                    for name in COMPARED}
     if built:
         report["marian_over_ours"] = {name: round(medians["marian", name] / medians["ours", name], 2)
+                                      for name in COMPARED}
+    if base is not None:
+        report["before_over_ours"] = {name: round(medians["before", name] / medians["ours", name], 2)
                                       for name in COMPARED}
     report["ours_only"] = {
         "cache_speedup_greedy": round(medians["ours", "greedy, no cache"] / medians["ours", "greedy"], 2),
@@ -214,7 +250,7 @@ def main() -> None:
     }
     report["throughput"] = ({"skipped": "--no-throughput"} if args.no_throughput else
                             throughput(translator, args.data_dir, args.split, args.corpus_limit))
-    print(json.dumps(report, indent=2))
+    return report
 
 
 if __name__ == "__main__":
