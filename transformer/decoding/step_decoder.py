@@ -36,6 +36,7 @@ class StepDecoder:
         self.src_mask = None if bool(src_mask.all()) else src_mask
         self.cache = model.new_cache() if use_cache else None
         self.prefix = torch.full((memory.size(0), 1), BOS_ID, dtype=torch.long, device=memory.device)
+        self.never_produced = torch.tensor([model.config.pad_id, BOS_ID], device=memory.device)
 
     def step(self) -> torch.Tensor:
         """(N, V) float32 logits of the next token; padding and BOS can never be produced."""
@@ -43,9 +44,7 @@ class StepDecoder:
             logits = self.model.decode_step(self.memory, self.src_mask, self.prefix[:, -1], self.cache)
         else:
             logits = self.model.decode(self.memory, self.src_mask, self.prefix)[:, -1]
-        logits = logits.float()
-        logits[:, [self.model.config.pad_id, BOS_ID]] = float("-inf")
-        return logits
+        return logits.float().index_fill_(1, self.never_produced, float("-inf"))
 
     def select_rows(self, rows: list[int]) -> None:
         """Keeps batch rows `rows`, in that order (rows may repeat: beam search copies hypotheses)."""
