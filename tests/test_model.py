@@ -81,3 +81,30 @@ def test_sequences_longer_than_max_len_raise():
     with pytest.raises(ValueError, match="max_len"):
         model(torch.ones(1, 9, dtype=torch.long), torch.ones(1, 3, dtype=torch.long))
 
+
+
+@pytest.mark.parametrize("batch,folded", [(1, True), (16, False)])
+def test_incremental_steps_equal_teacher_forcing_with_and_without_the_folded_source(batch, folded):
+    """Decoding steps fold the source into the cross-attention only where that reads less (few rows, short
+    source); both ways each step's logits and cross-attention must equal the teacher-forced pass."""
+    from transformer.core.capture import capture_attention
+    from transformer.core.model import padding_mask
+    from transformer.core.source_attention import SourceProjection
+
+    torch.manual_seed(0)
+    model = Transformer(tiny_config(d_model=64, n_heads=2, norm="post", final_norm=False)).eval()
+    src, tgt = torch.randint(1, 11, (batch, 6)), torch.randint(1, 11, (batch, 5))
+    src[-1, -2:] = 0  # padding in the last row
+    src_mask = padding_mask(src, 0)
+    with torch.inference_mode():
+        memory = model.encode(src, src_mask)
+        assert SourceProjection.pays_off(model.decoder_layers[0].cross_attention, memory) == folded
+        with capture_attention(model, ["cross"]) as whole:
+            expected = model.decode(memory, src_mask, tgt)
+        cache = model.new_cache()
+        with capture_attention(model, ["cross"]) as steps:
+            logits = [model.decode_step(memory, src_mask, tgt[:, t], cache) for t in range(tgt.size(1))]
+    assert (cache.layers[0].source is not None) == folded
+    torch.testing.assert_close(torch.stack(logits, dim=1), expected, atol=1e-5, rtol=1e-4)
+    stepwise = torch.stack(steps.take("cross"), dim=0).view(tgt.size(1), model.config.n_layers, batch, 2, 1, 6)
+    torch.testing.assert_close(stepwise[:, :, :, :, 0].permute(1, 2, 3, 0, 4), whole.cross, atol=1e-5, rtol=1e-4)

@@ -143,10 +143,13 @@ class DecoderLayer(nn.Module):
             q, keys, values = self.self_attention.project_self(h)
             return self.self_attention.attend_to(q, *cache.extend(keys, values), None)
 
-        if cache.source is None:
+        if cache.source is None and cache.cross_keys is None and SourceProjection.pays_off(self.cross_attention, memory):
             cache.source = SourceProjection.of(self.cross_attention, memory, src_mask)
         x = self.self_attention_residual.step(x, attend_to_prefix)
-        x = self.cross_attention_residual.step(x, lambda h: cache.source.attend(self.cross_attention, h))
+        if cache.source is not None:
+            x = self.cross_attention_residual.step(x, lambda h: cache.source.attend(self.cross_attention, h))
+        else:
+            x = self.cross_attention_residual.step(x, lambda h: self.attend_to_source(h, memory, src_mask, cache))
         return self.feed_forward_residual.step(x, self.feed_forward.forward)
 
     def attend_to_source(self, h, memory, src_mask, cache: LayerCache | None):

@@ -32,6 +32,14 @@ class SourceProjection:
     output_weight: torch.Tensor  # (B, H * S, D): V_h W_o,h^T, heads stacked
     heads: int
 
+    @staticmethod
+    def pays_off(attention: MultiHeadAttention, memory: torch.Tensor) -> bool:
+        """Whether folding reads less per step: it stores H x as much per row (B H S D against B S D for the
+        keys and values) but skips the two D x D projections, so it wins for few rows of short sources (one
+        sentence, a beam of 4) and loses for corpus batches. Per step: 2 B H S D < 2 D D + 2 B S D."""
+        batch, length, d = memory.shape
+        return batch * length * (attention.n_heads - 1) < d
+
     @classmethod
     def of(cls, attention: MultiHeadAttention, memory: torch.Tensor, src_mask: torch.Tensor | None) -> "SourceProjection":
         """memory (B, S, D) is the encoder output; src_mask (B, 1, 1, S), True for real keys, or None."""
