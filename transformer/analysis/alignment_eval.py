@@ -40,10 +40,10 @@ from ..core.capture import capture_attention
 from ..decoding.translator import Translator
 from ..decoding.words import word_groups, word_label
 from ..tokenizer import Tokenizer
+from .cli import add_checkpoint_and_data, add_hardware, check_data_dir
 from ..training.data import (
     REPOSITORY,
     ParallelCorpus,
-    default_data_dir,
     pad,
     read_parallel,
 )
@@ -200,10 +200,7 @@ def best(rows: Sequence[dict], **where) -> dict:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m transformer.analysis.alignment_eval", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--checkpoint", required=True,
-                        help="checkpoint folder, or a shipped one by name (en-de, de-en); the result is written into it")
-    parser.add_argument("--data-dir", default=default_data_dir(),
-                        help="folder of {split}.{lang} files (default: ../shared/data/multi30k)")
+    add_checkpoint_and_data(parser)
     parser.add_argument("--split", default="test_2016_flickr",
                         help="split whose alignments are scored (default: test_2016_flickr)")
     parser.add_argument("--aligner-splits", default="train",
@@ -215,13 +212,10 @@ def main(argv=None) -> None:
                              "indices over our words) instead of running eflomal")
     parser.add_argument("--reference-out", help="also write the reference alignments here, in Pharaoh format")
     parser.add_argument("--batch-size", type=int, default=64, help="sentences per teacher-forced pass (default: 64)")
-    parser.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="torch CPU threads (default: torch's choice, all cores)")
+    add_hardware(parser)
     parser.add_argument("--out", help=f"write the JSON here instead of CHECKPOINT/{RESULT_FILE}")
     args = parser.parse_args(argv)
-    if args.data_dir is None:
-        parser.error("no --data-dir given and ../shared/data/multi30k does not exist")
+    check_data_dir(parser, args)
 
     started = time.perf_counter()
     if args.threads:

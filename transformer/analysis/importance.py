@@ -32,10 +32,10 @@ from tqdm import tqdm
 
 from ..core.head_mask import HeadKey, attention_modules, heads_masked
 from ..decoding.translator import Translator
+from .cli import add_checkpoint_and_data, add_hardware, check_data_dir
 from ..training.data import (
     REPOSITORY,
     ParallelCorpus,
-    default_data_dir,
     pad,
     read_parallel,
     token_batches,
@@ -181,22 +181,16 @@ def result_json(base: dict, importances: Sequence[HeadImportance], curve: Sequen
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m transformer.analysis.importance", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--checkpoint", required=True,
-                        help="checkpoint folder, or a shipped one by name (en-de, de-en); the result is written into it")
-    parser.add_argument("--data-dir", default=default_data_dir(),
-                        help="folder of {split}.{lang} files (default: ../shared/data/multi30k)")
+    add_checkpoint_and_data(parser)
     parser.add_argument("--split", default="val", help="split to score: {split}.{src} and {split}.{tgt} (default: val)")
     parser.add_argument("--limit", type=int, default=None, help="score only the first N sentences (default: all)")
     parser.add_argument("--batch-size", type=int, default=64, help="sentences per greedy decoding batch (default: 64)")
     parser.add_argument("--max-tokens", type=int, default=4000,
                         help="padded tokens per teacher-forced batch for the log-likelihood (default: 4000)")
-    parser.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="torch CPU threads (default: torch's choice, all cores)")
+    add_hardware(parser)
     parser.add_argument("--out", help=f"write the JSON here instead of CHECKPOINT/{RESULT_FILE}")
     args = parser.parse_args(argv)
-    if args.data_dir is None:
-        parser.error("no --data-dir given and ../shared/data/multi30k does not exist")
+    check_data_dir(parser, args)
     if args.limit is not None and args.limit < 1:
         parser.error(f"--limit must be a positive number of sentences, got {args.limit}")
 
