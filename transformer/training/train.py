@@ -210,6 +210,9 @@ def main(argv=None) -> None:
                    optimizer=optimizer, result=result)
     bar.close()
     if world > 1:
+        # every process tears the group down together: one that shuts gloo down while rank 0 still saves was
+        # seen to abort ("terminate called without an active exception") in CI
+        dist.barrier()
         dist.destroy_process_group()
     if rank != 0:
         return
