@@ -10,6 +10,7 @@ import torch
 from safetensors.torch import load_file
 
 from transformer import train as train_cli
+from transformer.training import train as training_module
 
 from .conftest import ROOT
 
@@ -72,3 +73,12 @@ def test_two_processes_under_torchrun_follow_the_one_process_loss(corpus_dir, tm
     # the same global batches, the same updates: the losses agree up to float summation order
     assert parallel["update_losses"] == pytest.approx(single["update_losses"], rel=1e-4)
     assert single["update_losses"][-1] < single["update_losses"][0]
+
+
+def test_a_run_on_the_default_data_folder_saves_its_state(corpus_dir, tmp_path, monkeypatch):
+    # the default --data-dir is a Path, not a string: the run state must still be written as JSON
+    monkeypatch.setattr(training_module, "default_data_dir", lambda: corpus_dir)
+    out = tmp_path / "run"
+    train_cli.main([*TINY, "--out", str(out), "--epochs", "1"])
+    args = json.loads((out / "resume" / "state.json").read_text())["args"]
+    assert args["data_dir"] == str(corpus_dir)

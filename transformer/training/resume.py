@@ -39,7 +39,9 @@ def save_run(out, model, optimizer, result: TrainingResult, args: dict, tokenize
     state = {f.name: getattr(result, f.name) for f in fields(result) if f.name not in ("reports", "best_states")}
     state["reports"] = [asdict(r) for r in result.reports]
     state["best"] = [[bleu, epoch] for bleu, epoch, _ in result.best_states]
-    (staging / "state.json").write_text(json.dumps({"result": state, "args": args}, indent=1) + "\n")
+    # default=str: argument values such as the default --data-dir are Paths; they come back as the strings
+    # argparse would have given
+    (staging / "state.json").write_text(json.dumps({"result": state, "args": args}, indent=1, default=str) + "\n")
     save_file({k: v.detach().cpu().contiguous() for k, v in unique_state_dict(model).items()},
               str(staging / "model.safetensors"))
     for _, epoch, best in result.best_states:
