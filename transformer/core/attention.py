@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .config import ModelConfig
+from .half_linear import project
 from .head_mask import heads_to_zero
 from .probes import ATTENTION_KINDS, is_recorded
 
@@ -74,16 +75,16 @@ class MultiHeadAttention(nn.Module):
 
     def project_self(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Queries, keys and values of x (B, T, D) in one matrix product, each (B, H, T, hs)."""
-        return self.split_heads(F.linear(x, self.in_proj.weight, self.in_proj.bias), 3)
+        return self.split_heads(project(x, self.in_proj), 3)
 
     def project_queries(self, x: torch.Tensor) -> torch.Tensor:
         d = x.size(-1)
-        return self.split_heads(F.linear(x, self.in_proj.weight[:d], self.in_proj.bias[:d]), 1)[0]
+        return self.split_heads(project(x, self.in_proj, slice(0, d)), 1)[0]
 
     def project_keys_values(self, source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Keys and values of `source` (B, Tk, D), each (B, H, Tk, hs): cacheable across decoding steps."""
         d = source.size(-1)
-        return self.split_heads(F.linear(source, self.in_proj.weight[d:], self.in_proj.bias[d:]), 2)
+        return self.split_heads(project(source, self.in_proj, slice(d, None)), 2)
 
     def attend_to(self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None):
         """Attention of queries q (B, H, Tq, hs) over keys/values, heads merged and projected: (B, Tq, D)."""
@@ -100,7 +101,7 @@ class MultiHeadAttention(nn.Module):
             out = out * keep[:, None, None]  # (B, H, Tq, hs)
         batch, _, length, _ = out.shape
         out = out.transpose(1, 2).reshape(batch, length, -1)  # (B, Tq, D)
-        return F.linear(out, self.out_proj.weight, self.out_proj.bias)
+        return project(out, self.out_proj)
 
     def forward(self, x: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None):
         return self.attend_to(self.project_queries(x), keys, values, mask)

@@ -14,6 +14,7 @@ from torch import nn
 
 from .attention import MultiHeadAttention
 from .config import ModelConfig
+from .half_linear import project
 from .source_attention import SourceProjection
 
 
@@ -26,7 +27,7 @@ class FeedForward(nn.Module):
         self.fc2 = nn.Linear(config.d_ff, config.d_model)
 
     def forward(self, x):
-        return F.linear(torch.relu(F.linear(x, self.fc1.weight, self.fc1.bias)), self.fc2.weight, self.fc2.bias)
+        return project(torch.relu(project(x, self.fc1)), self.fc2)
 
 
 class Residual(nn.Module):

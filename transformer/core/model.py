@@ -12,6 +12,7 @@ from torch import nn
 
 from .attention import stack_separate_projections
 from .config import ModelConfig
+from .half_linear import attach_half_weights, detach_half_weights, project
 from .layers import DecoderCache, DecoderLayer, EncoderLayer, LayerCache
 from .positional import build_positions
 from .probes import PROBES
@@ -89,6 +90,14 @@ class Transformer(nn.Module):
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters() if p.requires_grad)
 
+    def use_half_weights(self, enabled: bool) -> int:
+        """Decoding reads float16 copies of the weights that float16 holds exactly (core/half_linear.py): the
+        same numbers, half the bytes. Returns how many layers got one."""
+        if not enabled:
+            detach_half_weights(self)
+            return 0
+        return attach_half_weights(self)
+
     def use_fused_attention(self, fused: bool) -> None:
         for module in self.modules():
             if hasattr(module, "fused"):
@@ -135,4 +144,4 @@ class Transformer(nn.Module):
         for layer, layer_cache in zip(self.decoder_layers, cache.layers):
             x = layer(x, memory, src_mask, None, layer_cache)
         cache.length += 1
-        return self.generator(self.decoder_norm(x))[:, -1]
+        return project(self.decoder_norm(x), self.generator)[:, -1]

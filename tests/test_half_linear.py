@@ -1,0 +1,123 @@
+"""The float16 weight copies (core/half_linear.py): the compiled kernel against F.linear on the float32 weights,
+decoding with and without them, and the cases that must fall back to F.linear."""
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from transformer import Transformer, Translator
+from transformer.core.half_linear import KERNEL, MAX_ROWS, attach_half_weights, project
+from transformer.core.probes import ATTENTION_KINDS
+from transformer.decoding.strategies.beam import beam_search
+from transformer.decoding.strategies.greedy import GreedySettings, decode_greedy
+
+from .conftest import SHIPPED, tiny_config
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    if torch.backends.cpu.get_cpu_capability() not in ("AVX2", "AVX512"):
+        pytest.skip("the kernel needs AVX2; F.linear is used instead")
+    module = KERNEL.wait(timeout=600)
+    assert module is not None, KERNEL.status
+    return module
+
+
+@pytest.fixture
+def counted_kernel(kernel, monkeypatch):
+    """The kernel, counting its calls: a test that means to exercise it can see that it did."""
+    calls = []
+
+    class Counting:
+        def linear(self, *args):
+            calls.append(args[0].shape)
+            return kernel.linear(*args)
+
+    monkeypatch.setattr(KERNEL, "module", Counting())
+    return calls
+
+
+def float16_exact_model(**overrides) -> Transformer:
+    torch.manual_seed(0)
+    model = Transformer(tiny_config(**overrides)).eval()
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.copy_(parameter.half().float())  # as a checkpoint stored in float16 loads
+    return model
+
+
+@pytest.mark.parametrize("rows", [1, 3, MAX_ROWS])
+@pytest.mark.parametrize("width", [16, 37, 256])  # 37: the scalar tail after the 16-wide loop
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_kernel_equals_float32_linear(kernel, rows, width, with_bias):
+    torch.manual_seed(rows * width)
+    x, weight = torch.randn(rows, width), torch.randn(50, width).half()
+    bias = torch.randn(50) if with_bias else None
+    expected = F.linear(x.double(), weight.double(), bias.double() if with_bias else None)  # independent, float64
+    torch.testing.assert_close(kernel.linear(x, weight, bias).double(), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_kernel_rejects_what_it_cannot_read(kernel):
+    with pytest.raises(RuntimeError, match="float16"):
+        kernel.linear(torch.randn(1, 8), torch.randn(4, 8), None)
+    with pytest.raises(RuntimeError, match="features"):
+        kernel.linear(torch.randn(1, 8), torch.randn(4, 6).half(), None)
+
+
+@pytest.mark.parametrize("norm", ["pre", "post"])
+def test_decoding_with_half_weights_equals_float32(counted_kernel, norm):
+    model = float16_exact_model(d_model=40, n_heads=4, d_ff=48, norm=norm, final_norm=norm == "pre")
+    sources = [[5, 6, 7, 8, 3]]
+    with torch.inference_mode():
+        plain_greedy = decode_greedy(model, sources, GreedySettings(), 12, ATTENTION_KINDS)[0]
+        plain_beam = beam_search(model, sources, 3, max_length=12, probes=ATTENTION_KINDS)[0]
+        layers = sum(isinstance(m, nn.Linear) for m in model.modules())
+        assert model.use_half_weights(True) == layers
+        half_greedy = decode_greedy(model, sources, GreedySettings(), 12, ATTENTION_KINDS)[0]
+        half_beam = beam_search(model, sources, 3, max_length=12, probes=ATTENTION_KINDS)[0]
+    assert counted_kernel, "the decoding steps never reached the kernel"
+    for plain, half in ((plain_greedy, half_greedy), (plain_beam, half_beam)):
+        assert half.token_ids == plain.token_ids
+        assert half.score == pytest.approx(plain.score, abs=1e-5)
+        torch.testing.assert_close([s.prob for s in half.steps], [s.prob for s in plain.steps], atol=1e-5, rtol=0)
+        for kind in ATTENTION_KINDS:
+            torch.testing.assert_close(torch.as_tensor(half.recorded[kind]), torch.as_tensor(plain.recorded[kind]),
+                                       atol=1e-5, rtol=0)
+
+
+def test_weights_that_float16_would_round_get_no_copy(kernel):
+    torch.manual_seed(0)
+    model = Transformer(tiny_config()).eval()  # fresh float32 initialisation: not float16-exact
+    assert model.use_half_weights(True) == 0
+    assert all(getattr(m, "half_weight", None) is None for m in model.modules() if isinstance(m, nn.Linear))
+
+
+def test_a_weight_changed_after_the_copy_is_read_as_it_is_now(counted_kernel):
+    layer = nn.Linear(16, 8)
+    with torch.no_grad():
+        layer.weight.copy_(layer.weight.half().float())
+    assert attach_half_weights(layer) == 1
+    x = torch.randn(1, 16)
+    with torch.no_grad():
+        project(x, layer)
+        assert len(counted_kernel) == 1
+        layer.weight.mul_(3)  # in place, as load_state_dict or an optimizer would
+        torch.testing.assert_close(project(x, layer), F.linear(x, layer.weight, layer.bias), rtol=0, atol=0)
+    assert len(counted_kernel) == 1  # the stale copy was not used
+
+
+def test_many_rows_and_gradients_use_float32_linear(counted_kernel):
+    layer = nn.Linear(16, 8)
+    with torch.no_grad():
+        layer.weight.copy_(layer.weight.half().float())
+    assert attach_half_weights(layer) == 1
+    project(torch.randn(MAX_ROWS + 1, 16), layer)
+    project(torch.randn(1, 16, requires_grad=True), layer)
+    assert counted_kernel == []
+
+
+def test_the_shipped_weights_are_float16_exact_so_every_layer_gets_a_copy():
+    translator = Translator.from_pretrained(SHIPPED)
+    layers = [m for m in translator.model.modules() if isinstance(m, nn.Linear)]
+    assert all(torch.equal(m.weight.half().float(), m.weight) for m in layers)
+    assert all(m.half_weight is not None for m in layers)
