@@ -36,6 +36,15 @@ def write_corpus(folder: Path, sizes=(("train", 600), ("val", 40), ("test_2016_f
     return folder
 
 
+@pytest.fixture(scope="session", autouse=True)
+def half_weight_kernel():
+    """The float16-weight kernel, compiled here once before any test starts an app in a subprocess: a server
+    stopped mid-compile would leave torch's build lock behind. Decoding is correct with or without it."""
+    from transformer.core.half_linear import KERNEL
+
+    return KERNEL.wait(timeout=600)
+
+
 @pytest.fixture(scope="session")
 def corpus_dir(tmp_path_factory) -> Path:
     return write_corpus(tmp_path_factory.mktemp("corpus"))

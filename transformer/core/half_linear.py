@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import shutil
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +33,8 @@ SWITCH = "ATTENTION_EXPLORER_HALF_WEIGHTS"
 # float32 matmul, which reuses each weight across rows, wins
 MAX_ROWS = 8
 SOURCE = Path(__file__).with_name("half_linear.cpp")
+EXTENSION = "attention_explorer_half_linear"
+STALE_LOCK_S = 600
 
 
 @dataclass
@@ -86,8 +89,22 @@ def compile_kernel():
             pass
     from torch.utils.cpp_extension import load
 
-    return load(name="attention_explorer_half_linear", sources=[str(SOURCE)],
+    folder = build_folder()
+    # torch's build lock is a file that a process killed mid-build leaves behind, after which every later load
+    # waits forever; a build takes well under STALE_LOCK_S
+    lock = folder / "lock"
+    if lock.exists() and time.time() - lock.stat().st_mtime > STALE_LOCK_S:
+        lock.unlink(missing_ok=True)
+    return load(name=EXTENSION, sources=[str(SOURCE)], build_directory=str(folder),
                 extra_cflags=["-O3", "-mavx2", "-mfma", "-mf16c"], verbose=False)
+
+
+def build_folder() -> Path:
+    """Where the compiled kernel is cached: TORCH_EXTENSIONS_DIR or ~/.cache/torch_extensions, per torch version."""
+    root = Path(os.environ.get("TORCH_EXTENSIONS_DIR") or Path.home() / ".cache" / "torch_extensions")
+    folder = root / f"{EXTENSION}-torch{torch.__version__}"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 KERNEL = KernelBuild()
