@@ -136,14 +136,14 @@ def project(x: torch.Tensor, linear: nn.Linear, rows: slice | None = None) -> to
     """`F.linear(x, linear.weight[rows], linear.bias[rows])`, through the float16 copy when that is faster:
     few rows, float32 on the CPU, no gradient wanted, the kernel built and the weight unchanged since."""
     weight, bias = linear.weight, linear.bias
-    if rows is not None:
-        weight, bias = weight[rows], (bias[rows] if bias is not None else None)
     half = getattr(linear, "half_weight", None)
     kernel = KERNEL.module
     width = x.size(-1)
+    if rows is not None:  # sliced once, for whichever path runs: this is called every decoding step
+        bias = bias[rows] if bias is not None else None
     if (half is None or kernel is None or x.numel() > MAX_ROWS * width or x.dtype != torch.float32 or not x.is_cpu
-            or (x.requires_grad and torch.is_grad_enabled()) or half.version != linear.weight._version):
-        return F.linear(x, weight, bias)
+            or (x.requires_grad and torch.is_grad_enabled()) or half.version != weight._version):
+        return F.linear(x, weight if rows is None else weight[rows], bias)
     half_rows = half.tensor if rows is None else half.tensor[rows]
     out = kernel.linear(x.reshape(-1, width), half_rows, bias)
     return out.view(*x.shape[:-1], half_rows.size(0))
