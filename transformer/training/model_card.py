@@ -34,9 +34,13 @@ def model_card(metrics: dict, checkpoint: str) -> str:
         f"- **Final weights**: {metrics['selection']['kind']} of epoch(s) {metrics['selection']['epochs']} "
         f"(greedy val BLEU {metrics['selection']['val_bleu']}).",
         f"- **Decoding for the scores**: {decoding['strategy']}, beam {decoding['beam_size']}, length penalty "
-        f"{decoding['length_penalty']}.", "",
-        "| split | BLEU | chrF | sentences |", "|---|---|---|---|",
+        f"{decoding['length_penalty']}.",
     ]
+    sweep = metrics.get("length_penalty_sweep")
+    if sweep:
+        tried = ", ".join(f"{value} → {bleu}" for value, bleu in sweep["bleu"].items())
+        lines.append(f"- **Length penalty chosen on {sweep['split']}** (beam {sweep['beam_size']}, BLEU by value): {tried}.")
+    lines += ["", "| split | BLEU | chrF | sentences |", "|---|---|---|---|"]
     lines += [f"| {split} | **{s['bleu']}** | {s['chrf']} | {s['sentences']:,} |" for split, s in scores.items()]
     any_scores = next(iter(scores.values()))
     lines += ["", f"sacreBLEU signatures: BLEU `{any_scores['bleu_signature']}`, chrF `{any_scores['chrf_signature']}`.",
