@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
-import sys
+import shlex
 
 import torch
 
@@ -28,8 +28,9 @@ def hardware(device: torch.device) -> str:
 
 
 def finish(out, model, result, tokenizer, tokenizer_file, extra_config, settings, train_corpus, val, args, device,
-           argv) -> dict:
-    """Writes the final checkpoint and metrics.json into `out`; returns the scores."""
+           command: str, invocation: list[str]) -> dict:
+    """Writes the final checkpoint and metrics.json into `out`; returns the scores. `command` redoes the whole run
+    (see reproduce.py); `invocation` is the command line this last session was started with."""
     final, selection = select_final_model(model.config, result, tokenizer, val, args, device)
     dtype, fp16_cost = storage_dtype(final, tokenizer, val, args, selection["val_bleu"], device)
     save_checkpoint(out, final, tokenizer_file, extra_config, dtype=dtype)
@@ -51,7 +52,7 @@ def finish(out, model, result, tokenizer, tokenizer_file, extra_config, settings
                      "wall_minutes": round(result.seconds / 60, 1), "stopped_by_time_budget": result.stopped_early,
                      "hardware": hardware(device), "torch": torch.__version__, "init_from": args.init_from,
                      "processes": int(os.environ.get("WORLD_SIZE", "1")),
-                     "command": "python -m transformer.train " + " ".join(argv if argv is not None else sys.argv[1:])},
+                     "command": command, "invocation": "python -m transformer.train " + shlex.join(invocation)},
         "epochs": [vars(r) for r in result.reports],
         "selection": selection, "weights_dtype": str(dtype).replace("torch.", ""), "fp16_val_bleu_cost": fp16_cost,
         "decoding": decoding, "scores": scores,

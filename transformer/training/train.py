@@ -32,6 +32,7 @@ from ..decoding.translator import Translator
 from ..tokenizer import Tokenizer
 from .data import default_data_dir, read_parallel
 from .finalize import finish, model_with
+from .reproduce import reproduce_command
 from .resume import RESUME_DIR, load_run, save_run, saved_args
 from .timeline import Timeline
 from .trainer import TrainingSettings, train
@@ -151,7 +152,8 @@ def build_model(args, train_corpus, device, rank: int, world: int) -> tuple[Tran
 
 
 def main(argv=None) -> None:
-    args = resolve_args(build_parser(), argv)
+    parser = build_parser()
+    args = resolve_args(parser, argv)
     if args.threads:
         torch.set_num_threads(args.threads)
     rank, world, device = start_processes(args)
@@ -218,8 +220,9 @@ def main(argv=None) -> None:
         return
     if not result.reports:
         sys.exit(f"training stopped before the first epoch ended; continue with --resume {out}")
+    command = reproduce_command(parser, args, result.updates, result.stopped_early)
     scores = finish(out, model, result, tokenizer, tokenizer_file, extra_config, settings, train_corpus, val, args,
-                    device, argv)
+                    device, command, argv if argv is not None else sys.argv[1:])
     for split, s in scores.items():
         print(f"{split}: BLEU {s['bleu']} chrF {s['chrf']} (beam {args.beam_size})  {s['bleu_signature']}")
     print(f"wrote {out}")
