@@ -45,6 +45,8 @@ def test_short_training_run_lowers_loss_and_writes_a_usable_checkpoint(corpus_di
     assert resumed["epochs"][0]["train_loss"] < losses[1]  # starts from the trained weights, not from scratch
     card = model_card(metrics, "toy")
     assert f"| val | **{metrics['scores']['val']['bleu']}** |" in card and "Reproduce: `python -m transformer.train" in card
+    warm_card = model_card(resumed, "continued")
+    assert f"a warm start from `{out}`: `python -m transformer.train" in warm_card and "--init-from" in warm_card
 
 
 def test_training_stops_within_its_time_budget(corpus_dir, tmp_path):

@@ -48,7 +48,10 @@ def model_card(metrics: dict, checkpoint: str) -> str:
               "| epoch | updates | train loss | val loss | val BLEU | val chrF | minutes |", "|---|---|---|---|---|---|---|"]
     lines += [f"| {e['epoch']} | {e['updates']:,} | {e['train_loss']:.3f} | {e['val_loss']:.3f} | {e['val_bleu']} | "
               f"{e['val_chrf']} | {e['minutes']:.1f} |" for e in metrics["epochs"]]
-    lines += ["", f"Reproduce: `{training['command']}`"]
+    if training.get("init_from"):  # one command redoes only the last stage of a warm-started model
+        lines += ["", f"Reproduce the last stage, a warm start from `{training['init_from']}`: `{training['command']}`"]
+    else:
+        lines += ["", f"Reproduce: `{training['command']}`"]
     return "\n".join(lines)
 
 
