@@ -6,6 +6,9 @@ float16, keyed "epoch/sentence/kind"), so a class can ask "did it know this at e
 
     python -m transformer.training.timeline --checkpoint checkpoints/en-de --epochs-dir RUN/epochs
 rebuilds a timeline from per-epoch weights saved with `train --save-epochs` and the epochs in metrics.json.
+
+    python -m transformer.training.timeline --checkpoint checkpoints/en-de --prepend RUNS/earlier-stage
+puts an earlier stage's timeline in front of a warm-started checkpoint's, so the story starts where training did.
 """
 from __future__ import annotations
 
@@ -83,12 +86,54 @@ class Timeline:
         return cls(list(PROBE_SENTENCES.get(language, PROBE_SENTENCES["en"])))
 
 
+def concatenate(earlier: Timeline, later: Timeline) -> Timeline:
+    """`later`'s epochs renumbered to follow `earlier`'s: one timeline across the stages of a warm-started model."""
+    if earlier.sentences != later.sentences:
+        raise ValueError("the two timelines translate different probe sentences; only one language pair's stages join")
+    offset = max((e["epoch"] for e in earlier.epochs), default=0)
+    epochs = [dict(e) for e in earlier.epochs] + [{**e, "epoch": e["epoch"] + offset} for e in later.epochs]
+    maps = dict(earlier.maps)
+    for key, weights in later.maps.items():
+        epoch, rest = key.split("/", 1)
+        maps[f"{int(epoch) + offset}/{rest}"] = weights
+    return Timeline(list(earlier.sentences), epochs, maps)
+
+
+def already_prepended(earlier: Timeline, later: Timeline) -> bool:
+    """A second --prepend would put the earlier stage in twice; its epochs at the front of `later` give it away."""
+    head = later.epochs[: len(earlier.epochs)]
+    fingerprint = lambda entries: [(e["epoch"], e["train_loss"], [o["text"] for o in e["outputs"]]) for e in entries]
+    return len(later.epochs) > len(earlier.epochs) and fingerprint(head) == fingerprint(earlier.epochs)
+
+
+def prepend(checkpoint, earlier_folder) -> Timeline:
+    earlier, later = Timeline.load(earlier_folder), Timeline.load(checkpoint)
+    for folder, timeline in ((earlier_folder, earlier), (checkpoint, later)):
+        if timeline is None:
+            raise SystemExit(f"{folder}: has no {TIMELINE_JSON} and {TIMELINE_TENSORS}")
+    if already_prepended(earlier, later):
+        raise SystemExit(f"{checkpoint}'s timeline already starts with {earlier_folder}'s epochs")
+    try:
+        joined = concatenate(earlier, later)
+    except ValueError as error:
+        raise SystemExit(f"cannot put {earlier_folder}'s timeline before {checkpoint}'s: {error}") from error
+    joined.save(checkpoint)
+    return joined
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m transformer.training.timeline", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--checkpoint", required=True, help="checkpoint folder whose metrics.json lists the epochs")
-    parser.add_argument("--epochs-dir", required=True, help="folder of epoch-NNN.safetensors written by --save-epochs")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--epochs-dir", help="folder of epoch-NNN.safetensors written by --save-epochs")
+    source.add_argument("--prepend", metavar="FOLDER",
+                        help="a folder with the timeline of the stage the checkpoint was warm-started from")
     args = parser.parse_args(argv)
+    if args.prepend:
+        joined = prepend(args.checkpoint, args.prepend)
+        print(f"wrote {Path(args.checkpoint) / TIMELINE_JSON} and {TIMELINE_TENSORS} ({len(joined.epochs)} epochs)")
+        return
     translator = Translator.from_pretrained(args.checkpoint)
     metrics = translator.metrics or {}
     reports = {r["epoch"]: r for r in metrics.get("epochs", [])}
