@@ -1,5 +1,5 @@
-"""scripts/reproduce_en_de.sh: its stages chain, parse with train's own parser, and its last stage has the settings
-and update count that the shipped En→De checkpoint's metrics.json records."""
+"""scripts/reproduce.sh: its stages chain, parse with train's own parser, and its last stage is the command, with
+the settings and update count, that the shipped checkpoint's metrics.json records."""
 import json
 import os
 import shlex
@@ -12,12 +12,17 @@ from transformer.training.reproduce import NOT_REPRODUCED
 from transformer.training.train import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / "scripts" / "reproduce_en_de.sh"
+SCRIPT = ROOT / "scripts" / "reproduce.sh"
+PAIRS = ["en-de", "de-en"]
 
 
-def stage_commands(runs: str, **env) -> list[list[str]]:
-    result = subprocess.run(["bash", str(SCRIPT), runs], capture_output=True, text=True, cwd=ROOT, timeout=60,
-                            env={**os.environ, "DRY_RUN": "1", "PYTHON": "python", **env})
+def run_script(*args: str, **env) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True, cwd=ROOT, timeout=60,
+                          env={**os.environ, **env})
+
+
+def stage_commands(pair: str, runs: str) -> list[list[str]]:
+    result = run_script(pair, runs, DRY_RUN="1", PYTHON="python")
     assert result.returncode == 0, result.stderr
     commands = [shlex.split(line) for line in result.stdout.splitlines()]
     for words in commands:
@@ -25,46 +30,51 @@ def stage_commands(runs: str, **env) -> list[list[str]]:
     return [words[3:] for words in commands]
 
 
-def test_each_stage_starts_from_the_one_before(tmp_path):
-    stages = [build_parser().parse_args(words) for words in stage_commands(str(tmp_path / "runs"))]
+def learned(args) -> dict:
+    return {name: value for name, value in vars(args).items() if name not in NOT_REPRODUCED}
+
+
+@pytest.mark.parametrize("pair", PAIRS)
+def test_each_stage_starts_from_the_one_before(pair, tmp_path):
+    stages = [build_parser().parse_args(words) for words in stage_commands(pair, str(tmp_path / "runs"))]
     assert len(stages) >= 2
     assert stages[0].init_from is None
     for before, after in zip(stages, stages[1:]):
         assert after.init_from == before.out
     assert len({stage.out for stage in stages}) == len(stages)
     assert all(stage.max_updates and stage.max_updates > 0 for stage in stages)
+    assert all((stage.src, stage.tgt) == tuple(pair.split("-")) for stage in stages)
 
 
-def test_last_stage_matches_the_shipped_checkpoint(tmp_path):
-    metrics = json.loads((ROOT / "checkpoints" / "en-de" / "metrics.json").read_text())
+@pytest.mark.parametrize("pair", PAIRS)
+def test_last_stage_matches_the_shipped_checkpoint(pair):
+    metrics = json.loads((ROOT / "checkpoints" / pair / "metrics.json").read_text())
     training, model = metrics["training"], metrics["model"]
-    last = build_parser().parse_args(stage_commands(str(tmp_path))[-1])
-    assert (last.src, last.tgt) == ("en", "de")
+    last = build_parser().parse_args(stage_commands(pair, "runs")[-1])
     assert last.max_updates == training["updates"]
-    for name in ("lr", "warmup", "max_tokens", "label_smoothing", "clip_norm", "seed"):
+    assert last.init_from == training["init_from"]
+    for name in ("lr", "warmup", "max_tokens", "label_smoothing", "clip_norm", "seed", "epochs"):
         assert getattr(last, name) == pytest.approx(training[name]), name
     assert last.dropout == pytest.approx(model["dropout"])
     assert last.attention_dropout == pytest.approx(model["attention_dropout"])
+    recorded = shlex.split(training["command"])
+    assert recorded[:3] == ["python", "-m", "transformer.train"]
+    assert learned(last) == learned(build_parser().parse_args(recorded[3:]))
 
 
 def test_a_stopped_stage_resumes(tmp_path):
     (tmp_path / "en-de-v1" / "resume").mkdir(parents=True)
-    first = stage_commands(str(tmp_path))[0]
+    first = stage_commands("en-de", str(tmp_path))[0]
     assert first[:2] == ["--resume", str(tmp_path / "en-de-v1")]
 
 
-def test_a_bad_budget_is_refused(tmp_path):
-    result = subprocess.run(["bash", str(SCRIPT), str(tmp_path)], capture_output=True, text=True, cwd=ROOT,
-                            timeout=60, env={**os.environ, "MAX_MINUTES": "soon"})
+@pytest.mark.parametrize("args, env, message", [
+    (["fr-en"], {}, "en-de or de-en"),
+    ([], {}, "en-de or de-en"),
+    (["en-de"], {"MAX_MINUTES": "soon"}, "MAX_MINUTES"),
+])
+def test_bad_settings_are_refused_before_anything_runs(args, env, message, tmp_path):
+    result = run_script(*args, str(tmp_path), **env) if args else run_script(**env)
     assert result.returncode == 2
-    assert "MAX_MINUTES" in result.stderr
-
-
-def test_last_stage_is_the_command_the_checkpoint_records():
-    recorded = json.loads((ROOT / "checkpoints" / "en-de" / "metrics.json").read_text())["training"]["command"]
-    words = shlex.split(recorded)
-    assert words[:3] == ["python", "-m", "transformer.train"]
-    recorded_args, last = build_parser().parse_args(words[3:]), build_parser().parse_args(stage_commands("runs")[-1])
-    learned = lambda args: {k: v for k, v in vars(args).items() if k not in NOT_REPRODUCED}
-    assert learned(last) == learned(recorded_args)
-    assert last.max_updates == recorded_args.max_updates
+    assert message in result.stderr
+    assert not any(tmp_path.iterdir())
