@@ -3,7 +3,7 @@ import shlex
 
 import pytest
 
-from transformer.training.reproduce import NOT_REPRODUCED, reproduce_command
+from transformer.training.reproduce import learned_settings, reproduce_command
 from transformer.training.train import build_parser
 
 
@@ -11,10 +11,6 @@ def parse_again(command: str):
     words = shlex.split(command)
     assert words[:3] == ["python", "-m", "transformer.train"]
     return build_parser().parse_args(words[3:])
-
-
-def learned_settings(args) -> dict:
-    return {name: value for name, value in vars(args).items() if name not in NOT_REPRODUCED}
 
 
 RUN = ["--src", "de", "--tgt", "en", "--out", "runs/my run", "--dropout", "0.25", "--attention-dropout", "0",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from transformer.training.reproduce import NOT_REPRODUCED
+from transformer.training.reproduce import learned_settings
 from transformer.training.train import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,10 +28,6 @@ def stage_commands(pair: str, runs: str) -> list[list[str]]:
     for words in commands:
         assert words[:3] == ["python", "-m", "transformer.train"]
     return [words[3:] for words in commands]
-
-
-def learned(args) -> dict:
-    return {name: value for name, value in vars(args).items() if name not in NOT_REPRODUCED}
 
 
 @pytest.mark.parametrize("pair", PAIRS)
@@ -59,7 +55,7 @@ def test_last_stage_matches_the_shipped_checkpoint(pair):
     assert last.attention_dropout == pytest.approx(model["attention_dropout"])
     recorded = shlex.split(training["command"])
     assert recorded[:3] == ["python", "-m", "transformer.train"]
-    assert learned(last) == learned(build_parser().parse_args(recorded[3:]))
+    assert learned_settings(last) == learned_settings(build_parser().parse_args(recorded[3:]))
 
 
 def test_a_stopped_stage_resumes(tmp_path):

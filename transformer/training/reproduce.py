@@ -33,3 +33,8 @@ def reproduce_command(parser: argparse.ArgumentParser, args: argparse.Namespace,
     if stopped_by_budget:
         words += ["--max-updates", str(updates)]
     return " ".join(shlex.quote(word) for word in words)
+
+
+def learned_settings(args: argparse.Namespace) -> dict:
+    """The settings that decide what a run learns: two runs with equal ones train the same model."""
+    return {name: value for name, value in vars(args).items() if name not in NOT_REPRODUCED}
