@@ -15,7 +15,7 @@ def parse_again(command: str):
 
 RUN = ["--src", "de", "--tgt", "en", "--out", "runs/my run", "--dropout", "0.25", "--attention-dropout", "0",
        "--lr", "8e-4", "--warmup", "300", "--no-bf16", "--init-from", "checkpoints/de-en", "--max-minutes", "90",
-       "--threads", "2", "--save-epochs"]
+       "--threads", "2", "--save-epochs", "--data-dir", "runs/diversified-de-en"]
 
 
 @pytest.mark.parametrize("stopped_by_budget", [True, False])
@@ -32,3 +32,13 @@ def test_defaults_are_left_out():
     parser = build_parser()
     command = reproduce_command(parser, parser.parse_args(["--out", "runs/x"]), updates=10, stopped_by_budget=False)
     assert command == "python -m transformer.train --out runs/x"
+
+
+def test_the_default_corpus_read_back_as_text_is_still_left_out():
+    """A resumed run gets its settings back from JSON, so its --data-dir is text, not the default Path."""
+    parser = build_parser()
+    args = parser.parse_args(["--out", "runs/x"])
+    if args.data_dir is None:
+        pytest.skip("no default corpus on this machine")
+    args.data_dir = str(args.data_dir)
+    assert reproduce_command(parser, args, updates=10, stopped_by_budget=False) == "python -m transformer.train --out runs/x"

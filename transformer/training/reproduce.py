@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import argparse
 import shlex
+from pathlib import Path
 
-# settings that change where or how fast a run goes, not what it learns
-NOT_REPRODUCED = ("resume", "max_minutes", "max_updates", "threads", "save_epochs", "data_dir")
+# settings that change where or how fast a run goes, not what it learns. --data-dir is kept when it is given:
+# a run on a grown training split (transformer.diversify) learns from other data than the default corpus.
+NOT_REPRODUCED = ("resume", "max_minutes", "max_updates", "threads", "save_epochs")
 
 
 def reproduce_command(parser: argparse.ArgumentParser, args: argparse.Namespace, updates: int,
@@ -23,7 +25,7 @@ def reproduce_command(parser: argparse.ArgumentParser, args: argparse.Namespace,
         if name == "help" or name in NOT_REPRODUCED or not action.option_strings:
             continue
         value = getattr(args, name, action.default)
-        if value == action.default:
+        if is_default(value, action.default):
             continue
         flag = action.option_strings[0]
         if isinstance(action, argparse._StoreTrueAction):
@@ -33,6 +35,13 @@ def reproduce_command(parser: argparse.ArgumentParser, args: argparse.Namespace,
     if stopped_by_budget:
         words += ["--max-updates", str(updates)]
     return " ".join(shlex.quote(word) for word in words)
+
+
+def is_default(value, default) -> bool:
+    """A folder counts as the default when it is the same folder: a resumed run reads its --data-dir back as text."""
+    if isinstance(default, Path) and isinstance(value, (str, Path)):
+        return Path(value).resolve() == default.resolve()
+    return value == default
 
 
 def learned_settings(args: argparse.Namespace) -> dict:
