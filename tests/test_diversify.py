@@ -8,7 +8,9 @@ import torch
 from transformer import Tokenizer, Transformer, Translator
 from transformer.checkpoint import save_checkpoint
 from transformer.training.data import read_lines
+from transformer import train as train_cli
 from transformer.training.diversify import PROVENANCE_FILE, main
+from transformer.training.model_card import model_card
 
 from .conftest import tiny_config, write_corpus
 
@@ -88,3 +90,20 @@ def test_an_existing_training_split_is_not_overwritten(models, small_corpus, tmp
         main(["--forward", str(forward), "--backward", str(backward), "--out", str(out), "--data-dir", str(small_corpus)])
     assert "already holds a training split" in capsys.readouterr().err
     assert (out / "train.de").read_text() == "kept\n"
+
+
+def test_a_run_on_the_grown_split_records_how_it_was_grown(models, small_corpus, tmp_path):
+    forward, backward = models
+    grown = tmp_path / "grown"
+    main(["--forward", str(forward), "--backward", str(backward), "--out", str(grown), "--data-dir", str(small_corpus),
+          "--forward-strategy", "greedy"])
+    out = tmp_path / "run"
+    train_cli.main(["--data-dir", str(grown), "--init-from", str(forward), "--out", str(out), "--epochs", "1",
+                    "--max-tokens", "400", "--threads", "1", "--beam-size", "1"])
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["data"]["train"]["lines"] == 3 * len(read_lines(small_corpus / "train.en"))
+    assert metrics["data"]["diversified"] == json.loads((grown / PROVENANCE_FILE).read_text())
+    assert f"--data-dir {grown}" in metrics["training"]["command"]
+    card = model_card(metrics, "run")
+    assert f"the {len(read_lines(small_corpus / 'train.en'))} original pairs" in card
+    assert f"back-translated by `{backward}` (greedy), built by `transformer.diversify`" in card

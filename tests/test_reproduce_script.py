@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from transformer.training.reproduce import learned_settings
+from transformer.training.diversify import build_parser as build_diversify_parser
 from transformer.training.train import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -21,13 +22,17 @@ def run_script(*args: str, **env) -> subprocess.CompletedProcess:
                           env={**os.environ, **env})
 
 
-def stage_commands(pair: str, runs: str) -> list[list[str]]:
+def dry_run(pair: str, runs: str) -> list[list[str]]:
     result = run_script(pair, runs, DRY_RUN="1", PYTHON="python")
     assert result.returncode == 0, result.stderr
     commands = [shlex.split(line) for line in result.stdout.splitlines()]
     for words in commands:
-        assert words[:3] == ["python", "-m", "transformer.train"]
-    return [words[3:] for words in commands]
+        assert words[:2] == ["python", "-m"]
+    return commands
+
+
+def stage_commands(pair: str, runs: str) -> list[list[str]]:
+    return [words[3:] for words in dry_run(pair, runs) if words[2] == "transformer.train"]
 
 
 @pytest.mark.parametrize("pair", PAIRS)
@@ -56,6 +61,30 @@ def test_last_stage_matches_the_shipped_checkpoint(pair):
     recorded = shlex.split(training["command"])
     assert recorded[:3] == ["python", "-m", "transformer.train"]
     assert learned_settings(last) == learned_settings(build_parser().parse_args(recorded[3:]))
+    # a stage on a grown training split ships with the record of how that split was grown
+    grown = last.data_dir != build_parser().get_default("data_dir")
+    assert ("diversified" in metrics["data"]) == grown
+    if grown:
+        assert metrics["data"]["train"]["lines"] == metrics["data"]["diversified"]["train_lines"]["total"]
+
+
+def test_a_stage_on_a_diversified_split_has_it_built_first_from_the_stage_before(tmp_path):
+    """The split that --data-dir names is written by transformer.diversify, from the model the stage warm-starts
+    from, after that model's length penalty is tuned on val (the settings diversify decodes with)."""
+    commands, diversified_stages = dry_run("en-de", str(tmp_path)), 0
+    for index, words in enumerate(commands):
+        if words[2] != "transformer.train":
+            continue
+        stage = build_parser().parse_args(words[3:])
+        if stage.data_dir is None or stage.data_dir == build_parser().get_default("data_dir"):
+            continue
+        earlier = [build_diversify_parser().parse_args(w[3:]) for w in commands[:index] if w[2] == "transformer.diversify"]
+        assert [(d.out, d.forward) for d in earlier] == [(stage.data_dir, stage.init_from)]
+        tunes = [w for w in commands[:index] if w[2] == "transformer.tune_length_penalty"]
+        assert tunes == [["python", "-m", "transformer.tune_length_penalty", "--checkpoint", stage.init_from]]
+        assert Path(ROOT / earlier[0].backward, "config.json").is_file()
+        diversified_stages += 1
+    assert diversified_stages == 1
 
 
 def test_a_stopped_stage_resumes(tmp_path):

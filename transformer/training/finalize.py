@@ -6,6 +6,7 @@ import json
 import os
 import platform
 import shlex
+from pathlib import Path
 
 import torch
 
@@ -16,6 +17,7 @@ from ..decoding.translator import Translator
 from ..tokenizer import Tokenizer
 from .averaging import average_state_dicts
 from .data import read_parallel
+from .diversify import PROVENANCE_FILE
 from .evaluate import score, translate_corpus
 
 FP16_MAX_BLEU_COST = 0.2  # store weights in half precision when that costs at most this much val BLEU
@@ -25,6 +27,12 @@ def hardware(device: torch.device) -> str:
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
     return f"{platform.processor() or platform.machine()} CPU, {os.cpu_count()} cores, torch {torch.get_num_threads()} threads"
+
+
+def diversified_record(data_dir) -> dict:
+    """How a grown training split was made (transformer.diversify leaves its record beside the files), if it was."""
+    record = Path(data_dir) / PROVENANCE_FILE
+    return {"diversified": json.loads(record.read_text())} if record.is_file() else {}
 
 
 def finish(out, model, result, tokenizer, tokenizer_file, extra_config, settings, train_corpus, val, args, device,
@@ -44,8 +52,8 @@ def finish(out, model, result, tokenizer, tokenizer_file, extra_config, settings
                                                          length_penalty=args.length_penalty), test.target)
     metrics = {
         "model": model.config.to_dict(), "parameters": model.num_parameters(),
-        "data": {split: {"files": [os.path.relpath(c.source_file), os.path.relpath(c.target_file)], "lines": len(c)}
-                 for split, c in (("train", train_corpus), ("val", val))},
+        "data": {**{split: {"files": [os.path.relpath(c.source_file), os.path.relpath(c.target_file)], "lines": len(c)}
+                    for split, c in (("train", train_corpus), ("val", val))}, **diversified_record(args.data_dir)},
         "tokenizer": {"type": "sentencepiece unigram", "vocab_size": tokenizer.vocab_size,
                       "trained_on": "train split, both languages"},
         "training": {**vars(settings), "epochs_run": len(result.reports), "updates": result.updates,

@@ -10,6 +10,16 @@ from pathlib import Path
 from ..checkpoint import read_metrics
 
 
+def grown_by(data: dict) -> str:
+    """How a training split grown by transformer.diversify was made, from the record it leaves."""
+    if "diversified" not in data:
+        return ""
+    made = data["diversified"]
+    return (f": the {made['train_lines']['original']:,} original pairs, the same sources translated by "
+            f"`{made['forward']['checkpoint']}` ({made['forward']['strategy']}) and the targets back-translated by "
+            f"`{made['backward']['checkpoint']}` ({made['backward']['strategy']}), built by `transformer.diversify`")
+
+
 def model_card(metrics: dict, checkpoint: str) -> str:
     model, training, scores = metrics["model"], metrics["training"], metrics["scores"]
     decoding = metrics["decoding"]
@@ -23,7 +33,7 @@ def model_card(metrics: dict, checkpoint: str) -> str:
         f"**{metrics['parameters']:,} parameters**; weights stored as {metrics['weights_dtype']} "
         f"(val BLEU cost of half precision: {metrics['fp16_val_bleu_cost']}).",
         f"- **Data**: {metrics['data']['train']['lines']:,} training sentence pairs "
-        f"({', '.join(Path(f).name for f in metrics['data']['train']['files'])}); "
+        f"({', '.join(Path(f).name for f in metrics['data']['train']['files'])}{grown_by(metrics['data'])}); "
         f"val ({metrics['data']['val']['lines']:,} pairs) for model selection; the test split only reported.",
         f"- **Tokenizer**: joint {metrics['tokenizer']['type']} vocabulary of {metrics['tokenizer']['vocab_size']:,} "
         f"pieces trained on the {metrics['tokenizer']['trained_on']}, byte fallback for unseen characters.",
