@@ -57,7 +57,8 @@ before=
 for stage in "${stages[@]}"; do
     IFS='|' read -r name updates flags <<<"$stage"
     out="$runs/$name"
-    [[ $(finished_updates "$out") == "$updates" ]] || prepare "$name" "$before"
+    finished=$(finished_updates "$out")
+    [[ $finished == "$updates" ]] || prepare "$name" "$before"
     before=$out
     budget=()
     [[ -n ${MAX_MINUTES:-} ]] && budget=(--max-minutes "$MAX_MINUTES")
@@ -68,7 +69,7 @@ for stage in "${stages[@]}"; do
         echo "${command[*]}"
         continue
     fi
-    if [[ $(finished_updates "$out") == "$updates" ]]; then
+    if [[ $finished == "$updates" ]]; then
         echo "$out: done ($updates updates)"
         continue
     fi

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from transformer.training.reproduce import learned_settings
 from transformer.training.diversify import build_parser as build_diversify_parser
+from transformer.training.reproduce import learned_settings
 from transformer.training.train import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
