@@ -47,6 +47,14 @@ def test_the_sweep_records_each_values_bleu_and_keeps_the_best(checkpoint, corpu
     evaluated = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert evaluated["length_penalty"] == sweep["chosen"] and evaluated["beam_size"] == 3
     assert evaluated["bleu"] == best
+    # a setting given on the command line wins over the recorded one; the others stay as recorded
+    evaluate_cli.main(["--checkpoint", str(checkpoint), "--data-dir", str(corpus_dir), "--split", "val", "--json",
+                       "--length-penalty", "0"])
+    overridden = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert overridden["length_penalty"] == 0 and overridden["beam_size"] == 3
+    assert overridden["bleu"] == sweep["bleu"]["0"]
+    # another strategy than the recorded one decodes with its own defaults, not the beam's tuned values
+    assert translator.recorded_decoding("greedy") == ("greedy", {})
 
 
 @pytest.mark.parametrize("arguments, message", [

@@ -46,6 +46,15 @@ class Translator:
     def metrics(self) -> dict | None:
         return read_metrics(self.source) if self.source else None
 
+    def recorded_decoding(self, strategy: str | None = None) -> tuple[str, dict]:
+        """`strategy` (default: the one metrics.json records, else beam) with each of its settings as metrics.json
+        records it, else the strategy's default: how this checkpoint was tuned on val to decode."""
+        recorded = (self.metrics or {}).get("decoding", {})
+        strategy = strategy or recorded.get("strategy", "beam")
+        if strategy != recorded.get("strategy"):
+            recorded = {}
+        return strategy, {spec.name: recorded.get(spec.name, spec.default) for spec in get_strategy(strategy).specs}
+
     def save_pretrained(self, directory, metrics: dict | None = None, dtype: torch.dtype = torch.float32) -> Path:
         if metrics is None and self.source and (self.source / METRICS_FILE).is_file():
             metrics = self.metrics

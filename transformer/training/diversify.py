@@ -23,7 +23,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from ..decoding.strategies import SettingError, build_settings, get_strategy
+from ..decoding.strategies import SettingError, build_settings
 from ..decoding.translator import Translator
 from .data import default_data_dir, read_parallel
 from .evaluate import translate_corpus
@@ -39,16 +39,6 @@ def pair_of(translator: Translator) -> tuple[str, str]:
     # checkpoints from before languages were recorded are En→De, as evaluate assumes too
     languages = translator.config.get("languages", {"src": "en", "tgt": "de"})
     return languages["src"], languages["tgt"]
-
-
-def decoding_of(translator: Translator, strategy: str | None) -> tuple[str, dict]:
-    """`strategy` (default: the checkpoint's recorded one) with the settings metrics.json records for it, else the
-    strategy's defaults."""
-    recorded = (translator.metrics or {}).get("decoding", {})
-    strategy = strategy or recorded.get("strategy", "beam")
-    if strategy != recorded.get("strategy"):
-        recorded = {}
-    return strategy, {spec.name: recorded.get(spec.name, spec.default) for spec in get_strategy(strategy).specs}
 
 
 def check_directions(forward: Translator, backward: Translator, forward_name: str, backward_name: str) -> tuple[str, str]:
@@ -135,7 +125,7 @@ def main(argv=None) -> None:
     backward = Translator.from_pretrained(args.backward, device=args.device)
     try:
         check_directions(forward, backward, args.forward, args.backward)
-        decodings = decoding_of(forward, args.forward_strategy), decoding_of(backward, args.backward_strategy)
+        decodings = forward.recorded_decoding(args.forward_strategy), backward.recorded_decoding(args.backward_strategy)
         for strategy, settings in decodings:
             build_settings(strategy, settings)
         lines = 2 * len(read_parallel(args.data_dir, "train", *pair_of(forward)))

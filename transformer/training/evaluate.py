@@ -15,7 +15,7 @@ import sacrebleu
 from tqdm import tqdm
 
 from ..checkpoint import METRICS_FILE
-from ..decoding.strategies import STRATEGIES, SettingError, all_settings, build_settings, get_strategy
+from ..decoding.strategies import STRATEGIES, SettingError, all_settings, build_settings
 from ..decoding.translator import Translator
 from .data import default_data_dir, read_parallel
 
@@ -56,14 +56,11 @@ def add_strategy_arguments(parser: argparse.ArgumentParser) -> None:
                            help=f"{spec.strategy}: {spec.label}, in [{spec.minimum}, {spec.maximum}], default {spec.default}")
 
 
-def chosen_settings(args, recorded: dict) -> tuple[str, dict]:
-    """The strategy and its settings: the command line first, then metrics.json's decoding section."""
-    strategy = args.strategy or recorded.get("strategy", "beam")
-    settings = {}
-    for spec in get_strategy(strategy).specs:
-        value = getattr(args, spec.name)
-        settings[spec.name] = value if value is not None else recorded.get(spec.name, spec.default)
-    return strategy, settings
+def chosen_settings(args, translator: Translator) -> tuple[str, dict]:
+    """The strategy and its settings: the command line first, then the checkpoint's recorded decoding."""
+    strategy, settings = translator.recorded_decoding(args.strategy)
+    given = {name: getattr(args, name) for name in settings if getattr(args, name) is not None}
+    return strategy, {**settings, **given}
 
 
 def main(argv=None) -> None:
@@ -84,7 +81,7 @@ def main(argv=None) -> None:
         parser.error("no --data-dir given and ../shared/data/multi30k does not exist")
 
     translator = Translator.from_pretrained(args.checkpoint, device=args.device)
-    strategy, settings = chosen_settings(args, (translator.metrics or {}).get("decoding", {}))
+    strategy, settings = chosen_settings(args, translator)
     try:
         build_settings(strategy, settings)
     except SettingError as error:
