@@ -221,7 +221,7 @@ def main(argv=None) -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     translator = Translator.from_pretrained(args.checkpoint, device=args.device)
-    languages = translator.config.get("languages", {"src": "en", "tgt": "de"})
+    languages = translator.languages
     src, tgt, max_len = languages["src"], languages["tgt"], translator.model.config.max_len
     evaluated = read_parallel(args.data_dir, args.split, src, tgt)
     sentences = piece_sentences(translator.tokenizer, evaluated.source, evaluated.target, max_len)

@@ -59,7 +59,7 @@ def main(argv=None) -> None:
     if args.limit is not None and args.limit < 1:
         parser.error(f"--limit must be at least 1, got {args.limit}")
     translator = Translator.from_pretrained(args.checkpoint)
-    languages = translator.config.get("languages", {"src": "en", "tgt": "de"})
+    languages = translator.languages
     sentences = read_parallel(args.data_dir, args.split, languages["src"], languages["tgt"]).source[: args.limit]
     started = time.perf_counter()
     with tqdm(total=len(sentences), unit="sentence", desc=f"head statistics over {args.split}") as bar:

@@ -198,7 +198,7 @@ def main(argv=None) -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     translator = Translator.from_pretrained(args.checkpoint, device=args.device)
-    languages = translator.config.get("languages", {"src": "en", "tgt": "de"})
+    languages = translator.languages
     corpus = read_parallel(args.data_dir, args.split, languages["src"], languages["tgt"])
     if args.limit is not None:
         corpus = ParallelCorpus(corpus.source[: args.limit], corpus.target[: args.limit], corpus.source_file,

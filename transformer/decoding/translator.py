@@ -46,6 +46,11 @@ class Translator:
     def metrics(self) -> dict | None:
         return read_metrics(self.source) if self.source else None
 
+    @property
+    def languages(self) -> dict:
+        """{"src": ..., "tgt": ...}; checkpoints from before languages were recorded are En→De."""
+        return self.config.get("languages", {"src": "en", "tgt": "de"})
+
     def recorded_decoding(self, strategy: str | None = None) -> tuple[str, dict]:
         """`strategy` (default: the one metrics.json records, else beam) with each of its settings as metrics.json
         records it, else the strategy's default: how this checkpoint was tuned on val to decode."""

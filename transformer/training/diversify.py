@@ -36,9 +36,7 @@ class DiversifyError(ValueError):
 
 
 def pair_of(translator: Translator) -> tuple[str, str]:
-    # checkpoints from before languages were recorded are En→De, as evaluate assumes too
-    languages = translator.config.get("languages", {"src": "en", "tgt": "de"})
-    return languages["src"], languages["tgt"]
+    return translator.languages["src"], translator.languages["tgt"]
 
 
 def check_directions(forward: Translator, backward: Translator, forward_name: str, backward_name: str) -> tuple[str, str]:
@@ -61,16 +59,15 @@ def copy_other_splits(data_dir: Path, out: Path, languages: tuple[str, str]) -> 
     return copied
 
 
-def diversify(data_dir, out, forward: Translator, backward: Translator, forward_decoding: tuple[str, dict],
+def diversify(data_dir, corpus, out, forward: Translator, backward: Translator, forward_decoding: tuple[str, dict],
               backward_decoding: tuple[str, dict], batch_size: int = 64, progress=None,
               names: tuple[str, str] = ("forward", "backward")) -> dict:
-    """Writes the diversified training split and the other splits to `out`; returns its provenance record.
-    `names` say where the two models came from, for that record."""
+    """Writes the diversified training split (`corpus`, data_dir's train split read by the caller) and the other
+    splits to `out`; returns its provenance record. `names` say where the two models came from, for that record."""
     data_dir, out = Path(data_dir), Path(out)
     src, tgt = pair_of(forward)
     if (out / f"train.{src}").exists() or (out / f"train.{tgt}").exists():
         raise DiversifyError(f"{out} already holds a training split: choose a new --out, or delete it to redo it")
-    corpus = read_parallel(data_dir, "train", src, tgt)
     started = time.perf_counter()
     forward_strategy, forward_settings = forward_decoding
     backward_strategy, backward_settings = backward_decoding
@@ -128,10 +125,11 @@ def main(argv=None) -> None:
         decodings = forward.recorded_decoding(args.forward_strategy), backward.recorded_decoding(args.backward_strategy)
         for strategy, settings in decodings:
             build_settings(strategy, settings)
-        lines = 2 * len(read_parallel(args.data_dir, "train", *pair_of(forward)))
-        with tqdm(total=lines, unit="sentence", desc="translating train", dynamic_ncols=True) as bar:
-            record = diversify(args.data_dir, args.out, forward, backward, *decodings, batch_size=args.batch_size,
-                               progress=bar.update, names=(str(args.forward), str(args.backward)))
+        corpus = read_parallel(args.data_dir, "train", *pair_of(forward))
+        with tqdm(total=2 * len(corpus), unit="sentence", desc="translating train", dynamic_ncols=True) as bar:
+            record = diversify(args.data_dir, corpus, args.out, forward, backward, *decodings,
+                               batch_size=args.batch_size, progress=bar.update,
+                               names=(str(args.forward), str(args.backward)))
     except (DiversifyError, SettingError, FileNotFoundError, ValueError) as error:
         parser.error(str(error))
     (Path(args.out) / PROVENANCE_FILE).write_text(json.dumps(record, indent=2) + "\n")

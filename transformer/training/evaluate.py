@@ -86,7 +86,7 @@ def main(argv=None) -> None:
         build_settings(strategy, settings)
     except SettingError as error:
         parser.error(str(error))
-    languages = translator.config.get("languages", {"src": "en", "tgt": "de"})
+    languages = translator.languages
     corpus = read_parallel(args.data_dir, args.split, languages["src"], languages["tgt"])
     started = time.perf_counter()
     with tqdm(total=len(corpus.source), unit="sentence", desc=f"{args.split} ({strategy})", dynamic_ncols=True) as bar:

@@ -137,7 +137,7 @@ def main(argv=None) -> None:
     translator = Translator.from_pretrained(args.checkpoint)
     metrics = translator.metrics or {}
     reports = {r["epoch"]: r for r in metrics.get("epochs", [])}
-    timeline = Timeline.for_language(translator.config.get("languages", {}).get("src", "en"))
+    timeline = Timeline.for_language(translator.languages["src"])
     final_state = {k: v.clone() for k, v in translator.model.state_dict().items()}
     for path in sorted(Path(args.epochs_dir).glob("epoch-*.safetensors")):
         epoch = int(path.stem.split("-")[1])

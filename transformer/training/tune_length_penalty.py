@@ -90,7 +90,7 @@ def main(argv=None) -> None:
         parser.error(str(error))
 
     translator = Translator.from_pretrained(args.checkpoint, device=args.device)
-    languages = translator.config.get("languages", {"src": "en", "tgt": "de"})
+    languages = translator.languages
     corpus = read_parallel(args.data_dir, args.split, languages["src"], languages["tgt"])
     bleu_by_value, scores_by_value = {}, {}
     with tqdm(total=len(values) * len(corpus.source), unit="sentence", desc=f"{args.split} length penalties",
