@@ -28,8 +28,8 @@ def test_stopping_and_resuming_gives_the_weights_of_a_run_straight_through(corpu
     straight, split = tmp_path / "straight", tmp_path / "split"
     common = ["--data-dir", str(corpus_dir), *TINY]
     train_cli.main([*common, "--out", str(straight), "--max-updates", "50"])
-    with pytest.raises(SystemExit, match="before the first epoch ended; continue with --resume"):
-        train_cli.main([*common, "--out", str(split), "--max-updates", "9"])  # stops inside epoch 1
+    train_cli.main([*common, "--out", str(split), "--max-updates", "9"])  # stops inside epoch 1
+    assert not (split / "model.safetensors").exists()
     train_cli.main(["--resume", str(split), "--max-updates", "25", "--data-dir", str(corpus_dir)])  # epoch 2 ...
     train_cli.main(["--resume", str(split), "--max-updates", "50", "--data-dir", str(corpus_dir)])  # ... and on
     (a_state, a_weights), (b_state, b_weights) = run_state(straight), run_state(split)
@@ -73,6 +73,21 @@ def test_two_processes_under_torchrun_follow_the_one_process_loss(corpus_dir, tm
     # the same global batches, the same updates: the losses agree up to float summation order
     assert parallel["update_losses"] == pytest.approx(single["update_losses"], rel=1e-4)
     assert single["update_losses"][-1] < single["update_losses"][0]
+
+
+def test_a_short_torchrun_that_ends_inside_the_first_epoch_exits_cleanly(corpus_dir, tmp_path):
+    # the README's `torchrun ... --max-updates 20` on the full corpus stops inside epoch 1: every process must
+    # exit 0 (torchrun reports any non-zero child as a failed run) and leave a state that --resume continues
+    out = tmp_path / "short"
+    run = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+                          "-m", "transformer.train", "--data-dir", str(corpus_dir), *TINY, "--max-updates", "2",
+                          "--out", str(out)],
+                         cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1"}, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "no checkpoint was written yet" in run.stdout
+    state, _ = run_state(out)
+    assert state["updates"] == 2 and state["epoch"] == 1 and state["batches_done"] == 2
 
 
 def test_a_run_on_the_default_data_folder_saves_its_state(corpus_dir, tmp_path, monkeypatch):

@@ -219,7 +219,11 @@ def main(argv=None) -> None:
     if rank != 0:
         return
     if not result.reports:
-        sys.exit(f"training stopped before the first epoch ended; continue with --resume {out}")
+        # a budget stopped the run inside its first epoch: a clean, resumable stop (the state is in OUT/resume/),
+        # not a failure, so a short run under torchrun exits 0 too; there is just no epoch to validate or ship yet
+        print(f"the first epoch has not ended, so no checkpoint was written yet; continue with "
+              f"python -m transformer.train --resume {out}")
+        return
     command = reproduce_command(parser, args, result.updates, result.stopped_early)
     scores = finish(out, model, result, tokenizer, tokenizer_file, extra_config, settings, train_corpus, val, args,
                     device, command, argv if argv is not None else sys.argv[1:])
