@@ -50,3 +50,61 @@ def test_the_command_line_prepends_once(tmp_path):
         timeline_cli(["--checkpoint", str(tmp_path / "model"), "--prepend", str(tmp_path / "earlier")])
     with pytest.raises(SystemExit, match="has no timeline.json"):
         timeline_cli(["--checkpoint", str(tmp_path / "model"), "--prepend", str(tmp_path / "nowhere")])
+
+
+def staged(losses: list[float], seed: int, label: str) -> Timeline:
+    timeline = stage(losses, seed)
+    timeline.stages = [{"first_epoch": 1, "label": label}]
+    return timeline
+
+
+def test_joined_stages_start_where_their_epochs_were_renumbered_to():
+    joined = concatenate(staged([3.0, 2.5, 2.2], 1, "from scratch"), staged([2.1, 2.0], 2, "a warm start from a"))
+    assert joined.stages == [{"first_epoch": 1, "label": "from scratch"},
+                             {"first_epoch": 4, "label": "a warm start from a"}]
+    assert joined.stage_of(3) | {} == {"first_epoch": 1, "label": "from scratch", "number": 1, "epoch_in_stage": 3,
+                                       "epochs_in_stage": 3}
+    assert joined.stage_of(5)["number"] == 2 and joined.stage_of(5)["epoch_in_stage"] == 2
+    assert joined.stage_of(5)["epochs_in_stage"] == 2
+    assert stage([1.0], 1).stage_of(1) is None  # a timeline recorded before stages existed
+
+
+def test_the_command_line_names_the_stages_of_an_old_timeline(tmp_path):
+    stage([3.0, 2.5, 2.2, 2.1], seed=1).save(tmp_path / "model")
+    timeline_cli(["--checkpoint", str(tmp_path / "model"), "--stage", "1", "stage 2", "a warm start from v1",
+                  "--stage", "3", "stage 3", "on more data"])
+    named = Timeline.load(tmp_path / "model")
+    assert named.stages == [{"first_epoch": 1, "name": "stage 2", "label": "a warm start from v1"},
+                            {"first_epoch": 3, "name": "stage 3", "label": "on more data"}]
+    assert [e["train_loss"] for e in named.epochs] == [3.0, 2.5, 2.2, 2.1] and len(named.maps) == 8
+
+
+@pytest.mark.parametrize("stages, message", [
+    ([["x", "s", "l"]], "must be a whole number, got 'x'"),
+    ([["9", "s", "l"]], "has no epoch 9 (its epochs are 1-4)"),
+    ([["1", "s", "l"], ["1", "t", "m"]], "must start after the stage before it"),
+    ([["2", "s", "l"]], "first --stage must start at the timeline's first epoch, 1"),
+    ([["1", " ", "l"]], "needs a name and a label"),
+])
+def test_bad_stages_are_named_and_the_timeline_is_left_alone(tmp_path, capsys, stages, message):
+    stage([3.0, 2.5, 2.2, 2.1], seed=1).save(tmp_path / "model")
+    before = (tmp_path / "model" / "timeline.json").read_text()
+    with pytest.raises(SystemExit):
+        timeline_cli(["--checkpoint", str(tmp_path / "model"), *[w for s in stages for w in ("--stage", *s)]])
+    assert message in capsys.readouterr().err
+    assert (tmp_path / "model" / "timeline.json").read_text() == before
+
+
+def test_the_training_view_says_which_stage_an_epoch_belongs_to():
+    from explorer.figures import training_curves
+    from explorer.views.training import stage_text
+
+    joined = concatenate(staged([3.0, 2.5, 2.2], 1, "from scratch"), staged([2.1, 2.0], 2, "a warm start from a"))
+    assert stage_text(joined, 2) == ", stage 1, its epoch 2 of 3: from scratch"
+    assert stage_text(joined, 4) == ", stage 2, its epoch 1 of 2: a warm start from a"
+    assert stage_text(staged([3.0, 2.0], 1, "from scratch"), 2) == ""  # one run from scratch: epochs are epochs
+    assert stage_text(staged([3.0, 2.0], 1, "a warm start from v1"), 1) == ", epoch 1 of 2: a warm start from v1"
+    figure = training_curves([1, 2, 3, 4, 5], [3.0, 2.5, 2.2, 2.1, 2.0], [1, 2, 3, 4, 5], 2, "t", [(4, "stage 2")])
+    boundaries = [shape.x0 for shape in figure.layout.shapes]
+    assert 3.5 in boundaries and 2 in boundaries  # between epochs 3 and 4, and the epoch looked at
+    assert [a.text for a in figure.layout.annotations] == ["stage 2"]

@@ -11,6 +11,7 @@ from transformer import train as train_cli
 from transformer.training.averaging import average_state_dicts
 from transformer.training.data import read_parallel, token_batches
 from transformer.training.model_card import model_card
+from transformer.training.timeline import Timeline
 from transformer.training.trainer import TrainingSettings, learning_rate
 
 from .conftest import MULTI30K, SHIPPED
@@ -43,6 +44,9 @@ def test_short_training_run_lowers_loss_and_writes_a_usable_checkpoint(corpus_di
     # a warm start keeps the checkpoint's shape but trains with the dropouts asked for
     assert resumed["model"] == {**metrics["model"], "dropout": 0.25, "attention_dropout": 0.05}
     assert resumed["epochs"][0]["train_loss"] < losses[1]  # starts from the trained weights, not from scratch
+    # its timeline says so (and that it read a corpus other than the default one)
+    assert Timeline.load(continued).stages == [{"first_epoch": 1,
+                                                "label": f"a warm start from {out}, trained on {corpus_dir}"}]
     card = model_card(metrics, "toy")
     assert f"| val | **{metrics['scores']['val']['bleu']}** |" in card and "Reproduce: `python -m transformer.train" in card
     warm_card = model_card(resumed, "continued")

@@ -54,7 +54,8 @@ class TrainingView(View):
             out["timeline_sentence"] = gr.update(choices=sentence_choices(timeline), value=sentence)
         entry = next(e for e in timeline.epochs if e["epoch"] == epoch)
         output = entry["outputs"][sentence]
-        out["timeline_text"] = (f"**Epoch {epoch}** (train loss {entry['train_loss']:.3f}, val BLEU {entry['val_bleu']}): "
+        out["timeline_text"] = (f"**Epoch {epoch}**{stage_text(timeline, epoch)} (train loss {entry['train_loss']:.3f}, "
+                                f"val BLEU {entry['val_bleu']}): "
                                 f"{literal(timeline.sentences[sentence])} → **{literal(output['text']) or '(empty)'}**")
         weights, rows, cols = timeline.attention(epoch, sentence, state.get("timeline_kind") or "cross")
         layer = weights.shape[0] - 1 if state.get("layer") in (None, OVERVIEW) else int(state["layer"])
@@ -65,9 +66,28 @@ class TrainingView(View):
             f"Epoch {epoch}: {kind_title}, layer {layer + 1}, {head_name(head, weights.shape[1])}")
         out["timeline_curves"] = figures.training_curves(epochs, [e["train_loss"] for e in timeline.epochs],
                                                          [e["val_bleu"] for e in timeline.epochs], epoch,
-                                                         f"Learning curves (epoch {epoch} marked)")
+                                                         f"Learning curves (epoch {epoch} marked)",
+                                                         [(stage["first_epoch"], stage_name(timeline, number))
+                                                          for number, stage in enumerate(timeline.stages, 1)
+                                                          if number > 1])
         return out
 
 
 def sentence_choices(timeline) -> list[tuple[str, int]]:
     return [(f"{i + 1}: {s}", i) for i, s in enumerate(timeline.sentences)] if timeline else [("(no timeline)", 0)]
+
+
+def stage_text(timeline, epoch: int) -> str:
+    """Where an epoch sits in the model's training stages; empty for a timeline of one stage recorded from scratch."""
+    stage = timeline.stage_of(epoch)
+    if stage is None or (len(timeline.stages) == 1 and stage["label"] == "from scratch"):
+        return ""
+    place = f"epoch {stage['epoch_in_stage']} of {stage['epochs_in_stage']}"
+    name = stage_name(timeline, stage["number"])
+    return f", {name + ', its ' if name else ''}{place}: {literal(stage['label'])}"
+
+
+def stage_name(timeline, number: int) -> str | None:
+    """A stage's own name where the timeline gives one (its earlier stages may be unrecorded), else its place."""
+    stage = timeline.stages[number - 1]
+    return stage.get("name") or (f"stage {number}" if len(timeline.stages) > 1 else None)

@@ -9,6 +9,10 @@ rebuilds a timeline from per-epoch weights saved with `train --save-epochs` and 
 
     python -m transformer.training.timeline --checkpoint checkpoints/en-de --prepend RUNS/earlier-stage
 puts an earlier stage's timeline in front of a warm-started checkpoint's, so the story starts where training did.
+
+    python -m transformer.training.timeline --checkpoint checkpoints/en-de \
+        --stage 1 "stage 2" "a warm start from stage 1" --stage 24 "stage 3" "on the diversified split"
+names the stages of a timeline recorded before timelines kept them (a run records its own since).
 """
 from __future__ import annotations
 
@@ -44,6 +48,10 @@ class Timeline:
     # epoch, train_loss, val_bleu, outputs: [{text, src, tgt, labels: {kind: [row labels, column labels]}}]
     epochs: list[dict] = field(default_factory=list)
     maps: dict[str, torch.Tensor] = field(default_factory=dict)  # "epoch/sentence/kind" -> (L, H, rows, cols) fp16
+    # the training stages the epochs span, [{first_epoch, label, name?}] in order: a warm-started model's epoch 1 is
+    # not a first look at the data, and the view has to say what came before it. `name` is optional ("stage 2"
+    # where stage 1 was never recorded); without it a stage is named by its place
+    stages: list[dict] = field(default_factory=list)
 
     def record(self, translator: Translator, epoch: int, train_loss: float, val_bleu: float) -> None:
         was_training = translator.model.training
@@ -63,8 +71,8 @@ class Timeline:
     def save(self, folder) -> None:
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / TIMELINE_JSON).write_text(json.dumps({"sentences": self.sentences, "epochs": self.epochs},
-                                                       ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        data = {"sentences": self.sentences, "stages": self.stages, "epochs": self.epochs}
+        (folder / TIMELINE_JSON).write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
         save_file({k: v.contiguous() for k, v in self.maps.items()}, str(folder / TIMELINE_TENSORS))
 
     @classmethod
@@ -73,7 +81,7 @@ class Timeline:
         if not (folder / TIMELINE_JSON).is_file() or not (folder / TIMELINE_TENSORS).is_file():
             return None
         data = json.loads((folder / TIMELINE_JSON).read_text(encoding="utf-8"))
-        return cls(data["sentences"], data["epochs"], load_file(str(folder / TIMELINE_TENSORS)))
+        return cls(data["sentences"], data["epochs"], load_file(str(folder / TIMELINE_TENSORS)), data.get("stages", []))
 
     def attention(self, epoch: int, sentence: int, kind: str):
         """(weights (L, H, rows, cols) float32, row labels, column labels) of one probe sentence at one epoch."""
@@ -81,9 +89,27 @@ class Timeline:
         rows, cols = output["labels"][kind]
         return self.maps[f"{epoch}/{sentence}/{kind}"].float().numpy(), rows, cols
 
+    def stage_of(self, epoch: int) -> dict | None:
+        """The stage an epoch belongs to, with its number (from 1) and the epoch's place in it; None without stages."""
+        started = [(number, stage) for number, stage in enumerate(self.stages, 1) if stage["first_epoch"] <= epoch]
+        if not started:
+            return None
+        number, stage = started[-1]
+        later = [s["first_epoch"] for s in self.stages[number:]]
+        last = (later[0] - 1) if later else max(e["epoch"] for e in self.epochs)
+        return {**stage, "number": number, "epoch_in_stage": epoch - stage["first_epoch"] + 1,
+                "epochs_in_stage": last - stage["first_epoch"] + 1}
+
     @classmethod
-    def for_language(cls, language: str) -> "Timeline":
-        return cls(list(PROBE_SENTENCES.get(language, PROBE_SENTENCES["en"])))
+    def for_language(cls, language: str, stage_label: str | None = None) -> "Timeline":
+        stages = [{"first_epoch": 1, "label": stage_label}] if stage_label else []
+        return cls(list(PROBE_SENTENCES.get(language, PROBE_SENTENCES["en"])), stages=stages)
+
+
+def stage_label(init_from: str | None, data: str | None = None) -> str:
+    """How a run started, in words, for the timeline it records; `data` names a training split other than the default."""
+    start = f"a warm start from {init_from}" if init_from else "from scratch"
+    return f"{start}, trained on {data}" if data else start
 
 
 def concatenate(earlier: Timeline, later: Timeline) -> Timeline:
@@ -96,7 +122,8 @@ def concatenate(earlier: Timeline, later: Timeline) -> Timeline:
     for key, weights in later.maps.items():
         epoch, rest = key.split("/", 1)
         maps[f"{int(epoch) + offset}/{rest}"] = weights
-    return Timeline(list(earlier.sentences), epochs, maps)
+    stages = [dict(s) for s in earlier.stages] + [{**s, "first_epoch": s["first_epoch"] + offset} for s in later.stages]
+    return Timeline(list(earlier.sentences), epochs, maps, stages)
 
 
 def already_prepended(earlier: Timeline, later: Timeline) -> bool:
@@ -121,6 +148,29 @@ def prepend(checkpoint, earlier_folder) -> Timeline:
     return joined
 
 
+def with_stages(timeline: Timeline, specs: list[list[str]]) -> Timeline:
+    """The timeline with its stages replaced by `specs`, each [first epoch, name, label], checked against its epochs."""
+    epochs = [e["epoch"] for e in timeline.epochs]
+    stages = []
+    for first, name, label in specs:
+        try:
+            first_epoch = int(first)
+        except ValueError:
+            raise ValueError(f"--stage's first epoch must be a whole number, got {first!r}") from None
+        if first_epoch not in epochs:
+            raise ValueError(f"--stage {first_epoch}: the timeline has no epoch {first_epoch} "
+                             f"(its epochs are {epochs[0]}-{epochs[-1]})")
+        if stages and first_epoch <= stages[-1]["first_epoch"]:
+            raise ValueError(f"--stage {first_epoch} must start after the stage before it "
+                             f"(epoch {stages[-1]['first_epoch']}); give the stages in order")
+        if not name.strip() or not label.strip():
+            raise ValueError(f"--stage {first_epoch} needs a name and a label that are not empty")
+        stages.append({"first_epoch": first_epoch, "name": name.strip(), "label": label.strip()})
+    if stages[0]["first_epoch"] != epochs[0]:
+        raise ValueError(f"the first --stage must start at the timeline's first epoch, {epochs[0]}")
+    return Timeline(timeline.sentences, timeline.epochs, timeline.maps, stages)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m transformer.training.timeline", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -129,7 +179,21 @@ def main(argv=None) -> None:
     source.add_argument("--epochs-dir", help="folder of epoch-NNN.safetensors written by --save-epochs")
     source.add_argument("--prepend", metavar="FOLDER",
                         help="a folder with the timeline of the stage the checkpoint was warm-started from")
+    source.add_argument("--stage", nargs=3, action="append", metavar=("FIRST_EPOCH", "NAME", "LABEL"),
+                        help="name the stage that starts at FIRST_EPOCH (repeat for each stage, in order); "
+                             "replaces the stages the timeline had")
     args = parser.parse_args(argv)
+    if args.stage:
+        timeline = Timeline.load(args.checkpoint)
+        if timeline is None or not timeline.epochs:
+            parser.error(f"--checkpoint {args.checkpoint} has no {TIMELINE_JSON} and {TIMELINE_TENSORS} with epochs")
+        try:
+            timeline = with_stages(timeline, args.stage)
+        except ValueError as error:
+            parser.error(str(error))
+        timeline.save(args.checkpoint)
+        print(f"wrote {len(timeline.stages)} stage(s) into {Path(args.checkpoint) / TIMELINE_JSON}")
+        return
     if args.prepend:
         joined = prepend(args.checkpoint, args.prepend)
         print(f"wrote {Path(args.checkpoint) / TIMELINE_JSON} and {TIMELINE_TENSORS} ({len(joined.epochs)} epochs)")
@@ -137,7 +201,8 @@ def main(argv=None) -> None:
     translator = Translator.from_pretrained(args.checkpoint)
     metrics = translator.metrics or {}
     reports = {r["epoch"]: r for r in metrics.get("epochs", [])}
-    timeline = Timeline.for_language(translator.languages["src"])
+    timeline = Timeline.for_language(translator.languages["src"],
+                                     stage_label(metrics.get("training", {}).get("init_from")))
     final_state = {k: v.clone() for k, v in translator.model.state_dict().items()}
     for path in sorted(Path(args.epochs_dir).glob("epoch-*.safetensors")):
         epoch = int(path.stem.split("-")[1])

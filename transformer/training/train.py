@@ -32,9 +32,9 @@ from ..decoding.translator import Translator
 from ..tokenizer import Tokenizer
 from .data import default_data_dir, read_parallel
 from .finalize import finish, model_with
-from .reproduce import reproduce_command
+from .reproduce import is_default, reproduce_command
 from .resume import RESUME_DIR, load_run, save_run, saved_args
-from .timeline import Timeline
+from .timeline import Timeline, stage_label
 from .trainer import TrainingSettings, train
 
 # what may change when a run is resumed: its budgets and where it runs; everything else is the run's own
@@ -174,7 +174,9 @@ def main(argv=None) -> None:
     extra_config = {"languages": {"src": args.src, "tgt": args.tgt},
                     "tokenizer": {"type": "sentencepiece", "file": TOKENIZER_FILE, "vocab_size": tokenizer.vocab_size,
                                   "joint": True, "pad_id": 0, "unk_id": 1, "bos_id": 2, "eos_id": 3}}
-    timeline = (Timeline.load(out) or Timeline.for_language(args.src)) if rank == 0 else None
+    own_data = None if is_default(args.data_dir, default_data_dir()) else str(args.data_dir)
+    timeline = (Timeline.load(out) or Timeline.for_language(args.src, stage_label(args.init_from, own_data))
+                if rank == 0 else None)
     if rank == 0:
         print(f"model: {model.num_parameters():,} parameters; train {len(train_corpus):,} pairs, val {len(val):,}; "
               f"{world} process(es){'; resuming at epoch %d, update %d' % (result.epoch, result.updates) if result else ''}",
