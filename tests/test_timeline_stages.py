@@ -108,3 +108,34 @@ def test_the_training_view_says_which_stage_an_epoch_belongs_to():
     boundaries = [shape.x0 for shape in figure.layout.shapes]
     assert 3.5 in boundaries and 2 in boundaries  # between epochs 3 and 4, and the epoch looked at
     assert [a.text for a in figure.layout.annotations] == ["stage 2"]
+
+
+def test_only_the_first_epochs_of_a_long_earlier_stage_are_prepended(tmp_path):
+    stage([3.0, 2.5, 2.2, 2.1], seed=1).save(tmp_path / "earlier")
+    later = stage([1.9, 1.8], seed=2)
+    later.save(tmp_path / "model")
+    timeline_cli(["--checkpoint", str(tmp_path / "model"), "--prepend", str(tmp_path / "earlier"),
+                  "--prepend-epochs", "2"])
+    joined = Timeline.load(tmp_path / "model")
+    assert [e["train_loss"] for e in joined.epochs] == [3.0, 2.5, 1.9, 1.8]
+    assert sorted(joined.maps) == sorted(f"{epoch}/{index}/cross" for epoch in (1, 2, 3, 4) for index in (0, 1))
+    torch.testing.assert_close(joined.maps["3/1/cross"], later.maps["1/1/cross"])
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--prepend-epochs", "9"], "must name one of"),
+    (["--prepend-epochs", "0"], "must name one of"),
+])
+def test_bad_prepend_epochs_are_named(tmp_path, arguments, message):
+    stage([3.0, 2.5], seed=1).save(tmp_path / "earlier")
+    stage([1.9], seed=2).save(tmp_path / "model")
+    with pytest.raises(SystemExit, match=message):
+        timeline_cli(["--checkpoint", str(tmp_path / "model"), "--prepend", str(tmp_path / "earlier"), *arguments])
+    assert len(Timeline.load(tmp_path / "model").epochs) == 1
+
+
+def test_prepend_epochs_needs_prepend(tmp_path, capsys):
+    stage([3.0, 2.5], seed=1).save(tmp_path / "model")
+    with pytest.raises(SystemExit):
+        timeline_cli(["--checkpoint", str(tmp_path / "model"), "--stage", "1", "s", "l", "--prepend-epochs", "1"])
+    assert "--prepend-epochs goes with --prepend" in capsys.readouterr().err

@@ -100,6 +100,12 @@ class Timeline:
         return {**stage, "number": number, "epoch_in_stage": epoch - stage["first_epoch"] + 1,
                 "epochs_in_stage": last - stage["first_epoch"] + 1}
 
+    def up_to(self, last_epoch: int) -> "Timeline":
+        """The epochs up to `last_epoch` with their maps and stages: a long earlier stage can be cut to fit the file."""
+        epochs = [e for e in self.epochs if e["epoch"] <= last_epoch]
+        maps = {key: weights for key, weights in self.maps.items() if int(key.split("/", 1)[0]) <= last_epoch}
+        return Timeline(list(self.sentences), epochs, maps, [s for s in self.stages if s["first_epoch"] <= last_epoch])
+
     @classmethod
     def for_language(cls, language: str, stage_label: str | None = None) -> "Timeline":
         stages = [{"first_epoch": 1, "label": stage_label}] if stage_label else []
@@ -133,11 +139,19 @@ def already_prepended(earlier: Timeline, later: Timeline) -> bool:
     return len(later.epochs) > len(earlier.epochs) and fingerprint(head) == fingerprint(earlier.epochs)
 
 
-def prepend(checkpoint, earlier_folder) -> Timeline:
+def prepend(checkpoint, earlier_folder, first_epochs: int | None = None) -> Timeline:
+    """`first_epochs`: put only the earlier stage's first epochs in front (where attention forms), so the joined
+    timeline stays a small file."""
     earlier, later = Timeline.load(earlier_folder), Timeline.load(checkpoint)
     for folder, timeline in ((earlier_folder, earlier), (checkpoint, later)):
         if timeline is None:
             raise SystemExit(f"{folder}: has no {TIMELINE_JSON} and {TIMELINE_TENSORS}")
+    if first_epochs is not None:
+        recorded = [e["epoch"] for e in earlier.epochs]
+        if first_epochs not in recorded:
+            raise SystemExit(f"--prepend-epochs must name one of {earlier_folder}'s epochs "
+                             f"({recorded[0]}-{recorded[-1]}), got {first_epochs}")
+        earlier = earlier.up_to(first_epochs)
     if already_prepended(earlier, later):
         raise SystemExit(f"{checkpoint}'s timeline already starts with {earlier_folder}'s epochs")
     try:
@@ -179,10 +193,14 @@ def main(argv=None) -> None:
     source.add_argument("--epochs-dir", help="folder of epoch-NNN.safetensors written by --save-epochs")
     source.add_argument("--prepend", metavar="FOLDER",
                         help="a folder with the timeline of the stage the checkpoint was warm-started from")
+    parser.add_argument("--prepend-epochs", type=int, metavar="N",
+                        help="with --prepend: only the earlier stage's first N epochs (default: all of them)")
     source.add_argument("--stage", nargs=3, action="append", metavar=("FIRST_EPOCH", "NAME", "LABEL"),
                         help="name the stage that starts at FIRST_EPOCH (repeat for each stage, in order); "
                              "replaces the stages the timeline had")
     args = parser.parse_args(argv)
+    if args.prepend_epochs is not None and not args.prepend:
+        parser.error("--prepend-epochs goes with --prepend")
     if args.stage:
         timeline = Timeline.load(args.checkpoint)
         if timeline is None or not timeline.epochs:
@@ -195,7 +213,7 @@ def main(argv=None) -> None:
         print(f"wrote {len(timeline.stages)} stage(s) into {Path(args.checkpoint) / TIMELINE_JSON}")
         return
     if args.prepend:
-        joined = prepend(args.checkpoint, args.prepend)
+        joined = prepend(args.checkpoint, args.prepend, args.prepend_epochs)
         print(f"wrote {Path(args.checkpoint) / TIMELINE_JSON} and {TIMELINE_TENSORS} ({len(joined.epochs)} epochs)")
         return
     translator = Translator.from_pretrained(args.checkpoint)
