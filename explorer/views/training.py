@@ -7,6 +7,7 @@ from __future__ import annotations
 import gradio as gr
 
 from transformer.core.probes import ATTENTION_KINDS, PROBES
+from transformer.training.timeline import stage_label
 
 from .. import figures
 from ..components import Radio, Slider
@@ -80,7 +81,7 @@ def sentence_choices(timeline) -> list[tuple[str, int]]:
 def stage_text(timeline, epoch: int) -> str:
     """Where an epoch sits in the model's training stages; empty for a timeline of one stage recorded from scratch."""
     stage = timeline.stage_of(epoch)
-    if stage is None or (len(timeline.stages) == 1 and stage["label"] == "from scratch"):
+    if stage is None or (len(timeline.stages) == 1 and stage["label"] == stage_label(init_from=None)):
         return ""
     place = f"epoch {stage['epoch_in_stage']} of {stage['epochs_in_stage']}"
     name = stage_name(timeline, stage["number"])
