@@ -45,7 +45,7 @@ from ..training.data import (
     REPOSITORY,
     ParallelCorpus,
     pad,
-    read_parallel,
+    read_parallel_or_exit,
 )
 from ..training.trainer import EncodedCorpus
 from .alignment import (
@@ -223,7 +223,7 @@ def main(argv=None) -> None:
     translator = Translator.from_pretrained(args.checkpoint, device=args.device)
     languages = translator.languages
     src, tgt, max_len = languages["src"], languages["tgt"], translator.model.config.max_len
-    evaluated = read_parallel(args.data_dir, args.split, src, tgt)
+    evaluated = read_parallel_or_exit(args.data_dir, args.split, src, tgt)
     sentences = piece_sentences(translator.tokenizer, evaluated.source, evaluated.target, max_len)
 
     if args.reference:
@@ -234,7 +234,7 @@ def main(argv=None) -> None:
     else:
         settings = EflomalSettings()
         version = eflomal_version()
-        extra = [read_parallel(args.data_dir, split, src, tgt) for split in args.aligner_splits.split(",") if split]
+        extra = [read_parallel_or_exit(args.data_dir, split, src, tgt) for split in args.aligner_splits.split(",") if split]
         extra_sentences = [s for corpus in extra
                            for s in piece_sentences(translator.tokenizer, corpus.source, corpus.target, max_len)]
         source_lines, target_lines = aligner_lines([*extra_sentences, *sentences])

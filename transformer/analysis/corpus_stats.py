@@ -20,7 +20,7 @@ from tqdm import tqdm
 
 from ..core.probes import ATTENTION_KINDS
 from ..decoding.translator import Translator
-from ..training.data import default_data_dir, read_parallel
+from ..training.data import default_data_dir, read_parallel_or_exit
 from .head_stats import aggregate_head_stats, head_stats
 
 STATS_FILE = "head_stats.json"
@@ -60,7 +60,7 @@ def main(argv=None) -> None:
         parser.error(f"--limit must be at least 1, got {args.limit}")
     translator = Translator.from_pretrained(args.checkpoint)
     languages = translator.languages
-    sentences = read_parallel(args.data_dir, args.split, languages["src"], languages["tgt"]).source[: args.limit]
+    sentences = read_parallel_or_exit(args.data_dir, args.split, languages["src"], languages["tgt"]).source[: args.limit]
     started = time.perf_counter()
     with tqdm(total=len(sentences), unit="sentence", desc=f"head statistics over {args.split}") as bar:
         per_kind = split_head_stats(translator, sentences, progress=bar.update)

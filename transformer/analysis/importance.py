@@ -37,7 +37,7 @@ from ..training.data import (
     REPOSITORY,
     ParallelCorpus,
     pad,
-    read_parallel,
+    read_parallel_or_exit,
     token_batches,
 )
 from ..training.evaluate import score, translate_corpus
@@ -199,7 +199,7 @@ def main(argv=None) -> None:
         torch.set_num_threads(args.threads)
     translator = Translator.from_pretrained(args.checkpoint, device=args.device)
     languages = translator.languages
-    corpus = read_parallel(args.data_dir, args.split, languages["src"], languages["tgt"])
+    corpus = read_parallel_or_exit(args.data_dir, args.split, languages["src"], languages["tgt"])
     if args.limit is not None:
         corpus = ParallelCorpus(corpus.source[: args.limit], corpus.target[: args.limit], corpus.source_file,
                                 corpus.target_file)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import random
+import sys
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,10 +37,26 @@ class ParallelCorpus:
         return len(self.source)
 
 
+class CorpusError(ValueError):
+    """A corpus file that cannot be used, with the file named and what to fix."""
+
+
 def read_lines(path: Path) -> list[str]:
+    if path.is_dir():
+        raise CorpusError(f"{path} is a folder: a split must be a file with one sentence per line")
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: corpus file is missing")
-    return path.read_text(encoding="utf-8").rstrip("\n").split("\n")
+        raise CorpusError(f"{path}: corpus file is missing (each split needs {path.stem}.SRC and {path.stem}.TGT)")
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise CorpusError(f"{path}: line {line} holds bytes that are not UTF-8 (byte {error.start}): "
+                          "save the file as UTF-8") from None
+    lines = text.rstrip("\n").split("\n")
+    if lines == [""]:
+        raise CorpusError(f"{path} is empty: a split needs at least one sentence")
+    return lines
 
 
 def read_parallel(data_dir, split: str, src_lang: str, tgt_lang: str) -> ParallelCorpus:
@@ -47,11 +64,21 @@ def read_parallel(data_dir, split: str, src_lang: str, tgt_lang: str) -> Paralle
     source_file, target_file = data_dir / f"{split}.{src_lang}", data_dir / f"{split}.{tgt_lang}"
     source, target = read_lines(source_file), read_lines(target_file)
     if len(source) != len(target):
-        raise ValueError(
+        raise CorpusError(
             f"{source_file} has {len(source)} lines but {target_file} has {len(target)}: "
             "a parallel corpus needs line N of one file to translate line N of the other"
         )
     return ParallelCorpus(source, target, source_file, target_file)
+
+
+def read_parallel_or_exit(data_dir, split: str, src_lang: str, tgt_lang: str) -> ParallelCorpus:
+    """read_parallel for a command line: a bad corpus ends the program with one line naming the file, exit code 2
+    (argparse's, for a bad input) and no traceback, before the caller has written anything."""
+    try:
+        return read_parallel(data_dir, split, src_lang, tgt_lang)
+    except CorpusError as error:
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 def token_batches(lengths: list[int], max_tokens: int, shuffle: bool, seed: int = 0) -> list[list[int]]:
@@ -112,9 +139,41 @@ def main(argv=None) -> None:
                           help=f"folder to write {{split}}.{{lang}} files into (default: {LOCAL_MULTI30K}, where "
                                "train and evaluate look when ../shared/data/multi30k is absent)")
     download.add_argument("--langs", default="en,de,fr", help="comma-separated languages (default: en,de,fr)")
+    mixing = commands.add_parser("mix", help="one training folder from several corpora (see transformer/training/mix.py)")
+    mixing.add_argument("folders", nargs="+", help="corpus folders of {split}.{lang} files, each with train and val")
+    mixing.add_argument("--out", required=True, help="folder to write train.*, val.* and mix.json into")
+    mixing.add_argument("--repeat", type=int, nargs="+", default=None,
+                        help="how many times each folder's training split is repeated, one count per folder "
+                             "(default: 1 each)")
+    mixing.add_argument("--langs", default="en,de", help="the two languages, comma-separated (default: en,de)")
     args = parser.parse_args(argv)
+    if args.command == "mix":
+        run_mix(parser, args)
+        return
     for path in download_multi30k(args.dest, args.langs.split(",")):
         print(f"wrote {path} ({len(read_lines(path))} lines)")
+
+
+def run_mix(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    from .mix import mix  # mix.py imports this module
+
+    languages = tuple(args.langs.split(","))
+    if len(languages) != 2 or not all(languages):
+        parser.error(f"--langs needs two languages separated by a comma, got '{args.langs}'")
+    repeats = args.repeat or [1] * len(args.folders)
+    if any(r < 1 for r in repeats):
+        parser.error(f"--repeat counts must be at least 1, got {' '.join(map(str, repeats))}")
+    if any(Path(args.out).resolve() == Path(f).resolve() for f in args.folders):
+        parser.error(f"--out {args.out} is one of the corpus folders: write the mix to a new folder")
+    try:
+        recipe = mix(args.folders, repeats, args.out, languages)
+    except CorpusError as error:
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
+    for corpus in recipe["corpora"]:
+        print(f"{corpus['name']}: {corpus['train_lines']:,} training pairs x {corpus['repeat']}, "
+              f"val lines {corpus['val'][0]}-{corpus['val'][1]}, tests {', '.join(corpus['tests']) or 'none'}")
+    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from tqdm import tqdm
 from ..checkpoint import METRICS_FILE
 from ..decoding.strategies import STRATEGIES, SettingError, all_settings, build_settings
 from ..decoding.translator import Translator
-from .data import default_data_dir, read_parallel
+from .data import default_data_dir, read_parallel_or_exit
 
 
 def translate_corpus(translator: Translator, sentences: list[str], strategy: str = "greedy", batch_size: int = 64,
@@ -87,7 +87,7 @@ def main(argv=None) -> None:
     except SettingError as error:
         parser.error(str(error))
     languages = translator.languages
-    corpus = read_parallel(args.data_dir, args.split, languages["src"], languages["tgt"])
+    corpus = read_parallel_or_exit(args.data_dir, args.split, languages["src"], languages["tgt"])
     started = time.perf_counter()
     with tqdm(total=len(corpus.source), unit="sentence", desc=f"{args.split} ({strategy})", dynamic_ncols=True) as bar:
         hypotheses = translate_corpus(translator, corpus.source, strategy, args.batch_size, progress=bar.update,

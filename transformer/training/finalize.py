@@ -19,6 +19,7 @@ from .averaging import average_state_dicts
 from .data import read_parallel
 from .diversify import PROVENANCE_FILE
 from .evaluate import score, translate_corpus
+from .mix import mix_parts, mix_record
 
 FP16_MAX_BLEU_COST = 0.2  # store weights in half precision when that costs at most this much val BLEU
 
@@ -46,14 +47,15 @@ def finish(out, model, result, tokenizer, tokenizer_file, extra_config, settings
     decoding = {"strategy": "beam", "beam_size": args.beam_size, "length_penalty": args.length_penalty}
     scores = {"val": score(translate_corpus(translator, val.source, "beam", beam_size=args.beam_size,
                                             length_penalty=args.length_penalty), val.target)}
-    if args.test_split:
-        test = read_parallel(args.data_dir, args.test_split, args.src, args.tgt)
-        scores[args.test_split] = score(translate_corpus(translator, test.source, "beam", beam_size=args.beam_size,
-                                                         length_penalty=args.length_penalty), test.target)
+    for name, (folder, split) in reported_tests(args).items():
+        test = read_parallel(folder, split, args.src, args.tgt)
+        scores[name] = score(translate_corpus(translator, test.source, "beam", beam_size=args.beam_size,
+                                              length_penalty=args.length_penalty), test.target)
     metrics = {
         "model": model.config.to_dict(), "parameters": model.num_parameters(),
         "data": {**{split: {"files": [os.path.relpath(c.source_file), os.path.relpath(c.target_file)], "lines": len(c)}
-                    for split, c in (("train", train_corpus), ("val", val))}, **diversified_record(args.data_dir)},
+                    for split, c in (("train", train_corpus), ("val", val))}, **diversified_record(args.data_dir),
+                 **mix_record(args.data_dir)},
         "tokenizer": {"type": "sentencepiece unigram", "vocab_size": tokenizer.vocab_size,
                       "trained_on": "train split, both languages"},
         "training": {**vars(settings), "epochs_run": len(result.reports), "updates": result.updates,
@@ -67,6 +69,15 @@ def finish(out, model, result, tokenizer, tokenizer_file, extra_config, settings
     }
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     return scores
+
+
+def reported_tests(args) -> dict[str, tuple]:
+    """The test sets a run reports (never selects on), by the name its scores take: --test-split in --data-dir,
+    or for a mixed folder every test split of every corpus, named CORPUS/SPLIT."""
+    parts = mix_parts(args.data_dir)
+    if parts:
+        return {f"{part.name}/{split}": (part.folder, split) for part in parts for split in part.tests}
+    return {args.test_split: (args.data_dir, args.test_split)} if args.test_split else {}
 
 
 def model_with(config: ModelConfig, state: dict, device) -> Transformer:

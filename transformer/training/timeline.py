@@ -28,16 +28,16 @@ from ..core.probes import ATTENTION_KINDS
 from ..decoding.translator import Translator
 
 TIMELINE_JSON, TIMELINE_TENSORS = "timeline.json", "timeline.safetensors"
-PROBE_SENTENCES = {  # written for this project, short and in the training data's caption style
-    "en": ["A woman with a red umbrella walks past a bakery.", "Two boys are throwing snowballs at each other.",
-           "An old man feeds pigeons on a bench.", "A black cat sleeps on a sunny windowsill.",
-           "A girl in a yellow dress jumps over a puddle.", "Three musicians play on a street corner.",
-           "A cyclist rides up a steep mountain road.", "A chef is cutting vegetables in a small kitchen."],
-    "de": ["Eine Frau mit einem roten Regenschirm geht an einer Bäckerei vorbei.",
+PROBE_SENTENCES = {  # written for this project and in no corpus split: four everyday sentences, four captions
+    "en": ["I left my umbrella at the train station.", "Could you tell me where the museum is?",
+           "We are going to visit my grandmother tomorrow.", "She has been learning German for three years.",
+           "A woman with a red umbrella walks past a bakery.", "Two boys are throwing snowballs at each other.",
+           "An old man feeds pigeons on a bench.", "A chef is cutting vegetables in a small kitchen."],
+    "de": ["Ich habe meinen Regenschirm am Bahnhof vergessen.", "Können Sie mir sagen, wo das Museum ist?",
+           "Wir besuchen morgen meine Großmutter.", "Sie lernt seit drei Jahren Deutsch.",
+           "Eine Frau mit einem roten Regenschirm geht an einer Bäckerei vorbei.",
            "Zwei Jungen werfen Schneebälle aufeinander.", "Ein alter Mann füttert Tauben auf einer Bank.",
-           "Eine schwarze Katze schläft auf einer sonnigen Fensterbank.",
-           "Ein Mädchen in einem gelben Kleid springt über eine Pfütze.", "Drei Musiker spielen an einer Straßenecke.",
-           "Ein Radfahrer fährt eine steile Bergstraße hinauf.", "Ein Koch schneidet Gemüse in einer kleinen Küche."],
+           "Ein Koch schneidet Gemüse in einer kleinen Küche."],
 }
 MAX_PROBE_LENGTH = 40  # output pieces per probe sentence, so an untrained model's babble stays small
 

@@ -30,8 +30,9 @@ from ..core.config import NORM_PLACEMENTS, POSITIONAL_ENCODINGS, ModelConfig
 from ..core.model import Transformer
 from ..decoding.translator import Translator
 from ..tokenizer import Tokenizer
-from .data import default_data_dir, read_parallel
-from .finalize import finish, model_with
+from .data import default_data_dir, read_parallel_or_exit
+from .finalize import finish, model_with, reported_tests
+from .mix import mix_parts
 from .reproduce import is_default, reproduce_command
 from .resume import RESUME_DIR, load_run, save_run, saved_args
 from .timeline import Timeline, stage_label
@@ -51,6 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     data.add_argument("--test-split", default="test_2016_flickr", help="split reported (never used for selection); '' to skip")
     data.add_argument("--out", help="checkpoint folder to write (required unless --resume)")
     data.add_argument("--vocab-size", type=int, default=8000, help="joint sentencepiece vocabulary size")
+    data.add_argument("--tokenizer", help="use this sentencepiece model (made by an earlier run on the same training "
+                                          "split) instead of training one; --vocab-size is then its size")
     model = p.add_argument_group("model (with --init-from only the two dropouts apply; the shape is the checkpoint's)")
     model.add_argument("--d-model", type=int, default=256, help="width of every layer")
     model.add_argument("--n-heads", type=int, default=4, help="attention heads per layer (must divide --d-model)")
@@ -105,6 +108,13 @@ def resolve_args(parser: argparse.ArgumentParser, argv) -> argparse.Namespace:
     if args.data_dir is None:
         parser.error("no --data-dir given and ../shared/data/multi30k does not exist "
                      "(python -m transformer.data download fetches Multi30k there)")
+    if args.tokenizer and args.init_from:
+        parser.error("--tokenizer and --init-from both choose the tokenizer: a warm start keeps its checkpoint's")
+    if args.tokenizer and not args.resume:
+        try:
+            Tokenizer.load(args.tokenizer)
+        except (FileNotFoundError, ValueError) as error:
+            parser.error(f"--tokenizer: {error}")
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda but CUDA is not available")
     return args
@@ -135,7 +145,10 @@ def build_model(args, train_corpus, device, rank: int, world: int) -> tuple[Tran
         model = Transformer(config).to(device)
         model.load_state_dict(loaded.state_dict())
         return model.train(), tokenizer, tokenizer_file
-    if not args.resume and rank == 0:
+    if args.tokenizer and not args.resume and rank == 0:
+        tokenizer_file.parent.mkdir(parents=True, exist_ok=True)
+        tokenizer_file.write_bytes(Path(args.tokenizer).read_bytes())
+    elif not args.resume and rank == 0:
         Tokenizer.train([train_corpus.source_file, train_corpus.target_file], tokenizer_file, args.vocab_size)
     if world > 1:
         dist.barrier()  # rank 0 trained the vocabulary; the others read it
@@ -158,13 +171,17 @@ def main(argv=None) -> None:
         torch.set_num_threads(args.threads)
     rank, world, device = start_processes(args)
     out = Path(args.out)
-    train_corpus = read_parallel(args.data_dir, "train", args.src, args.tgt)
-    val = read_parallel(args.data_dir, "val", args.src, args.tgt)
+    # a bad corpus is one line naming the file, before anything is written to --out
+    train_corpus = read_parallel_or_exit(args.data_dir, "train", args.src, args.tgt)
+    val = read_parallel_or_exit(args.data_dir, "val", args.src, args.tgt)
+    for folder, split in reported_tests(args).values():  # read at the end; checked now, not after hours of training
+        read_parallel_or_exit(folder, split, args.src, args.tgt)
     model, tokenizer, tokenizer_file = build_model(args, train_corpus, device, rank, world)
     settings = TrainingSettings(max_tokens=args.max_tokens, epochs=args.epochs, max_minutes=args.max_minutes,
                                 max_updates=args.max_updates, lr=args.lr, warmup=args.warmup,
                                 label_smoothing=args.label_smoothing, clip_norm=args.clip_norm, bf16=not args.no_bf16,
-                                keep_best=args.average, seed=args.seed)
+                                keep_best=args.average, seed=args.seed,
+                                val_parts={part.name: part.val for part in mix_parts(args.data_dir)})
     optimizer = torch.optim.Adam(model.parameters(), lr=settings.lr, betas=(0.9, 0.98), eps=1e-9)
     result = None
     if args.resume:
@@ -194,8 +211,9 @@ def main(argv=None) -> None:
         bar.update(1)
 
     def on_epoch(report, result):
+        by_corpus = "".join(f" {name} {bleu:.2f}" for name, bleu in report.val_bleu_by_corpus.items())
         tqdm.write(f"epoch {report.epoch}: updates {report.updates} train loss {report.train_loss:.3f} "
-                   f"val loss {report.val_loss:.3f} val BLEU {report.val_bleu:.2f} chrF {report.val_chrf:.2f} "
+                   f"val loss {report.val_loss:.3f} val BLEU {report.val_bleu:.2f}{by_corpus} chrF {report.val_chrf:.2f} "
                    f"({report.minutes:.1f} min)")
         # the best epoch so far goes to disk, so an interrupted run still leaves a usable checkpoint
         save_checkpoint(out, model_with(model.config, result.best_states[0][2], device), tokenizer_file, extra_config)

@@ -37,6 +37,8 @@ class TrainingSettings:
     keep_best: int = 5  # checkpoints (by val BLEU) kept for averaging
     seed: int = 1
     val_batch_size: int = 100
+    # a mixed training folder's corpora: name -> [first, last) lines of the val split, each scored on its own too
+    val_parts: dict = field(default_factory=dict)
 
 
 def learning_rate(step: int, settings: TrainingSettings) -> float:
@@ -86,6 +88,7 @@ class EpochReport:
     val_bleu: float
     val_chrf: float
     minutes: float
+    val_bleu_by_corpus: dict = field(default_factory=dict)  # greedy val BLEU of each corpus of a mixed folder
 
 
 @dataclass
@@ -117,9 +120,13 @@ def validation_loss(model, data: EncodedCorpus, settings: TrainingSettings, auto
 
 
 def validate(model, tokenizer, val: ParallelCorpus, val_data: EncodedCorpus, settings, autocast) -> tuple[float, dict]:
+    """Val loss, and greedy BLEU and chrF on the whole val split plus BLEU on each corpus of a mixed one."""
     loss = validation_loss(model, val_data, settings, autocast)
     hypotheses = translate_corpus(Translator(model, tokenizer), val.source, "greedy", batch_size=settings.val_batch_size)
-    return loss, score(hypotheses, val.target)
+    scores = score(hypotheses, val.target)
+    scores["by_corpus"] = {name: score(hypotheses[first:last], val.target[first:last])["bleu"]
+                           for name, (first, last) in settings.val_parts.items()}
+    return loss, scores
 
 
 def train(model: Transformer, tokenizer: Tokenizer, train_corpus: ParallelCorpus, val: ParallelCorpus,
@@ -188,7 +195,7 @@ def train(model: Transformer, tokenizer: Tokenizer, train_corpus: ParallelCorpus
             val_loss, val_scores = validate(model, tokenizer, val, val_data, settings, autocast)
             model.use_fused_attention(False)
             report = EpochReport(result.epoch, result.updates, result.epoch_loss / max(result.epoch_tokens, 1), val_loss,
-                                 val_scores["bleu"], val_scores["chrf"], result.seconds / 60)
+                                 val_scores["bleu"], val_scores["chrf"], result.seconds / 60, val_scores["by_corpus"])
             result.reports.append(report)
             result.best_states.append((report.val_bleu, result.epoch,
                                        copy.deepcopy({k: v.cpu() for k, v in model.state_dict().items()})))

@@ -19,7 +19,7 @@ from tqdm import tqdm
 from ..checkpoint import METRICS_FILE
 from ..decoding.strategies import SettingError, get_strategy
 from ..decoding.translator import Translator
-from .data import default_data_dir, read_parallel
+from .data import default_data_dir, read_parallel_or_exit
 from .evaluate import score, translate_corpus
 
 SWEEP_KEY = "length_penalty_sweep"
@@ -91,7 +91,7 @@ def main(argv=None) -> None:
 
     translator = Translator.from_pretrained(args.checkpoint, device=args.device)
     languages = translator.languages
-    corpus = read_parallel(args.data_dir, args.split, languages["src"], languages["tgt"])
+    corpus = read_parallel_or_exit(args.data_dir, args.split, languages["src"], languages["tgt"])
     bleu_by_value, scores_by_value = {}, {}
     with tqdm(total=len(values) * len(corpus.source), unit="sentence", desc=f"{args.split} length penalties",
               dynamic_ncols=True) as bar:

@@ -1,0 +1,83 @@
+"""One training folder from several corpora: `python -m transformer.data mix`.
+
+    python -m transformer.data mix --out data/mixed ../shared/data/tatoeba ../shared/data/multi30k --repeat 1 2
+
+writes, for each language of the pair:
+  train.LANG  every corpus's training split, each repeated `--repeat` times (a smaller corpus is sampled more
+              often that way, with no randomness to record);
+  val.LANG    every corpus's val split once, one after the other, so a model is selected on all of them;
+  mix.json    the recipe (folders, repeats, line counts) and where each corpus's val lines sit, so training
+              reports val BLEU per corpus and the end of a run scores each corpus's test splits in its own folder.
+Test splits are not copied: they stay in their corpus's folder and are reported per corpus.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from .data import CorpusError, read_parallel
+
+MIX_FILE = "mix.json"
+MIXED_SPLITS = ("train", "val")
+
+
+@dataclass
+class MixPart:
+    """One corpus of a mix: `val` is its [first, last) line range in the mixed val split."""
+
+    name: str
+    folder: str
+    repeat: int
+    val: tuple[int, int]
+    tests: list[str]
+
+
+def corpus_name(folder: Path) -> str:
+    return folder.resolve().name
+
+
+def test_splits(folder: Path, language: str) -> list[str]:
+    """The splits of `folder` besides train and val that exist for `language`: its test sets."""
+    return sorted(p.stem for p in folder.glob(f"*.{language}") if p.is_file() and p.stem not in MIXED_SPLITS)
+
+
+def mix(folders: list, repeats: list[int], out, languages: tuple[str, str]) -> dict:
+    """Writes the mixed train and val splits and mix.json into `out`; returns the recipe. Every corpus is read
+    (and checked) before anything is written, so a bad one leaves `out` untouched."""
+    folders = [Path(f) for f in folders]
+    if len(repeats) != len(folders):
+        raise CorpusError(f"--repeat gives {len(repeats)} counts for {len(folders)} folders: give one per folder")
+    names = [corpus_name(f) for f in folders]
+    if len(set(names)) != len(names):
+        raise CorpusError(f"two folders share a name ({', '.join(names)}): the per-corpus scores need distinct names")
+    corpora = {split: [read_parallel(f, split, *languages) for f in folders] for split in MIXED_SPLITS}
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    for index, language in enumerate(languages):
+        for split, parts in corpora.items():
+            lines = [line for part, repeat in zip(parts, repeats if split == "train" else [1] * len(parts))
+                     for _ in range(repeat) for line in (part.source if index == 0 else part.target)]
+            (out / f"{split}.{language}").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    recipe, start = {"languages": list(languages), "corpora": []}, 0
+    for folder, name, repeat, train, val in zip(folders, names, repeats, corpora["train"], corpora["val"]):
+        recipe["corpora"].append({"name": name, "folder": str(folder), "repeat": repeat, "train_lines": len(train),
+                                  "val": [start, start + len(val)], "tests": test_splits(folder, languages[0])})
+        start += len(val)
+    (out / MIX_FILE).write_text(json.dumps(recipe, indent=2) + "\n")
+    return recipe
+
+
+def mix_parts(data_dir) -> list[MixPart]:
+    """The corpora a mixed folder was made from, or [] for a plain corpus folder."""
+    path = Path(data_dir) / MIX_FILE
+    if not path.is_file():
+        return []
+    recipe = json.loads(path.read_text())
+    return [MixPart(c["name"], c["folder"], c["repeat"], tuple(c["val"]), c["tests"]) for c in recipe["corpora"]]
+
+
+def mix_record(data_dir) -> dict:
+    """What metrics.json records of a mixed training folder (nothing for a plain one)."""
+    path = Path(data_dir) / MIX_FILE
+    return {"mix": json.loads(path.read_text())} if path.is_file() else {}
