@@ -7,6 +7,7 @@ import pytest
 
 from transformer import train as train_cli
 from transformer.training.data import main as data_cli
+from transformer.training.model_card import model_card
 
 from .conftest import write_corpus
 
@@ -90,7 +91,7 @@ def test_a_missing_tokenizer_is_named(tmp_path, capsys):
 
 def test_training_on_a_mix_reports_each_corpus(tmp_path, capsys):
     # two corpora with their own test splits; the second is repeated twice in the training split
-    first = write_corpus(tmp_path / "first", sizes=(("train", 300), ("val", 30), ("test", 10)))
+    first = write_corpus(tmp_path / "tatoeba", sizes=(("train", 300), ("val", 30), ("test", 10)))
     second = write_corpus(tmp_path / "second", sizes=(("train", 200), ("val", 20), ("test_2016_flickr", 10)))
     mixed = tmp_path / "mixed"
     data_cli(["mix", str(first), str(second), "--out", str(mixed), "--repeat", "1", "2"])
@@ -105,10 +106,14 @@ def test_training_on_a_mix_reports_each_corpus(tmp_path, capsys):
     metrics = json.loads((out / "metrics.json").read_text())
     recipe = metrics["data"]["mix"]["corpora"]
     assert [(c["name"], c["repeat"], c["val"], c["tests"]) for c in recipe] == [
-        ("first", 1, [0, 30], ["test"]), ("second", 2, [30, 50], ["test_2016_flickr"])]
-    assert set(metrics["scores"]) == {"val", "first/test", "second/test_2016_flickr"}
-    assert metrics["scores"]["first/test"]["sentences"] == 10
-    assert set(metrics["epochs"][0]["val_bleu_by_corpus"]) == {"first", "second"}
+        ("tatoeba", 1, [0, 30], ["test"]), ("second", 2, [30, 50], ["test_2016_flickr"])]
+    assert set(metrics["scores"]) == {"val", "tatoeba/test", "second/test_2016_flickr"}
+    assert metrics["scores"]["tatoeba/test"]["sentences"] == 10
+    assert set(metrics["epochs"][0]["val_bleu_by_corpus"]) == {"tatoeba", "second"}
     # the recorded command redoes the run from the same mixed folder
     assert f"--data-dir {mixed}" in metrics["training"]["command"]
+    # the model card names both corpora, with the license and credit Tatoeba asks for
+    card = model_card(metrics, "run")
+    assert "Tatoeba English–German" in card and "CC-BY 2.0" in card and "tatoeba.org" in card
+    assert "300 training pairs;" in card and "second: 200 training pairs, repeated 2×" in card
     shutil.rmtree(out)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import gradio as gr
 import pandas as pd
 
+from transformer.training.mix import corpora_described
+
 from .base import MODEL, View
 
 
@@ -37,6 +39,8 @@ def card_markdown(profile) -> str:
         training, scores = metrics.get("training", {}), metrics.get("scores", {})
         lines.append(f"Trained {training.get('epochs_run', '?')} epochs ({_count(training.get('updates'))} updates) in "
                      f"{training.get('wall_minutes', '?')} min on {training.get('hardware', '?')}.")
+        if "data" in metrics:
+            lines.append(f"Learned from {corpora_described(metrics['data'])}.")
         for split, s in scores.items():
             lines.append(f"- **{split}**: BLEU {s['bleu']}, chrF {s['chrf']} ({_count(s.get('sentences'))} sentences) — "
                          f"`{s['bleu_signature']}`")

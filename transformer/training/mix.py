@@ -20,6 +20,14 @@ from .data import CorpusError, read_parallel
 
 MIX_FILE = "mix.json"
 MIXED_SPLITS = ("train", "val")
+# what each known corpus is, with the license and credit its README asks every model card to carry
+CORPUS_CREDITS = {
+    "tatoeba": "Tatoeba English–German, everyday sentences (CC-BY 2.0, https://creativecommons.org/licenses/by/2.0/, "
+               "under the Tatoeba terms of use; from the Tatoeba Project, tatoeba.org, as packaged by "
+               "www.manythings.org/anki)",
+    "multi30k": "Multi30k task 1, image captions (Elliott, Frank, Sima'an and Specia, 2016, \"Multi30K: Multilingual "
+                "English-German Image Descriptions\")",
+}
 
 
 @dataclass
@@ -81,3 +89,14 @@ def mix_record(data_dir) -> dict:
     """What metrics.json records of a mixed training folder (nothing for a plain one)."""
     path = Path(data_dir) / MIX_FILE
     return {"mix": json.loads(path.read_text())} if path.is_file() else {}
+
+
+def corpora_described(data: dict) -> str:
+    """The corpora a model learned from, with their licenses and credits, from metrics.json's `data`."""
+    if "mix" in data:
+        corpora = [(c["name"], c["train_lines"], c["repeat"]) for c in data["mix"]["corpora"]]
+    else:
+        corpora = [(Path(data["train"]["files"][0]).parent.name, data["train"]["lines"], 1)]
+    described = [f"{CORPUS_CREDITS.get(name.lower(), name)}: {lines:,} training pairs"
+                 f"{f', repeated {repeat}×' if repeat > 1 else ''}" for name, lines, repeat in corpora]
+    return "; ".join(described)

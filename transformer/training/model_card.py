@@ -8,6 +8,7 @@ import argparse
 from pathlib import Path
 
 from ..checkpoint import read_metrics
+from .mix import corpora_described
 
 
 def grown_by(data: dict) -> str:
@@ -35,6 +36,7 @@ def model_card(metrics: dict, checkpoint: str) -> str:
         f"- **Data**: {metrics['data']['train']['lines']:,} training sentence pairs "
         f"({', '.join(Path(f).name for f in metrics['data']['train']['files'])}{grown_by(metrics['data'])}); "
         f"val ({metrics['data']['val']['lines']:,} pairs) for model selection; the test split only reported.",
+        f"- **Corpora**: {corpora_described(metrics['data'])}.",
         f"- **Tokenizer**: joint {metrics['tokenizer']['type']} vocabulary of {metrics['tokenizer']['vocab_size']:,} "
         f"pieces trained on the {metrics['tokenizer']['trained_on']}, byte fallback for unseen characters.",
         f"- **Training**: {training['epochs_run']} epochs, {training['updates']:,} updates of ≤{training['max_tokens']:,} "
