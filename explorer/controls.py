@@ -9,7 +9,7 @@ import gradio as gr
 from transformer.decoding.strategies import STRATEGIES, all_settings
 
 from .components import Number, Radio, Slider
-from .session import DEFAULT_MAX_LENGTH, MAX_OUTPUT_TOKENS
+from .request import DEFAULT_MAX_LENGTH, MAX_OUTPUT_TOKENS
 
 
 def strategy_radio():

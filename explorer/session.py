@@ -1,23 +1,21 @@
-"""One visitor request: validated settings in, translations with their traces out."""
+"""The one way into the model: a checked request in, translations with their traces out (`run`), and every
+later question a view asks about a result (`ModelService`): translate it again with a forced start or heads
+switched off, score its output, read the step after a hypothesis, attribute it. Each runs on the device the
+result was translated on, with the result's own strategy and settings. Views never touch a model themselves."""
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import torch
 
 from transformer import Translation
-from transformer.core.head_mask import HeadMaskError, check_heads_off
-from transformer.decoding.strategies import SettingError, build_settings, get_strategy
+from transformer.analysis.attribution import Attribution, attribute
+from transformer.decoding.hypothesis import HypothesisStep, hypothesis_step, output_log_prob
+from transformer.decoding.strategies import get_strategy
 
 from .registry import Registry
-
-MAX_LINES = 8  # sentences per request
-MAX_CHARACTERS = 2000  # per request; longer input is refused with a message
-MAX_OUTPUT_TOKENS = 128
-DEFAULT_MAX_LENGTH = 64
-DEVICES = ("cpu", "cuda")
-
+from .request import Request
 
 @dataclass
 class RunResult:
@@ -28,6 +26,7 @@ class RunResult:
     translations: list[Translation]
     milliseconds: float
     notices: list[str] = field(default_factory=list)
+    request: Request | None = None  # what was asked: later questions about the result reuse its settings
     rendered_views: set[str] = field(default_factory=set)  # the page's views drawn for this result so far
 
     @property
@@ -35,58 +34,17 @@ class RunResult:
         return get_strategy(self.strategy).label
 
 
-def split_lines(text: str) -> list[str]:
-    if not isinstance(text, str) or not text.strip():
-        raise SettingError("Source text is empty: type a sentence to translate.")
-    if len(text) > MAX_CHARACTERS:
-        raise SettingError(f"Source text has {len(text):,} characters; the limit is {MAX_CHARACTERS:,} per request.")
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    if len(lines) > MAX_LINES:
-        raise SettingError(f"Source text has {len(lines)} lines; the limit is {MAX_LINES} sentences per request.")
-    return lines
-
-
-def check_max_length(value) -> int:
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or value != int(value) \
-            or not 1 <= value <= MAX_OUTPUT_TOKENS:
-        raise SettingError(f"max_length must be in [1, {MAX_OUTPUT_TOKENS}], got {value!r}")
-    return int(value)
-
-
-def check_request(registry: Registry, text: str, model_key: str, device: str, strategy: str, settings: dict,
-                  max_length, prefix, heads_off=None) -> tuple[list[str], dict, int, object]:
-    """Everything about a request that can be wrong, checked before any decoding: (lines, the strategy's
-    settings, max_length, the served model); a SettingError names the first problem."""
-    lines = split_lines(text)
-    strategy_settings = asdict(build_settings(strategy, settings))
-    max_length = check_max_length(max_length)
-    if device not in DEVICES:
-        raise SettingError(f"device must be 'cpu' or 'cuda', got {device!r}")
-    try:
-        served = registry.get(model_key)
-    except KeyError as error:
-        raise SettingError(str(error.args[0])) from error
-    served.translator.prefix_ids(prefix, max_length)
-    try:
-        check_heads_off(served.translator.model, heads_off)
-    except HeadMaskError as error:
-        raise SettingError(str(error)) from None
-    return lines, strategy_settings, max_length, served
-
-
-def run(registry: Registry, text: str, model_key: str, device: str, strategy: str, settings: dict,
-        max_length=DEFAULT_MAX_LENGTH, prefix: str | list[str] | None = "", heads_off=None) -> RunResult:
-    """`settings`: any registered strategy settings by name (see transformer/decoding/strategies); `prefix`
-    forces the start of every translation (text, or a list of pieces); `heads_off` lists (kind, layer, head),
-    0-based, to switch off."""
-    lines, strategy_settings, max_length, served = check_request(registry, text, model_key, device, strategy,
-                                                                 settings, max_length, prefix, heads_off)
-    translator, notice = served.on(device)
+def run(registry: Registry, request: Request) -> RunResult:
+    """Translates a checked request (see request.py) with every attention map and the logit lens recorded."""
+    served = registry.get(request.model)
+    translator, notice = served.on(request.device)
     notices = [notice] if notice else []
+    heads_off = list(request.heads_off) or None
 
     def translate_with(chosen):
-        return chosen.translate_batch(lines, strategy=strategy, max_length=max_length, capture=True, prefix=prefix,
-                                      logit_lens=True, heads_off=heads_off, **strategy_settings)
+        return chosen.translate_batch(list(request.lines), strategy=request.strategy, max_length=request.max_length,
+                                      capture=True, prefix=request.prefix, logit_lens=True, heads_off=heads_off,
+                                      **request.settings)
 
     started = time.perf_counter()
     try:
@@ -104,7 +62,50 @@ def run(registry: Registry, text: str, model_key: str, device: str, strategy: st
                        "only the first part was translated.")
     if any(t.tgt_tokens[-1:] == ["</s>"] and t.steps[-1].forced for t in translations):
         notices.append("The forced prefix contains </s>: the translation ends there.")
-    return RunResult(model_key, "cuda" if translator.model.device.type == "cuda" else "cpu", strategy,
-                     {**strategy_settings, "max_length": max_length, "prefix": prefix or "",
+    return RunResult(request.model, "cuda" if translator.model.device.type == "cuda" else "cpu", request.strategy,
+                     {**request.settings, "max_length": request.max_length, "prefix": request.prefix,
                       **({"heads_off": translations[0].settings.get("heads_off", [])} if heads_off else {})},
-                     translations, elapsed, notices)
+                     translations, elapsed, notices, request)
+
+
+KEEP = object()  # rerun's default: the result's own heads switched off
+
+
+class ModelService:
+    """Runs requests and answers the views' questions about a result (see the module's docstring)."""
+
+    def __init__(self, registry: Registry):
+        self.registry = registry
+
+    def run(self, request: Request) -> RunResult:
+        return run(self.registry, request)
+
+    def translator_of(self, result: RunResult):
+        """The model that translated `result`, on the device it ran on."""
+        translator, _ = self.registry.get(result.model_key).on(result.device)
+        return translator
+
+    def rerun(self, result: RunResult, translation: Translation, prefix=None, heads_off=KEEP) -> Translation:
+        """`translation`'s source again with the result's strategy and settings, forced to start with `prefix`
+        (pieces) and with `heads_off` ((kind, layer, head), 0-based) switched off instead of the result's own."""
+        request = result.request
+        heads = list(request.heads_off) if heads_off is KEEP else list(heads_off or [])
+        return self.translator_of(result).translate(
+            translation.source, strategy=request.strategy, max_length=request.max_length, prefix=prefix,
+            capture=True, heads_off=heads or None, **request.settings)
+
+    def output_log_prob(self, result: RunResult, translation: Translation, heads_off=()) -> float:
+        """log p(translation's output | its source), teacher-forced, with `heads_off` switched off."""
+        return output_log_prob(self.translator_of(result), translation.src_ids, translation.tgt_ids, heads_off)
+
+    def step_after(self, result: RunResult, translation: Translation, prefix_ids: list[int]) -> HypothesisStep:
+        """The candidates and cross-attention of the step after the target prefix `prefix_ids`."""
+        return hypothesis_step(self.translator_of(result), translation.src_ids, prefix_ids)
+
+    def pieces(self, result: RunResult, text: str) -> list[str]:
+        """`text` in the result's target vocabulary (a typed what-if continuation)."""
+        return self.translator_of(result).tokenizer.pieces(text)
+
+    def attribute(self, result: RunResult, translation: Translation) -> Attribution:
+        """Input x gradient of the translation's own output over its source."""
+        return attribute(self.translator_of(result).model, translation)

@@ -5,35 +5,31 @@ named. The link itself is built in the browser (LINK_JS) from the controls and t
 from __future__ import annotations
 
 from transformer.core.probes import ATTENTION_KINDS
-from transformer.decoding.strategies import STRATEGIES, SettingError, all_settings
+from transformer.decoding.strategies import STRATEGIES, all_settings
+
+from .request import Request, RequestError, number
 
 VIEW_KEYS = ("kind", "layer", "head", "step")
 
 
-def parse_link(params: dict, registry) -> tuple[dict, dict]:
-    """(request arguments by name, the live view to open: kind, 0-based layer, head, step) from a query string."""
+def parse_link(params: dict, registry) -> tuple[Request, dict]:
+    """(the request, the live view to open: kind, 0-based layer, head, step) from a query string."""
     known = {"text", "model", "device", "strategy", "max_length", "prefix", "heads_off", *VIEW_KEYS,
              *(s.name for s in all_settings())}
     unknown = sorted(set(params) - known - {"__theme"})
     if unknown:
-        raise SettingError(f"the link has unknown parameters {unknown}; known: {sorted(known)}")
-    request = {"model": params.get("model", registry.default_key)}
-    if request["model"] not in registry.models:
-        raise SettingError(f"model in the link must be one of {sorted(registry.models)}, got {request['model']!r}")
-    for name in ("device", "strategy", "prefix", "heads_off"):
-        if name in params:
-            request[name] = params[name]
-    if "strategy" in request and request["strategy"] not in STRATEGIES:
-        raise SettingError(f"strategy in the link must be one of {list(STRATEGIES)}, got {request['strategy']!r}")
-    for spec in all_settings():
-        if spec.name in params:
-            request[spec.name] = spec.check(number(spec.name, params[spec.name], spec.kind))
-    if "max_length" in params:
-        request["max_length"] = number("max_length", params["max_length"], int)
-    config = registry.get(request["model"]).profile.config
+        raise RequestError("link", f"the link has unknown parameters {unknown}; known: {sorted(known)}")
+    if params.get("model", registry.default_key) not in registry.models:
+        raise RequestError("model", f"model in the link must be one of {sorted(registry.models)}, "
+                                    f"got {params['model']!r}")
+    if params.get("strategy", next(iter(STRATEGIES))) not in STRATEGIES:
+        raise RequestError("strategy", f"strategy in the link must be one of {list(STRATEGIES)}, "
+                                       f"got {params['strategy']!r}")
+    request = Request.from_link(registry, params)
+    config = registry.get(request.model).profile.config
     view = {"kind": params.get("kind", "cross")}
     if view["kind"] not in ATTENTION_KINDS:
-        raise SettingError(f"kind in the link must be one of {list(ATTENTION_KINDS)}, got {view['kind']!r}")
+        raise RequestError("kind", f"kind in the link must be one of {list(ATTENTION_KINDS)}, got {view['kind']!r}")
     view["layer"] = in_range("layer", params.get("layer", str(config.n_layers)), 1, config.n_layers) - 1
     head = params.get("head", "mean")
     view["head"] = "mean" if head == "mean" else in_range("head", head, 1, config.n_heads) - 1
@@ -41,20 +37,10 @@ def parse_link(params: dict, registry) -> tuple[dict, dict]:
     return request, view
 
 
-def number(name: str, text: str, kind: type):
-    try:
-        value = float(text)
-    except ValueError:
-        raise SettingError(f"{name} in the link must be a number, got {text!r}") from None
-    if kind is int and value != int(value):
-        raise SettingError(f"{name} in the link must be a whole number, got {text!r}")
-    return kind(value)
-
-
 def in_range(name: str, text: str, low: int, high: int) -> int:
     value = number(name, text, int)
     if not low <= value <= high:
-        raise SettingError(f"{name} in the link must be in [{low}, {high}], got {value}")
+        raise RequestError(name, f"{name} in the link must be in [{low}, {high}], got {value}")
     return value
 
 

@@ -15,13 +15,14 @@ import gradio as gr
 import torch
 
 from transformer.decoding.export import to_json
-from transformer.decoding.strategies import SettingError, all_settings
+from transformer.decoding.strategies import all_settings
 
 from . import controls
 from .components import Dropdown, Radio
-from .heads_off import format_heads_off, parse_heads_off
+from .heads_off import format_heads_off
 from .registry import Registry
-from .session import RunResult, check_request, run
+from .request import Request, RequestError
+from .session import ModelService, RunResult
 from .share import LINK_JS, parse_link
 from .text import literal
 from .views import MODEL, TRANSLATION, VIEWS, View, ViewContext
@@ -70,6 +71,7 @@ class Wiring:
 
     def __init__(self, registry: Registry, views: list[View]):
         self.registry, self.views = registry, views
+        self.service = ModelService(registry)  # the views' one way into the model
         self.components: dict[str, gr.components.Component] = {}
         self.view_outputs: dict[str, list[str]] = {}
         self.result_state: gr.State | None = None
@@ -262,18 +264,11 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
         """Runs before the translation: a bad request gets its message on the input at fault, and the last good
         result stays as it was (no output is touched)."""
         checks = [gr.validate(True, "") for _ in values]
-        request = values[: len(ui.request_names)]
-        text, model_key, device, strategy, *rest = request
-        *setting_values, max_length, prefix, heads_off = rest
         try:
-            check_request(ui.registry, text, model_key, device, strategy,
-                          dict(zip([s.name for s in all_settings()], setting_values)), max_length, prefix,
-                          parse_heads_off(heads_off))
-        except SettingError as error:
-            message = str(error)
-            at_fault = next((i for i, name in enumerate(ui.request_names[1:], start=1)
-                             if message.startswith(name) or message.startswith(f"unknown {name}")), 0)
-            checks[at_fault] = gr.validate(False, message)
+            request_from(ui.registry, values[: len(ui.request_names)])
+        except RequestError as error:
+            at_fault = ui.request_names.index(input_of(error.field)) if input_of(error.field) in ui.request_names else 0
+            checks[at_fault] = gr.validate(False, str(error))
         return checks
 
     tab_outputs = [component for view in views if view.placement == "tab" for component in ui.outputs_of(view)]
@@ -377,15 +372,16 @@ def wire_link(ui: Wiring, demo: gr.Blocks) -> None:
     c["copy_link"].click(None, request_inputs, c["link"], js=LINK_JS % json.dumps(api_names), api_visibility="private")
     restored = ["source", "model", "strategy", *(s.name for s in all_settings()), "max_length", "prefix", "heads_off"]
 
-    def open_link(request: gr.Request):
-        params = dict(request.query_params) if request else {}
+    def open_link(http: gr.Request):
+        params = dict(http.query_params) if http else {}
         if "text" not in params:
             return {c["source"]: gr.update()}
         try:
-            arguments, view = parse_link(params, ui.registry)
-        except SettingError as error:
+            request, view = parse_link(params, ui.registry)
+        except RequestError as error:
             raise gr.Error(str(error)) from error
-        named = ui.translate(params["text"], **arguments)
+        arguments = request.api_arguments()
+        named = ui.translate(request.text, **arguments)
         if isinstance(named.get("live_attention"), dict):
             named["live_attention"]["start"] = {**view, "restore": True}
         values = {"source": params["text"], **{k: v for k, v in arguments.items() if k in restored}}
@@ -396,15 +392,25 @@ def wire_link(ui: Wiring, demo: gr.Blocks) -> None:
     demo.load(open_link, None, outputs, api_visibility="private", show_progress="hidden")
 
 
-def run_request(registry: Registry, text, model_key, device, strategy, *rest) -> RunResult:
-    """Runs one request given as the API's arguments (see controls.request_parameters); errors become
-    messages for the visitor."""
+def input_of(field: str) -> str:
+    """The page's input for a request field (the text is typed into "source"; the rest share their names)."""
+    return "source" if field == "text" else field
+
+
+def request_from(registry: Registry, values) -> Request:
+    """A Request from the API's arguments in order (see controls.request_parameters)."""
+    text, model_key, device, strategy, *rest = values
     *setting_values, max_length, prefix, heads_off = rest
     settings = dict(zip([s.name for s in all_settings()], setting_values))
+    return Request.build(registry, text, model_key, device, strategy, settings, max_length, prefix, heads_off)
+
+
+def run_request(registry: Registry, *values) -> RunResult:
+    """Runs one request given as the API's arguments (see controls.request_parameters); errors become
+    messages for the visitor."""
     try:
-        result = run(registry, text, model_key, device, strategy, settings, max_length, prefix,
-                     parse_heads_off(heads_off))
-    except SettingError as error:
+        result = ModelService(registry).run(request_from(registry, values))
+    except RequestError as error:
         raise gr.Error(str(error)) from error
     except Exception as error:  # one visitor's failure must not take the server down
         log.exception("translation failed")

@@ -10,6 +10,7 @@ import torch
 
 from explorer.exports import export_files
 from explorer.registry import discover
+from explorer.request import Request
 from explorer.session import run
 
 from .conftest import ROOT, SHIPPED
@@ -18,7 +19,9 @@ from .conftest import ROOT, SHIPPED
 @pytest.fixture(scope="module")
 def exported():
     registry = discover(ROOT / "checkpoints")
-    result = run(registry, "Two dogs play in the snow.\nA man sleeps.", "en-de", "cpu", "beam", {"beam_size": 3}, 40)
+    request = Request.from_api(registry, "Two dogs play in the snow.\nA man sleeps.", "en-de", strategy="beam",
+                               beam_size=3, max_length=40)
+    result = run(registry, request)
     return result, {Path(p).name: Path(p) for p in export_files(result, registry)}
 
 

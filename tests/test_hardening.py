@@ -11,7 +11,7 @@ from gradio_client import Client
 
 from explorer.exports import EXPORT_MAX_AGE_S, export_files
 from explorer.registry import NoUsableCheckpoint, discover
-from explorer.session import MAX_CHARACTERS, MAX_LINES
+from explorer.request import MAX_CHARACTERS, MAX_LINES
 
 from .app_server import running_app
 from .conftest import ROOT, SHIPPED

@@ -144,3 +144,13 @@ def test_training_and_evaluation_look_where_the_download_writes(tmp_path, monkey
     monkeypatch.setattr(data, "download_multi30k", lambda dest, langs: downloaded.append(dest) or [])
     data.main(["download"])
     assert downloaded == [str(tmp_path / "local")]  # the download's default destination is that folder
+
+
+def test_train_help_keeps_its_examples_apart_and_out_of_the_shipped_checkpoints(capsys):
+    with pytest.raises(SystemExit):
+        train_cli.main(["--help"])
+    text = capsys.readouterr().out
+    examples = [line.strip() for line in text.splitlines() if line.strip().startswith("python -m transformer.train")]
+    assert len(examples) >= 2  # one per line, not run together into a paragraph
+    assert not any("checkpoints/" in line for line in text.splitlines() if "transformer.train" in line)
+    assert "(default: None)" not in text and "(default: 0.3)" in text  # defaults shown where there is one

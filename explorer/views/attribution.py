@@ -8,7 +8,6 @@ from __future__ import annotations
 import gradio as gr
 import numpy as np
 
-from transformer.analysis.attribution import attribute
 from transformer.analysis.rollout import RESIDUAL_WEIGHT, rollout
 
 from .. import figures
@@ -47,11 +46,10 @@ class AttributionView(View):
             translation = current_translation(result, {"sentence": sentence})
             if translation is None:
                 raise gr.Error("Translate a sentence first.")
-            model = ui.registry.get(result.model_key).translator.model
             rows, cols = translation.tgt_tokens, translation.src_tokens
             raw = translation.recorded["cross"].values.mean(axis=(0, 1))
             rolled = rollout(translation).source
-            gradient = attribute(model, translation).scores
+            gradient = ui.service.attribute(result, translation).scores
             scale = float(np.abs(gradient).max()) or 1.0
             return {
                 c["attribution_text"]: f"Computed for: {len(rows)} target and {len(cols)} source pieces.",

@@ -9,13 +9,10 @@ from types import SimpleNamespace
 import gradio as gr
 import numpy as np
 import pandas as pd
-import torch
 
 from transformer.analysis.alignment import align, word_attention
 from transformer.analysis.head_stats import BROAD_SPREAD, POSITION_SHARE, SINK_SHARE, head_stats
-from transformer.core.head_mask import heads_masked
 from transformer.core.probes import ATTENTION_KINDS, PROBES
-from transformer.tokenizer import BOS_ID
 
 from ..figures.heads import head_grid
 from ..figures.links import alignment_svg
@@ -93,11 +90,9 @@ class HeadsView(View):
                 raise gr.Error("Translate a sentence first.")
             heads_off = [(kind, int(name.split()[1]) - 1, int(name.split()[3]) - 1)
                          for kind, names in zip(ATTENTION_KINDS, chosen) for name in names or []]
-            translator = ui.registry.get(result.model_key).translator
-            settings = {k: v for k, v in result.settings.items() if k not in ("max_length", "prefix", "heads_off")}
-            changed = translator.translate(translation.source, strategy=result.strategy, heads_off=heads_off,
-                                           max_length=result.settings["max_length"], **settings)
-            drop = original_log_prob(translator, translation, heads_off) - original_log_prob(translator, translation, [])
+            changed = ui.service.rerun(result, translation, heads_off=heads_off)
+            drop = (ui.service.output_log_prob(result, translation, heads_off)
+                    - ui.service.output_log_prob(result, translation))
             return {c["ablation_text"]: (
                 f"**{len(heads_off)} head(s) off** ({literal(format_heads_off(heads_off)) or 'none'}).  \n"
                 f"**Original:** {literal(translation.text)}  \n**With them off:** {literal(changed.text) or '(empty)'}  \n"
@@ -110,19 +105,6 @@ class HeadsView(View):
 
 def head_names(config) -> list[str]:
     return [f"layer {layer + 1} head {head + 1}" for layer in range(config.n_layers) for head in range(config.n_heads)]
-
-
-@torch.inference_mode()
-def original_log_prob(translator, translation, heads_off) -> float:
-    """log p(the original output | source) with `heads_off` switched off: one teacher-forced pass."""
-    model = translator.model
-    src = torch.tensor([translation.src_ids], device=model.device)
-    decoder_input = torch.tensor([[BOS_ID] + translation.tgt_ids[:-1]], device=model.device)
-    with heads_masked(model, heads_off):
-        logits = model(src, decoder_input)[0].float()
-    logits[:, [model.config.pad_id, BOS_ID]] = float("-inf")  # as decoding does
-    targets = torch.tensor(translation.tgt_ids, device=model.device)
-    return float(logits.log_softmax(-1).gather(1, targets[:, None]).sum())
 
 
 def split_figure(document: dict | None, statistic: str, shape):

@@ -9,7 +9,7 @@ import pandas as pd
 
 from .. import figures
 from ..components import Slider
-from ..session import MAX_OUTPUT_TOKENS
+from ..request import MAX_OUTPUT_TOKENS
 from ..text import literal
 from . import whatif
 from .base import MODEL, TRANSLATION, View, current_translation
@@ -78,12 +78,11 @@ class StepsView(View):
             if translation is None:
                 raise gr.Error("Translate a sentence first.")
             step = max(1, min(int(step or 1), len(translation.steps)))
-            translator = ui.registry.get(result.model_key).translator
-            continuation = [candidate] if candidate else translator.tokenizer.pieces(typed or "")
+            continuation = [candidate] if candidate else ui.service.pieces(result, typed or "")
             if not continuation:
                 raise gr.Error("Choose another candidate or type a continuation first.")
             try:
-                alternative = whatif.translate_from(ui, result, translation, step, continuation)
+                alternative = ui.service.rerun(result, translation, prefix=translation.tgt_tokens[: step - 1] + continuation)
             except ValueError as error:
                 raise gr.Error(str(error)) from error
             return ui.by_component(whatif.comparison(translation, alternative, layer, head))

@@ -7,7 +7,6 @@ import math
 
 import gradio as gr
 
-from transformer.decoding.hypothesis import hypothesis_step
 
 from .. import figures
 from ..figures.tree import tree_svg
@@ -51,7 +50,7 @@ class TreeView(View):
             raise gr.Error(f"node must be in [0, {len(tree.nodes) - 1}], got {node_id}")
         path = tree.path_to(node_id)
         node, prefix = tree.nodes[node_id], [tree.nodes[i].token_id for i in path[:-1]]
-        step = hypothesis_step(ui.registry.get(result.model_key).translator, translation.src_ids, prefix)
+        step = ui.service.step_after(result, translation, prefix)
         layer, head = single_layer_and_head(state["layer"], state["head"], step.cross.shape[0])
         weights = select_heads(step.cross[:, :, None, :], layer, head)[0]
         hypothesis = " ".join(literal(tree.nodes[i].token) for i in path)

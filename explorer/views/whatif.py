@@ -1,5 +1,6 @@
 """What if: the step view's other candidates, or a typed continuation, forced as the start of a second
-translation that then decodes freely; shown under the first with the step where they part marked."""
+translation that then decodes freely (the session service's rerun, with the result's own strategy and settings);
+shown under the first with the step where they part marked."""
 from __future__ import annotations
 
 import gradio as gr
@@ -12,16 +13,6 @@ from .selection import single_layer_and_head
 def alternatives(step) -> list[tuple[str, str]]:
     """The candidates of a step other than the one chosen, as (label, piece) choices."""
     return [(f"{piece} ({prob:.1%})", piece) for piece, prob in step.topk if piece != step.token]
-
-
-def translate_from(ui, result, translation, step: int, continuation: list[str]):
-    """The same sentence, strategy and settings, forced to start with the output before `step` and then
-    `continuation` (pieces)."""
-    settings = {k: v for k, v in result.settings.items() if k not in ("max_length", "prefix")}
-    prefix = translation.tgt_tokens[: step - 1] + continuation
-    translator = ui.registry.get(result.model_key).translator
-    return translator.translate(translation.source, strategy=result.strategy, max_length=result.settings["max_length"],
-                                prefix=prefix, capture=True, **settings)
 
 
 def parting_step(first: list[str], second: list[str]) -> int:

@@ -11,7 +11,9 @@ import numpy as np
 import torch
 
 from ..core.capture import record
+from ..core.head_mask import heads_masked
 from ..tokenizer import BOS_ID
+from .step_decoder import forbid_never_produced
 from .strategies.single_path import TRACE_TOPK
 
 
@@ -29,8 +31,21 @@ def hypothesis_step(translator, src_ids: list[int], prefix_ids: list[int]) -> Hy
     decoder_input = torch.tensor([[BOS_ID] + list(prefix_ids)], device=model.device)
     with record(model, ["cross"]) as recording:
         logits = model(src, decoder_input)[0, -1].float()
-    logits[[model.config.pad_id, BOS_ID]] = float("-inf")  # as decoding does
+    forbid_never_produced(logits, model.config.pad_id)
     top_probs, top_ids = logits.softmax(-1).topk(TRACE_TOPK)
     piece = translator.tokenizer.id_to_piece
     cross = recording["cross"][:, 0, :, -1, :].float().cpu().numpy()
     return HypothesisStep([(piece(i), p) for i, p in zip(top_ids.tolist(), top_probs.tolist())], cross)
+
+
+@torch.inference_mode()
+def output_log_prob(translator, src_ids: list[int], tgt_ids: list[int], heads_off=None) -> float:
+    """log p(tgt_ids | src_ids), teacher-forced in one pass, with `heads_off` ((kind, layer, head), 0-based)
+    switched off."""
+    model = translator.model
+    src = torch.tensor([src_ids], device=model.device)
+    decoder_input = torch.tensor([[BOS_ID] + list(tgt_ids[:-1])], device=model.device)
+    with heads_masked(model, list(heads_off or [])):
+        logits = forbid_never_produced(model(src, decoder_input)[0].float(), model.config.pad_id)
+    targets = torch.tensor(tgt_ids, device=model.device)
+    return float(logits.log_softmax(-1).gather(1, targets[:, None]).sum())

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from ..core.model import Transformer
-from ..tokenizer import BOS_ID
+from .step_decoder import forbid_never_produced
 
 LENS_TOPK = 5
 
@@ -29,7 +29,7 @@ def logit_lens(model: Transformer, decoder_hidden: np.ndarray, chosen_ids: list[
     """decoder_hidden (L, T, D): each decoder layer's output at each step (the "decoder_hidden" probe)."""
     hidden = torch.from_numpy(decoder_hidden).to(model.device, model.generator.weight.dtype)
     logits = model.generator(model.decoder_norm(hidden)).float()  # (L, T, V)
-    logits[..., [model.config.pad_id, BOS_ID]] = float("-inf")  # as decoding does: never padding or <s>
+    forbid_never_produced(logits, model.config.pad_id)
     probs = logits.softmax(dim=-1)
     top_probs, top_ids = probs.topk(LENS_TOPK, dim=-1)
     chosen = torch.tensor(chosen_ids, device=probs.device)

@@ -10,6 +10,18 @@ from ..core.model import Transformer, padding_mask
 from ..tokenizer import BOS_ID
 
 
+def never_produced_ids(pad_id: int, device) -> torch.Tensor:
+    """The ids no decoding ever produces: padding and <s>."""
+    return torch.tensor([pad_id, BOS_ID], device=device)
+
+
+def forbid_never_produced(logits: torch.Tensor, pad_id: int, ids: torch.Tensor | None = None) -> torch.Tensor:
+    """`logits` (..., V) with padding and <s> at -inf, in place: the one rule every reading of the output
+    distribution shares with decoding. `ids` (never_produced_ids) saves building the index in a hot loop."""
+    ids = never_produced_ids(pad_id, logits.device) if ids is None else ids
+    return logits.index_fill_(-1, ids, float("-inf"))
+
+
 def length_limits(src_lengths: list[int], max_length: int | None, model_max_len: int) -> list[int]:
     """Most output tokens (EOS included) per sentence: the caller's cap, else 2 x source + 10."""
     return [min(model_max_len, max_length or 2 * n + 10) for n in src_lengths]
@@ -36,7 +48,7 @@ class StepDecoder:
         self.src_mask = None if bool(src_mask.all()) else src_mask
         self.cache = model.new_cache() if use_cache else None
         self.prefix = torch.full((memory.size(0), 1), BOS_ID, dtype=torch.long, device=memory.device)
-        self.never_produced = torch.tensor([model.config.pad_id, BOS_ID], device=memory.device)
+        self.never_produced = never_produced_ids(model.config.pad_id, memory.device)
 
     def step(self) -> torch.Tensor:
         """(N, V) float32 logits of the next token; padding and BOS can never be produced."""
@@ -44,7 +56,7 @@ class StepDecoder:
             logits = self.model.decode_step(self.memory, self.src_mask, self.prefix[:, -1], self.cache)
         else:
             logits = self.model.decode(self.memory, self.src_mask, self.prefix)[:, -1]
-        return logits.float().index_fill_(1, self.never_produced, float("-inf"))
+        return forbid_never_produced(logits.float(), self.model.config.pad_id, self.never_produced)
 
     def select_rows(self, rows: list[int]) -> None:
         """Keeps batch rows `rows`, in that order (rows may repeat: beam search copies hypotheses)."""

@@ -1,7 +1,7 @@
 """Train an encoder-decoder Transformer on a parallel corpus and write a checkpoint folder.
 
-    python -m transformer.train --src en --tgt de --out checkpoints/en-de
-    python -m transformer.train --resume checkpoints/en-de --max-minutes 150     # continue that run exactly
+    python -m transformer.train --src en --tgt de --out runs/en-de
+    python -m transformer.train --resume runs/en-de --max-minutes 150     # continue that run exactly
     torchrun --standalone --nproc_per_node=2 -m transformer.train --out runs/ddp ...   # data parallel (gloo / NCCL)
 
 Reads {train,val}.{src,tgt} (and test_2016_flickr, only to report it at the end) from --data-dir,
@@ -42,9 +42,16 @@ from .trainer import TrainingSettings, train
 RESUMABLE_OVERRIDES = ("max_minutes", "max_updates", "epochs", "threads", "device", "data_dir", "save_epochs")
 
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """The description's examples kept line by line, and every flag's default shown (where it has one: a flag
+    whose absence means something, such as --threads, says what in its own help)."""
+
+    def _get_help_string(self, action):
+        return action.help if action.default is None else super()._get_help_string(action)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m transformer.train", description=__doc__,
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(prog="python -m transformer.train", description=__doc__, formatter_class=HelpFormatter)
     data = p.add_argument_group("data")
     data.add_argument("--data-dir", default=default_data_dir(), help="folder of {split}.{lang} files")
     data.add_argument("--src", default="en", help="source language suffix")
@@ -80,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("--no-bf16", action="store_true", help="train in float32 even where bfloat16 autocast is supported")
     opt.add_argument("--seed", type=int, default=1, help="seeds initialisation, data order and dropout")
     opt.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where to train")
-    opt.add_argument("--threads", type=int, default=None, help="torch CPU threads per process (default: all cores)")
+    opt.add_argument("--threads", type=int, default=None, help="torch CPU threads per process (none given: all cores)")
     opt.add_argument("--init-from", help="start from this checkpoint folder's weights and tokenizer, fresh optimizer")
     opt.add_argument("--resume", metavar="OUT", help="continue the run that writes OUT exactly where it stopped")
     opt.add_argument("--save-epochs", action="store_true", help="also write every epoch's weights (float16) to OUT/epochs/")

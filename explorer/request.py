@@ -1,0 +1,168 @@
+"""What a visitor asked for, as one typed value: the page's controls, an API call and a shared link each build a
+`Request` through one constructor, and every check lives here. A bad value raises `RequestError`, which names
+the field at fault, so the page can put the message on that input and the API can say which argument to fix.
+
+Layers and heads inside a request are numbered from 0; the text forms people write ("cross 3 2" in heads_off,
+layer=3 in a link) are numbered from 1 and converted here and in heads_off.py, nowhere else.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from urllib.parse import urlencode
+
+from transformer.core.head_mask import HeadMaskError, check_heads_off
+from transformer.decoding.strategies import STRATEGIES, SettingError, all_settings, build_settings, get_strategy
+
+from .heads_off import format_heads_off, parse_heads_off
+
+MAX_LINES = 8  # sentences per request
+MAX_CHARACTERS = 2000  # per request; longer input is refused with a message
+MAX_OUTPUT_TOKENS = 128
+DEFAULT_MAX_LENGTH = 64
+DEVICES = ("cpu", "cuda")
+# the request's fields in the order the page lays out their inputs and the API takes its arguments
+FIELDS = ("text", "model", "device", "strategy", "settings", "max_length", "prefix", "heads_off")
+
+
+class RequestError(SettingError):
+    """A request value that cannot be used; `field` names it (a request field, or a strategy setting's name)."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True)
+class Request:
+    text: str
+    lines: tuple[str, ...]  # the sentences to translate, one per non-empty line of `text`
+    model: str  # a registry key
+    device: str
+    strategy: str
+    settings: dict  # the chosen strategy's own settings, checked, by name
+    max_length: int
+    prefix: str  # forced start of every translation ("" for none)
+    heads_off: tuple[tuple[str, int, int], ...]  # (kind, layer, head), 0-based
+
+    @classmethod
+    def build(cls, registry, text, model=None, device="cpu", strategy=None, settings: dict | None = None,
+              max_length=DEFAULT_MAX_LENGTH, prefix=None, heads_off=None) -> "Request":
+        """The one constructor: every value checked, the first bad one raised as a RequestError naming it.
+        `settings` may hold any registered strategy's settings (the page sends every control); only the
+        chosen strategy's are kept, the others are still checked. `heads_off` is text numbered from 1
+        ("cross 3 2; decoder_self 1 4") or (kind, layer, head) entries numbered from 0."""
+        lines = split_lines(text)
+        model = registry.default_key if model is None else model
+        if model not in registry.models:
+            raise RequestError("model", f"unknown model {model!r}; available: {sorted(registry.models)}")
+        if device not in DEVICES:
+            raise RequestError("device", f"device must be 'cpu' or 'cuda', got {device!r}")
+        strategy = next(iter(STRATEGIES)) if strategy is None else strategy
+        try:
+            get_strategy(strategy)
+        except SettingError as error:
+            raise RequestError("strategy", str(error)) from None
+        checked = checked_settings(strategy, settings or {})
+        max_length = check_max_length(max_length)
+        translator = registry.get(model).translator
+        try:
+            translator.prefix_ids(prefix, max_length)
+        except SettingError as error:
+            raise RequestError("prefix", str(error)) from None
+        heads = as_head_entries(heads_off)
+        try:
+            check_heads_off(translator.model, heads)
+        except HeadMaskError as error:
+            raise RequestError("heads_off", str(error)) from None
+        return cls(text, tuple(lines), model, device, strategy, checked, max_length, prefix or "", tuple(heads or ()))
+
+    @classmethod
+    def from_api(cls, registry, text, model=None, device="cpu", strategy=None, max_length=DEFAULT_MAX_LENGTH,
+                 prefix=None, heads_off=None, **settings) -> "Request":
+        """From the API's named arguments, where strategy settings are arguments of their own (beam_size=4)."""
+        return cls.build(registry, text, model, device, strategy, settings, max_length, prefix, heads_off)
+
+    @classmethod
+    def from_link(cls, registry, params: dict) -> "Request":
+        """From a shared link's query string (values are text); the view keys are read by share.py."""
+        settings = {spec.name: number(spec.name, params[spec.name], spec.kind)
+                    for spec in all_settings() if spec.name in params}
+        max_length = number("max_length", params["max_length"], int) if "max_length" in params else DEFAULT_MAX_LENGTH
+        return cls.build(registry, params.get("text", ""), params.get("model"), params.get("device", "cpu"),
+                         params.get("strategy"), settings, max_length, params.get("prefix"), params.get("heads_off"))
+
+    def to_link(self) -> str:
+        """The query string that rebuilds this request (numbered from 1, as links are)."""
+        params = {"text": self.text, "model": self.model, "device": self.device, "strategy": self.strategy,
+                  **self.settings, "max_length": self.max_length}
+        if self.prefix:
+            params["prefix"] = self.prefix
+        if self.heads_off:
+            params["heads_off"] = format_heads_off(self.heads_off)
+        return urlencode(params)
+
+    def api_arguments(self) -> dict:
+        """The API's named arguments (and the page's controls) that rebuild this request, text aside."""
+        return {"model": self.model, "device": self.device, "strategy": self.strategy, **self.settings,
+                "max_length": self.max_length, "prefix": self.prefix,
+                "heads_off": format_heads_off(self.heads_off) if self.heads_off else ""}
+
+    @property
+    def described(self) -> dict:
+        """What the result records of the request: the strategy's settings, max_length, prefix and heads off."""
+        return {**self.settings, "max_length": self.max_length, "prefix": self.prefix,
+                **({"heads_off": [list(entry) for entry in self.heads_off]} if self.heads_off else {})}
+
+
+def split_lines(text) -> list[str]:
+    if not isinstance(text, str) or not text.strip():
+        raise RequestError("text", "Source text is empty: type a sentence to translate.")
+    if len(text) > MAX_CHARACTERS:
+        raise RequestError("text", f"Source text has {len(text):,} characters; the limit is {MAX_CHARACTERS:,} per "
+                                   "request.")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(lines) > MAX_LINES:
+        raise RequestError("text", f"Source text has {len(lines)} lines; the limit is {MAX_LINES} sentences per request.")
+    return lines
+
+
+def checked_settings(strategy: str, settings: dict) -> dict:
+    """The chosen strategy's settings; every given setting is checked, and a bad one is named."""
+    specs = {spec.name: spec for spec in all_settings()}
+    unknown = sorted(set(settings) - set(specs))
+    if unknown:
+        raise RequestError("settings", f"unknown decoding settings {unknown}; known settings are {sorted(specs)}")
+    for name, value in settings.items():
+        if value is not None:
+            try:
+                specs[name].check(value)
+            except SettingError as error:
+                raise RequestError(name, str(error)) from None
+    return asdict(build_settings(strategy, settings))
+
+
+def check_max_length(value) -> int:
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value != int(value) \
+            or not 1 <= value <= MAX_OUTPUT_TOKENS:
+        raise RequestError("max_length", f"max_length must be in [1, {MAX_OUTPUT_TOKENS}], got {value!r}")
+    return int(value)
+
+
+def as_head_entries(heads_off) -> list[tuple[str, int, int]] | None:
+    if heads_off is None or isinstance(heads_off, str):
+        try:
+            return parse_heads_off(heads_off)
+        except SettingError as error:
+            raise RequestError("heads_off", str(error)) from None
+    return [tuple(entry) for entry in heads_off]
+
+
+def number(name: str, text: str, kind: type):
+    """A link's text value as a number of `kind`; a bad one is named."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise RequestError(name, f"{name} in the link must be a number, got {text!r}") from None
+    if kind is int and value != int(value):
+        raise RequestError(name, f"{name} in the link must be a whole number, got {text!r}")
+    return kind(value)

@@ -1,0 +1,72 @@
+"""One typed request: every check in one constructor, a bad value named by its field, and a link that rebuilds it."""
+from urllib.parse import parse_qsl
+
+import pytest
+
+from explorer.registry import discover
+from explorer.request import MAX_OUTPUT_TOKENS, Request, RequestError
+from explorer.share import parse_link
+
+from .conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def registry():
+    return discover(ROOT / "checkpoints")
+
+
+@pytest.mark.parametrize("arguments, field", [
+    ({"text": "  "}, "text"),
+    ({"model": "xx-yy"}, "model"),
+    ({"device": "tpu"}, "device"),
+    ({"strategy": "telepathy"}, "strategy"),
+    ({"strategy": "beam", "beam_size": 0}, "beam_size"),
+    ({"strategy": "greedy", "temperature": -1.0}, "temperature"),  # another strategy's setting is checked too
+    ({"colour": 3}, "settings"),
+    ({"max_length": MAX_OUTPUT_TOKENS + 1}, "max_length"),
+    ({"prefix": "x " * 200, "max_length": 3}, "prefix"),
+    ({"heads_off": "cross 9 1"}, "heads_off"),
+    ({"heads_off": "sideways 1 1"}, "heads_off"),
+])
+def test_a_bad_value_is_named_by_its_field(registry, arguments, field):
+    text = arguments.pop("text", "A dog runs.")
+    with pytest.raises(RequestError) as caught:
+        Request.from_api(registry, text, **arguments)
+    assert caught.value.field == field
+
+
+def test_only_the_chosen_strategys_settings_are_kept(registry):
+    request = Request.from_api(registry, "A dog runs.\n\nA cat sleeps.", strategy="beam", beam_size=3,
+                               temperature=0.5)
+    assert request.settings == {"beam_size": 3, "length_penalty": 0.6}
+    assert request.lines == ("A dog runs.", "A cat sleeps.") and request.model == registry.default_key
+
+
+def test_heads_off_text_is_numbered_from_one_and_kept_from_zero(registry):
+    request = Request.from_api(registry, "A dog runs.", heads_off="cross 3 2; decoder_self 1 4")
+    assert request.heads_off == (("cross", 2, 1), ("decoder_self", 0, 3))
+    assert Request.from_api(registry, "A dog runs.", heads_off=[("cross", 2, 1)]).heads_off == (("cross", 2, 1),)
+
+
+def test_a_link_rebuilds_the_request(registry):
+    request = Request.from_api(registry, "Two dogs play.", model="en-de", strategy="beam", beam_size=5,
+                               length_penalty=1.5, max_length=40, prefix="Zwei", heads_off="cross 3 2")
+    params = dict(parse_qsl(request.to_link()))
+    assert params["heads_off"] == "cross 3 2" and params["beam_size"] == "5"
+    rebuilt, view = parse_link(params, registry)
+    assert rebuilt == request
+    assert view == {"kind": "cross", "layer": registry.get("en-de").profile.config.n_layers - 1, "head": "mean",
+                    "step": None}
+
+
+@pytest.mark.parametrize("params, field", [
+    ({"text": "A dog.", "beam_size": "four"}, "beam_size"),
+    ({"text": "A dog.", "max_length": "2.5"}, "max_length"),
+    ({"text": "A dog.", "layer": "99"}, "layer"),
+    ({"text": "A dog.", "kind": "diagonal"}, "kind"),
+    ({"text": "A dog.", "colour": "red"}, "link"),
+])
+def test_a_bad_link_value_is_named(registry, params, field):
+    with pytest.raises(RequestError) as caught:
+        parse_link(params, registry)
+    assert caught.value.field == field and field in str(caught.value)
