@@ -9,6 +9,8 @@ from transformer import Translator
 from .app_server import running_app
 from .conftest import SHIPPED
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def server():

@@ -13,6 +13,8 @@ from transformer.decoding.strategies.greedy import GreedySettings, decode_greedy
 
 from .conftest import SHIPPED, tiny_config
 
+pytestmark = pytest.mark.kernel
+
 
 @pytest.fixture(scope="module")
 def kernel():

@@ -16,6 +16,8 @@ from explorer.request import MAX_CHARACTERS, MAX_LINES
 from .app_server import running_app
 from .conftest import ROOT, SHIPPED
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def server():

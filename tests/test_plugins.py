@@ -98,6 +98,7 @@ def test_both_endpoints_take_the_new_setting_and_return_the_new_view(app):
 
 
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium missing (scripts/test.sh installs it)")
+@pytest.mark.browser
 def test_the_page_shows_the_new_strategy_its_setting_and_the_new_tab(app):
     from playwright.sync_api import expect, sync_playwright
 

@@ -18,6 +18,8 @@ TINY = ["--vocab-size", "290", "--d-model", "32", "--n-heads", "4", "--n-layers"
         "--dropout", "0.1", "--attention-dropout", "0.1", "--max-tokens", "1000", "--warmup", "10", "--lr", "3e-3",
         "--average", "2", "--threads", "1", "--epochs", "5", "--test-split", ""]
 
+pytestmark = pytest.mark.slow
+
 
 def run_state(out):
     state = json.loads((out / "resume" / "state.json").read_text())["result"]

@@ -52,6 +52,7 @@ def test_the_view_draws_the_recorded_maps_and_curves(trained_root):
 
 
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium missing (scripts/test.sh installs it)")
+@pytest.mark.browser
 def test_moving_the_epoch_slider_changes_the_translation_shown(trained_root):
     from playwright.sync_api import expect, sync_playwright
 
