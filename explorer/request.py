@@ -70,6 +70,8 @@ class Request:
         except SettingError as error:
             raise RequestError("prefix", str(error)) from None
         heads = as_head_entries(heads_off)
+        if isinstance(heads_off, str):  # typed numbered from 1: a head out of range is named as it was typed
+            check_typed_heads(heads, translator.model.config)
         try:
             check_heads_off(translator.model, heads)
         except HeadMaskError as error:
@@ -155,6 +157,13 @@ def as_head_entries(heads_off) -> list[tuple[str, int, int]] | None:
         except SettingError as error:
             raise RequestError("heads_off", str(error)) from None
     return [tuple(entry) for entry in heads_off]
+
+
+def check_typed_heads(heads, config) -> None:
+    for ref in heads or []:
+        if not (0 <= ref.layer < config.n_layers and 0 <= ref.head < config.n_heads):
+            raise RequestError("heads_off", f"heads_off entry {ref.entry!r} is out of range: this model's layers are "
+                                            f"numbered 1-{config.n_layers} and its heads 1-{config.n_heads}")
 
 
 def number(name: str, text: str, kind: type):

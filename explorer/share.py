@@ -4,6 +4,7 @@ Opening one restores the controls, translates and opens that view; every value i
 named. The link itself is built in the browser (LINK_JS) from the controls and the live view's state."""
 from __future__ import annotations
 
+from transformer.core.head_ref import from_shown
 from transformer.core.probes import ATTENTION_KINDS
 from transformer.decoding.strategies import STRATEGIES, all_settings
 
@@ -30,9 +31,9 @@ def parse_link(params: dict, registry) -> tuple[Request, dict]:
     view = {"kind": params.get("kind", "cross")}
     if view["kind"] not in ATTENTION_KINDS:
         raise RequestError("kind", f"kind in the link must be one of {list(ATTENTION_KINDS)}, got {view['kind']!r}")
-    view["layer"] = in_range("layer", params.get("layer", str(config.n_layers)), 1, config.n_layers) - 1
+    view["layer"] = from_shown(in_range("layer", params.get("layer", str(config.n_layers)), 1, config.n_layers))
     head = params.get("head", "mean")
-    view["head"] = "mean" if head == "mean" else in_range("head", head, 1, config.n_heads) - 1
+    view["head"] = "mean" if head == "mean" else from_shown(in_range("head", head, 1, config.n_heads))
     view["step"] = in_range("step", params["step"], 1, 10_000) if "step" in params else None
     return request, view
 

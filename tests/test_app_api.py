@@ -154,7 +154,8 @@ def test_heads_off_on_the_api_is_numbered_from_one(server, reference):
     assert details["sentences"][0]["tgt_ids"] == expected.tgt_ids
     assert details["settings"]["heads_off"] == [list(entry) for entry in off]
     assert client.predict(SENTENCE, heads_off=text, api_name="/translate")[0] == expected.text
-    with pytest.raises(Exception, match=r"heads_off entry \('cross', 8, 0\) is not valid"):
+    with pytest.raises(Exception, match=r"heads_off entry 'cross 9 1' is out of range: this model's layers are "
+                                        r"numbered 1-3 and its heads 1-4"):
         client.predict(SENTENCE, heads_off="cross 9 1", api_name="/translate_details")
     with pytest.raises(Exception, match=r"heads_off entry 'attention 1' must be 'kind layer head'"):
         client.predict(SENTENCE, heads_off="attention 1", api_name="/translate")

@@ -4,6 +4,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from transformer.core.head_ref import head_label
+
 from .theme import base_layout, label, rounded
 
 
@@ -12,7 +14,7 @@ def head_grid(values: np.ndarray, texts: list[list[str]], row_labels: list[str],
     """values (rows, H), a row per (kind, layer); texts[row][head] is written in the cell (a role, a score)."""
     layers, heads = values.shape
     figure = go.Figure(go.Heatmap(
-        z=rounded(values), x=[f"head {h + 1}" for h in range(heads)], y=[label(r) for r in row_labels],
+        z=rounded(values), x=[head_label(h) for h in range(heads)], y=[label(r) for r in row_labels],
         text=[[label(t) for t in row] for row in texts], texttemplate="%{text}", textfont={"size": 10},
         colorscale=colorscale, colorbar={"title": {"text": label(colour_title)}, "thickness": 12},
         hovertemplate="%{y}, %{x}<br>" + label(colour_title) + " %{z:.3f}<br>%{text}<extra></extra>"))

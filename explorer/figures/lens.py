@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from transformer.core.head_ref import layer_label
+
 from .theme import ATTENTION_COLORS, base_layout, label, rounded, unique_labels
 
 
@@ -12,7 +14,7 @@ def lens_grid(chosen_prob: np.ndarray, topk, chosen_tokens: list[str], title: st
     """chosen_prob (L, T); topk[layer][step] = [(piece, probability), ...]; marked_step is 1-based."""
     layers, steps = chosen_prob.shape
     x = unique_labels([f"{t + 1}: {token}" for t, token in enumerate(chosen_tokens)])
-    y = [f"layer {i + 1}" for i in range(layers)]
+    y = [layer_label(i) for i in range(layers)]
     text = [[label(topk[layer][t][0][0]) for t in range(steps)] for layer in range(layers)]
     hover = [["<br>".join(f"{label(p)} {q:.1%}" for p, q in topk[layer][t]) for t in range(steps)]
              for layer in range(layers)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from transformer.core.head_ref import head_label, layer_label, shown
 from transformer.core.probes import ATTENTION_KINDS, PROBES
 from transformer.decoding.words import merge_to_words
 
@@ -49,17 +50,17 @@ def attention_figure(recorded, layer: str, head: str, merge: bool):
             for h in range(n_heads):
                 tile, r, c = _maybe_merge(weights[layer_index, h], rows, cols, merge)
                 tiles.append(tile)
-                titles.append(f"L{layer_index + 1} H{h + 1}")
+                titles.append(f"L{shown(layer_index)} H{shown(h)}")
         return figures.tiled_heatmap(tiles, titles, n_heads, r, c,
                                      f"{recorded.title}{unit}: every layer (rows) × head (columns)", show_token_ticks=False,
-                                     row_group_titles=[f"L{i + 1}" for i in range(n_layers)],
-                                     col_group_titles=[f"H{h + 1}" for h in range(n_heads)])
+                                     row_group_titles=[f"L{shown(i)}" for i in range(n_layers)],
+                                     col_group_titles=[f"H{shown(h)}" for h in range(n_heads)])
     layer_index = int(layer)
     if head == ALL:
         merged = [_maybe_merge(weights[layer_index, h], rows, cols, merge) for h in range(n_heads)]
-        return figures.tiled_heatmap([m[0] for m in merged], [f"head {h + 1}" for h in range(n_heads)], min(n_heads, 4),
+        return figures.tiled_heatmap([m[0] for m in merged], [head_label(h) for h in range(n_heads)], min(n_heads, 4),
                                      merged[0][1], merged[0][2],
-                                     f"{recorded.title}{unit}: layer {layer_index + 1}, all {n_heads} heads")
+                                     f"{recorded.title}{unit}: {layer_label(layer_index)}, all {n_heads} heads")
     matrix, r, c = _maybe_merge(select_heads(weights, layer_index, head), rows, cols, merge)
-    return figures.attention_heatmap(matrix, r, c, f"{recorded.title}{unit}: layer {layer_index + 1}, "
+    return figures.attention_heatmap(matrix, r, c, f"{recorded.title}{unit}: {layer_label(layer_index)}, "
                                      f"{head_name(head, n_heads)}", recorded.row_title, recorded.col_title)

@@ -12,6 +12,7 @@ import pandas as pd
 
 from transformer.analysis.alignment import align, word_attention
 from transformer.analysis.head_stats import BROAD_SPREAD, POSITION_SHARE, SINK_SHARE, head_stats
+from transformer.core.head_ref import HeadRef, layer_label
 from transformer.core.probes import ATTENTION_KINDS, PROBES
 
 from ..figures.heads import head_grid
@@ -51,7 +52,7 @@ class HeadsView(View):
         gr.Markdown("**Switch heads off** (Michel et al., 2019): their outputs are zeroed while the sentence is "
                     "translated again.")
         with gr.Row():
-            toggles = {kind: gr.CheckboxGroup(head_names(config), label=PROBES[kind].title.split(" (")[0],
+            toggles = {kind: gr.CheckboxGroup(head_choices_of(kind, config), label=PROBES[kind].title.split(" (")[0],
                                               elem_id=f"off-{kind}") for kind in ATTENTION_KINDS}
         ablate = gr.Button("Translate with these heads off", elem_id="ablate-button")
         ablation = gr.Markdown(elem_id="ablation-text")
@@ -74,7 +75,7 @@ class HeadsView(View):
         out["head_grids"] = grids_figure(per_kind, statistic, shape, "Heads of this sentence")
         out["head_grids_val"] = split_figure(context.profiles[result.model_key].split_head_stats, statistic, shape)
         out["head_table"] = pd.DataFrame([
-            {"kind": s.kind, "layer": s.layer + 1, "head": s.head + 1, "role": s.role, "entropy": round(s.entropy, 3),
+            {**HeadRef(s.kind, s.layer, s.head).numbered(), "role": s.role, "entropy": round(s.entropy, 3),
              "spread": round(s.spread, 3), "confidence": round(s.max_weight, 3), "mean offset": round(s.mean_offset, 2),
              "on </s>": round(s.eos_share, 3), "on punctuation": round(s.punctuation_share, 3)}
             for kind in ATTENTION_KINDS for s in per_kind[kind]])
@@ -88,8 +89,7 @@ class HeadsView(View):
             translation = current_translation(result, {"sentence": sentence})
             if translation is None:
                 raise gr.Error("Translate a sentence first.")
-            heads_off = [(kind, int(name.split()[1]) - 1, int(name.split()[3]) - 1)
-                         for kind, names in zip(ATTENTION_KINDS, chosen) for name in names or []]
+            heads_off = [HeadRef.parse(entry) for entries in chosen for entry in entries or []]
             changed = ui.service.rerun(result, translation, heads_off=heads_off)
             drop = (ui.service.output_log_prob(result, translation, heads_off)
                     - ui.service.output_log_prob(result, translation))
@@ -103,15 +103,17 @@ class HeadsView(View):
                                  api_visibility="private")
 
 
-def head_names(config) -> list[str]:
-    return [f"layer {layer + 1} head {head + 1}" for layer in range(config.n_layers) for head in range(config.n_heads)]
+def head_choices_of(kind: str, config) -> list[tuple[str, str]]:
+    """Every head of one kind as a choice: shown "layer 3 head 2", its value the heads_off entry "cross 3 2"."""
+    heads = [HeadRef(kind, layer, head) for layer in range(config.n_layers) for head in range(config.n_heads)]
+    return [(ref.label, ref.entry) for ref in heads]
 
 
 def split_figure(document: dict | None, statistic: str, shape):
     """The checkpoint's head statistics over a split (head_stats.json), drawn like the sentence's."""
     if not document:
         return None
-    per_kind = {kind: [SimpleNamespace(**{**h, "layer": h["layer"] - 1, "head": h["head"] - 1})
+    per_kind = {kind: [SimpleNamespace(**{**h, **HeadRef.from_numbered(h)._asdict()})
                        for h in document["heads"] if h["kind"] == kind] for kind in ATTENTION_KINDS}
     return grids_figure(per_kind, statistic, shape, f"Over {document['split']} ({document['sentences']:,} sentences)")
 
@@ -134,7 +136,7 @@ def grid_rows(layers: int) -> list[str]:
     names = {"encoder_self": "encoder self", "decoder_self": "decoder self", "cross": "cross"}
     rows = []
     for k, kind in enumerate(ATTENTION_KINDS):
-        rows += [f"{names[kind]} · layer {layer + 1}" for layer in range(layers)]
+        rows += [f"{names[kind]} · {layer_label(layer)}" for layer in range(layers)]
         if k < len(ATTENTION_KINDS) - 1:
             rows.append(" " * (k + 1))
     return rows
@@ -148,7 +150,8 @@ def importance_figure(profile):
     values = np.full((len(ATTENTION_KINDS) * (layers + 1) - 1, heads), np.nan)
     texts = [[""] * heads for _ in range(values.shape[0])]
     for entry in importance.get("heads", []):  # numbered from 1 in the file
-        row, head = ATTENTION_KINDS.index(entry["kind"]) * (layers + 1) + entry["layer"] - 1, entry["head"] - 1
+        ref = HeadRef.from_numbered(entry)
+        row, head = ATTENTION_KINDS.index(ref.kind) * (layers + 1) + ref.layer, ref.head
         values[row, head] = entry["bleu_drop"]
         texts[row][head] = f"{entry['bleu_drop']:+.2f}"
     return head_grid(values, texts, grid_rows(layers), "Val BLEU drop when each head alone is switched off "
@@ -161,12 +164,13 @@ def alignment_outputs(report: dict | None, translation) -> dict:
         return {"alignment_text": "No alignment report for this checkpoint (`python -m transformer.analysis."
                                   "alignment_eval` writes one).", "alignment_links": ""}
     best = report["best_head"]
+    best_ref = HeadRef.from_numbered({"kind": "cross", **best})
     layers = ", ".join(f"layer {r['layer']} {r['aer']:.3f}" for r in report["table"]
                        if r["reading"] == "layer average" and r["method"] == "attention")
     shift = min((r for r in report["table"] if r["method"] == "shift"), key=lambda r: r["aer"])
     cross = translation.recorded["cross"]
-    links = align(cross.values[best["layer"] - 1, best["head"] - 1], cross.rows, cross.cols)
-    words = word_attention(cross.values[best["layer"] - 1, best["head"] - 1], cross.rows, cross.cols)
+    links = align(cross.values[best_ref.layer, best_ref.head], cross.rows, cross.cols)
+    words = word_attention(cross.values[best_ref.layer, best_ref.head], cross.rows, cross.cols)
     reference = report["reference"]
     text = (f"**Best alignment head: cross-attention layer {best['layer']}, head {best['head']}**, alignment error rate "
             f"{best['aer']:.3f} on {report['split']} ({report['sentences']:,} sentences). Layer averages: {layers}; "

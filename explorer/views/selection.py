@@ -3,16 +3,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from transformer.core.head_ref import head_label, layer_label
+
 OVERVIEW = "overview"  # every layer x head at once
 MEAN, ALL = "mean", "all"  # the mean over heads; every head of a layer, tiled
 
 
 def layer_choices(n_layers: int) -> list[tuple[str, str]]:
-    return [(f"Layer {i + 1}", str(i)) for i in range(n_layers)] + [("All layers × heads (overview)", OVERVIEW)]
+    return [(layer_label(i).capitalize(), str(i)) for i in range(n_layers)] + [("All layers × heads (overview)", OVERVIEW)]
 
 
 def head_choices(n_heads: int) -> list[tuple[str, str]]:
-    return [("Mean over heads", MEAN), ("All heads (tiled)", ALL)] + [(f"Head {i + 1}", str(i)) for i in range(n_heads)]
+    return [("Mean over heads", MEAN), ("All heads (tiled)", ALL)] + [(head_label(i).capitalize(), str(i)) for i in range(n_heads)]
 
 
 def valid_layer(layer, n_layers: int) -> str:
@@ -35,4 +37,4 @@ def single_layer_and_head(layer: str, head: str, n_layers: int) -> tuple[int, st
 
 
 def head_name(head: str, n_heads: int) -> str:
-    return f"mean of {n_heads} heads" if head == MEAN else f"head {int(head) + 1}"
+    return f"mean of {n_heads} heads" if head == MEAN else head_label(int(head))

@@ -7,6 +7,8 @@ import time
 import gradio as gr
 import pandas as pd
 
+from transformer.core.head_ref import head_label, layer_label
+
 from .. import figures
 from ..components import Slider
 from ..request import MAX_OUTPUT_TOKENS
@@ -105,13 +107,13 @@ def step_outputs(translation, step, layer: str, head: str) -> dict:
     cross = translation.recorded["cross"]
     layer_index, head_value = single_layer_and_head(layer, head, cross.values.shape[0])
     weights = select_heads(cross.values[:, :, step - 1 : step], layer_index, head_value)[0]
-    which = "mean over heads" if head_value == MEAN else f"head {int(head_value) + 1}"
+    which = "mean over heads" if head_value == MEAN else head_label(int(head_value))
     return {
         "step_text": markdown,
         "candidates_plot": figures.candidates_bar(current.topk, current.token,
                                                   f"Step {step}: top {len(current.topk)} next-token candidates"),
         "step_source_plot": figures.source_attention_bar(
-            weights, cross.cols, f"Step {step}: cross-attention over the source (layer {layer_index + 1}, {which})"),
+            weights, cross.cols, f"Step {step}: cross-attention over the source ({layer_label(layer_index)}, {which})"),
         "hypotheses": pd.DataFrame(
             [(rank + 1, h, round(score, 3)) for rank, (h, score) in enumerate(current.hypotheses or [])],
             columns=["rank", "live hypothesis after this step", "log-probability"]),

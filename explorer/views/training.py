@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from transformer.core.head_ref import layer_label
 from transformer.core.probes import ATTENTION_KINDS, PROBES
 from transformer.training.timeline import stage_label
 
@@ -64,7 +65,7 @@ class TrainingView(View):
         kind_title = PROBES[state.get("timeline_kind") or "cross"].title
         out["timeline_attention"] = figures.attention_heatmap(
             select_heads(weights, layer, head), rows, cols,
-            f"Epoch {epoch}: {kind_title}, layer {layer + 1}, {head_name(head, weights.shape[1])}")
+            f"Epoch {epoch}: {kind_title}, {layer_label(layer)}, {head_name(head, weights.shape[1])}")
         out["timeline_curves"] = figures.training_curves(epochs, [e["train_loss"] for e in timeline.epochs],
                                                          [e["val_bleu"] for e in timeline.epochs], epoch,
                                                          f"Learning curves (epoch {epoch} marked)",

@@ -7,6 +7,8 @@ import math
 
 import gradio as gr
 
+from transformer.core.head_ref import head_label, layer_label
+
 
 from .. import figures
 from ..figures.tree import tree_svg
@@ -54,7 +56,7 @@ class TreeView(View):
         layer, head = single_layer_and_head(state["layer"], state["head"], step.cross.shape[0])
         weights = select_heads(step.cross[:, :, None, :], layer, head)[0]
         hypothesis = " ".join(literal(tree.nodes[i].token) for i in path)
-        which = "mean over heads" if head == MEAN else f"head {int(head) + 1}"
+        which = "mean over heads" if head == MEAN else head_label(int(head))
         return {
             "search_tree": tree_svg(tree, selected=node_id),
             "node_text": (f"**Step {node.depth + 1}, {node.status}{' (winning path)' if node_id in tree.winner else ''}.** "
@@ -63,7 +65,7 @@ class TreeView(View):
             "node_candidates": figures.candidates_bar(step.topk, node.token, f"Step {node.depth + 1}: what this "
                                                       "hypothesis weighed next"),
             "node_source": figures.source_attention_bar(weights, translation.src_tokens, f"Step {node.depth + 1}: "
-                                                        f"cross-attention (layer {layer + 1}, {which})"),
+                                                        f"cross-attention ({layer_label(layer)}, {which})"),
         }
 
     def wire(self, ui):

@@ -37,6 +37,7 @@ import torch
 from tqdm import tqdm
 
 from ..core.capture import capture_attention
+from ..core.head_ref import shown
 from ..decoding.translator import Translator
 from ..decoding.words import word_groups, word_label
 from ..tokenizer import Tokenizer
@@ -156,7 +157,7 @@ def score_readings(model, sentences: Sequence[PieceSentence], reference: Sequenc
     for reading, alignments in zip(table, predicted):
         precision, recall = precision_recall(alignments, reference)
         rows.append({"reading": "head" if reading.head is not None else "layer average",
-                     "layer": reading.layer + 1, "head": None if reading.head is None else reading.head + 1,
+                     "layer": shown(reading.layer), "head": None if reading.head is None else shown(reading.head),
                      "method": reading.method, "aer": round(corpus_alignment_error_rate(alignments, reference), 4),
                      "precision": round(precision, 4), "recall": round(recall, 4)})
     return rows

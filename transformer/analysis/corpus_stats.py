@@ -20,6 +20,7 @@ from tqdm import tqdm
 
 from ..core.probes import ATTENTION_KINDS
 from ..decoding.translator import Translator
+from ..core.head_ref import HeadRef
 from ..training.data import default_data_dir, read_parallel_or_exit
 from .head_stats import aggregate_head_stats, head_stats
 
@@ -40,7 +41,7 @@ def split_head_stats(translator: Translator, sentences: list[str], batch_size: i
 
 
 def stats_document(per_kind: dict, split: str, sentences: int, command: str, minutes: float) -> dict:
-    heads = [{**asdict(s), "layer": s.layer + 1, "head": s.head + 1, "role": s.role}
+    heads = [{**asdict(s), **HeadRef(s.kind, s.layer, s.head).numbered(), "role": s.role}
              for kind in ATTENTION_KINDS for s in per_kind[kind]]
     return {"split": split, "sentences": sentences, "decoding": "greedy", "numbering": "layers and heads from 1",
             "heads": heads, "command": command, "minutes": round(minutes, 2)}

@@ -31,6 +31,7 @@ import torch
 from tqdm import tqdm
 
 from ..core.head_mask import HeadKey, attention_modules, heads_masked
+from ..core.head_ref import HeadRef, shown
 from ..decoding.translator import Translator
 from .cli import add_checkpoint_and_data, add_hardware, check_data_dir
 from ..training.data import (
@@ -145,13 +146,13 @@ def pruning_curve(scorer: CorpusScorer, order: Sequence[HeadKey], base_bleu: flo
 
 def head_label(head: HeadKey) -> str:
     """'cross L2 H3': layer and head numbered from 1, as the app shows them."""
-    kind, layer, head_index = head
-    return f"{kind} L{layer + 1} H{head_index + 1}"
+    ref = HeadRef(*head)
+    return f"{ref.kind} L{shown(ref.layer)} H{shown(ref.head)}"
 
 
 def head_entry(head: HeadKey) -> dict:
-    kind, layer, head_index = head
-    return {"kind": kind, "layer": layer + 1, "head": head_index + 1, "heads_off_entry": [kind, layer, head_index]}
+    ref = HeadRef(*head)
+    return {**ref.numbered(), "heads_off_entry": list(ref)}
 
 
 def result_json(base: dict, importances: Sequence[HeadImportance], curve: Sequence[PruningPoint], **about) -> dict:

@@ -21,9 +21,10 @@ from types import MappingProxyType
 
 from torch import nn
 
+from .head_ref import HeadRef
 from .probes import ATTENTION_KINDS
 
-HeadKey = tuple[str, int, int]  # (attention kind, layer, head), both indices 0-based
+HeadKey = HeadRef  # (attention kind, layer, head), both indices 0-based; a plain tuple works too
 
 # id(attention module) -> the heads of that module to zero in this context; empty when nothing is masked
 masked_heads: ContextVar[Mapping[int, frozenset[int]]] = ContextVar("masked_heads", default=MappingProxyType({}))
