@@ -2,8 +2,8 @@
 
     python app.py            # serves on GRADIO_SERVER_NAME:GRADIO_SERVER_PORT (default 127.0.0.1:7860)
 
-The layout and wiring live in explorer/shell.py, each tab in explorer/views/; this file only loads the
-checkpoints and serves.
+The layout lives in explorer/shell.py, its events in explorer/wiring.py, the API in explorer/api.py, each tab in
+explorer/views/; this file only loads the checkpoints and serves.
 """
 from __future__ import annotations
 

@@ -4,6 +4,10 @@ Opening one restores the controls, translates and opens that view; every value i
 named. The link itself is built in the browser (LINK_JS) from the controls and the live view's state."""
 from __future__ import annotations
 
+import json
+
+import gradio as gr
+
 from transformer.core.head_ref import from_shown
 from transformer.core.probes import ATTENTION_KINDS
 from transformer.decoding.strategies import STRATEGIES, all_settings
@@ -43,6 +47,34 @@ def in_range(name: str, text: str, low: int, high: int) -> int:
     if not low <= value <= high:
         raise RequestError(name, f"{name} in the link must be in [{low}, {high}], got {value}")
     return value
+
+
+def wire_link(ui, demo: gr.Blocks) -> None:
+    """A link that restores this state: built in the browser on demand; opened, it translates and opens the view."""
+    c = ui.components
+    api_names = ["text"] + ui.request_names[1:]
+    request_inputs = [c[name] for name in ui.request_names]
+    c["copy_link"].click(None, request_inputs, c["link"], js=LINK_JS % json.dumps(api_names), api_visibility="private")
+    restored = ["source", "model", "strategy", *(s.name for s in all_settings()), "max_length", "prefix", "heads_off"]
+
+    def open_link(http: gr.Request):
+        params = dict(http.query_params) if http else {}
+        if "text" not in params:
+            return {c["source"]: gr.update()}
+        try:
+            request, view = parse_link(params, ui.registry)
+        except RequestError as error:
+            raise gr.Error(str(error)) from error
+        arguments = request.api_arguments()
+        named = ui.translate(request.text, **arguments)
+        if isinstance(named.get("live_attention"), dict):
+            named["live_attention"]["start"] = {**view, "restore": True}
+        values = {"source": params["text"], **{k: v for k, v in arguments.items() if k in restored}}
+        return ({ui.result_state: named.pop("result")} | ui.by_component(named)
+                | {c[name]: gr.update(value=value) for name, value in values.items()})
+
+    outputs = [ui.result_state] + [c[name] for name in ui.translate_output_names] + [c[name] for name in restored]
+    demo.load(open_link, None, outputs, api_visibility="private", show_progress="hidden")
 
 
 # Runs in the browser with the request controls' values: the link to this state, also put in the address bar.

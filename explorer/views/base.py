@@ -1,10 +1,11 @@
 """A view is one tab of the explorer, as a plug-in: it builds its own components, says which controls
 it reads, and renders from (result, view state) to values keyed by component name. The shell
-(explorer/shell.py) lays the views out as tabs, wires every control to the views that read it, and
-never needs to know what a view draws. Adding a view is one file plus one line in views/__init__.py.
+(explorer/shell.py) lays the views out as tabs, the wiring (explorer/wiring.py) connects every control to
+the views that read it, and neither needs to know what a view draws. What a view needs from the model after
+the translation it asks the session service for (`ui.service`, explorer/session.py). Adding a view is one file plus one line in views/__init__.py.
 
 Rendering never runs the model: what a view needs from the model itself is in the model's profile
-(explorer/profile.py), computed once when the model loads.
+(explorer/profile.py), computed once when the model loads; only a view's own buttons ask the service.
 """
 from __future__ import annotations
 
