@@ -14,6 +14,8 @@ def _range_error(component, payload):
 
 class Slider(gr.Slider):
     def preprocess(self, payload):
+        if payload is None:  # not given (an API call that leaves it out): the request decides
+            return None
         if not isinstance(payload, (int, float)) or isinstance(payload, bool):
             raise _range_error(self, payload)
         try:
@@ -24,6 +26,8 @@ class Slider(gr.Slider):
 
 class Number(gr.Number):
     def preprocess(self, payload):
+        if payload is None:  # not given (an API call that leaves it out): the request decides
+            return None
         try:
             return super().preprocess(payload)
         except (gr.Error, TypeError, ValueError) as error:

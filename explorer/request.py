@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from urllib.parse import urlencode
 
 from transformer.core.head_mask import HeadMaskError, check_heads_off
-from transformer.decoding.strategies import STRATEGIES, SettingError, all_settings, build_settings, get_strategy
+from transformer.decoding.strategies import SettingError, all_settings, build_settings
 
 from .heads_off import format_heads_off, parse_heads_off
 
@@ -49,7 +49,8 @@ class Request:
               max_length=DEFAULT_MAX_LENGTH, prefix=None, heads_off=None) -> "Request":
         """The one constructor: every value checked, the first bad one raised as a RequestError naming it.
         `settings` may hold any registered strategy's settings (the page sends every control); only the
-        chosen strategy's are kept, the others are still checked. `heads_off` is text numbered from 1
+        chosen strategy's are kept, the others are still checked. A strategy or setting not given (None) is the
+        model's recorded decoding (metrics.json: how it was tuned on val), else the strategy's default. `heads_off` is text numbered from 1
         ("cross 3 2; decoder_self 1 4") or (kind, layer, head) entries numbered from 0."""
         lines = split_lines(text)
         model = registry.default_key if model is None else model
@@ -57,14 +58,14 @@ class Request:
             raise RequestError("model", f"unknown model {model!r}; available: {sorted(registry.models)}")
         if device not in DEVICES:
             raise RequestError("device", f"device must be 'cpu' or 'cuda', got {device!r}")
-        strategy = next(iter(STRATEGIES)) if strategy is None else strategy
+        translator = registry.get(model).translator
         try:
-            get_strategy(strategy)
+            strategy, recorded = translator.recorded_decoding(strategy)
         except SettingError as error:
             raise RequestError("strategy", str(error)) from None
-        checked = checked_settings(strategy, settings or {})
+        given = {name: value for name, value in (settings or {}).items() if value is not None}
+        checked = checked_settings(strategy, {**recorded, **given})
         max_length = check_max_length(max_length)
-        translator = registry.get(model).translator
         try:
             translator.prefix_ids(prefix, max_length)
         except SettingError as error:

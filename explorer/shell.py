@@ -53,8 +53,9 @@ def build_demo(registry: Registry, views: list[View] | None = None) -> tuple[gr.
                                       placeholder="the link appears here")
                 with gr.Accordion("Decoding settings", open=False):
                     device_choice = Radio(devices, value="cpu", label="Device", elem_id="device")
-                    strategy = controls.strategy_radio()
-                    settings = controls.setting_inputs()
+                    decoding = default.translator.recorded_decoding()
+                    strategy = controls.strategy_radio(decoding[0])
+                    settings = controls.setting_inputs(*decoding)
                     new_seed = gr.Button("New seed, run again", size="sm", elem_id="new-seed",
                                          visible="seed" in settings and settings["seed"].visible)
                     max_length = controls.max_length_slider()

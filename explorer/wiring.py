@@ -11,6 +11,7 @@ import gradio as gr
 
 from transformer.decoding.strategies import all_settings
 
+from . import controls
 from .api import input_of, request_from, run_request, summary, wire_api
 from .registry import Registry
 from .request import RequestError
@@ -232,6 +233,13 @@ def wire_controls(ui: Wiring) -> None:
         shown = {c[spec.name]: gr.update(visible=spec.strategy == strategy) for spec in specs}
         return shown | {c["new_seed"]: gr.update(visible=strategy == "sample")}
 
+    def on_model_input(model_key):  # a model chosen by the visitor brings the decoding its model card reports
+        strategy, recorded = ui.registry.get(model_key).translator.recorded_decoding()
+        values = controls.decoding_values(strategy, recorded)
+        return {c["strategy"]: strategy} | {c[name]: value for name, value in values.items()}
+
+    c["model"].input(on_model_input, c["model"], [c["strategy"]] + [c[spec.name] for spec in specs],
+                     api_visibility="private", queue=False)
     c["strategy"].change(on_strategy, c["strategy"], [c[spec.name] for spec in specs] + [c["new_seed"]],
                          api_visibility="private",
                          queue=False)

@@ -72,3 +72,10 @@ def random_translator(tokenizer_file, tmp_path_factory) -> Translator:
     model = Transformer(tiny_config(vocab, share_embeddings=True, tie_output=True, d_model=32, n_layers=3))
     folder = save_checkpoint(tmp_path_factory.mktemp("random-ckpt"), model, tokenizer_file)
     return Translator.from_pretrained(folder)
+
+
+def recorded(translator: Translator) -> dict:
+    """The strategy and settings a checkpoint's metrics.json records (the app's and evaluate's default decoding),
+    as keyword arguments for Translator.translate."""
+    strategy, settings = translator.recorded_decoding()
+    return {"strategy": strategy, **settings}

@@ -7,7 +7,7 @@ from gradio_client import Client
 from transformer import Translator
 
 from .app_server import running_app
-from .conftest import SHIPPED
+from .conftest import SHIPPED, recorded
 
 pytestmark = pytest.mark.slow
 
@@ -29,7 +29,7 @@ SENTENCE = "A dog runs through the snow."
 def test_translate_returns_the_translation_first(server, reference):
     _, client = server
     outputs = client.predict(SENTENCE, api_name="/translate")
-    assert outputs[0] == reference.translate(SENTENCE).text
+    assert outputs[0] == reference.translate(SENTENCE, **recorded(reference)).text
     assert "translated in" in outputs[1]
 
 
@@ -43,14 +43,14 @@ def test_several_lines_are_each_translated(server, reference):
     _, client = server
     lines = ["A man sleeps.", "Two girls are dancing."]
     outputs = client.predict("\n".join(lines), api_name="/translate")
-    assert outputs[0].split("\n") == [r.text for r in reference.translate_batch(lines)]
+    assert outputs[0].split("\n") == [r.text for r in reference.translate_batch(lines, **recorded(reference))]
 
 
 def test_details_hold_the_numbers_behind_the_plots(server, reference):
     _, client = server
     details = client.predict(SENTENCE, api_name="/translate_details")
     sentence = details["sentences"][0]
-    expected = reference.translate(SENTENCE, capture=True)
+    expected = reference.translate(SENTENCE, capture=True, **recorded(reference))
     assert sentence["tgt_tokens"] == expected.tgt_tokens and sentence["src_tokens"] == expected.src_tokens
     for kind in ("encoder_self", "decoder_self", "cross"):
         np.testing.assert_allclose(np.array(sentence["attention"][kind]["weights"]), getattr(expected.attention, kind), atol=1e-5)
@@ -130,7 +130,7 @@ def test_translate_and_details_take_the_same_arguments(server):
 
 def test_a_prefix_forces_the_start_on_both_endpoints(server, reference):
     _, client = server
-    expected = reference.translate(SENTENCE, prefix="Eine Katze", max_length=64)
+    expected = reference.translate(SENTENCE, prefix="Eine Katze", max_length=64, **recorded(reference))
     assert client.predict(SENTENCE, prefix="Eine Katze", api_name="/translate")[0] == expected.text
     details = client.predict(SENTENCE, "en-de", "cpu", "beam", prefix="Eine Katze", api_name="/translate_details")
     sentence = details["sentences"][0]
@@ -148,7 +148,7 @@ def test_a_prefix_forces_the_start_on_both_endpoints(server, reference):
 def test_heads_off_on_the_api_is_numbered_from_one(server, reference):
     _, client = server
     off = [("cross", layer, head) for layer in range(3) for head in range(4)]  # every cross-attention head
-    expected = reference.translate(SENTENCE, heads_off=off, max_length=64)
+    expected = reference.translate(SENTENCE, heads_off=off, max_length=64, **recorded(reference))
     text = "; ".join(f"cross {layer + 1} {head + 1}" for _, layer, head in off)
     details = client.predict(SENTENCE, heads_off=text, api_name="/translate_details")
     assert details["sentences"][0]["tgt_ids"] == expected.tgt_ids
@@ -159,3 +159,28 @@ def test_heads_off_on_the_api_is_numbered_from_one(server, reference):
         client.predict(SENTENCE, heads_off="cross 9 1", api_name="/translate_details")
     with pytest.raises(Exception, match=r"heads_off entry 'attention 1' must be 'kind layer head'"):
         client.predict(SENTENCE, heads_off="attention 1", api_name="/translate")
+
+
+def test_the_apps_default_translation_is_what_evaluate_scores(server, tmp_path, capsys):
+    # the app decodes as the model card reports (metrics.json's decoding, chosen on val), so what a visitor sees
+    # is what `python -m transformer.evaluate` scored; the sentences are ones where that decoding and greedy
+    # decoding disagree, so an app that fell back to greedy would fail here
+    from transformer import evaluate as evaluate_cli
+
+    _, client = server
+    cases = {"en-de": ["A woman is sitting by her dried flower display at an outside market.",
+                       "An Asian girl in a green hat and apron is serving drinks on a tray."],
+             "de-en": ["Ein Mann telefoniert in einem unaufgeräumten Büro", "Ein junges Mädchen läuft allein durch einen Park."]}
+    for model, sentences in cases.items():
+        translator = Translator.from_pretrained(SHIPPED.parent / model)
+        src, tgt = translator.languages["src"], translator.languages["tgt"]
+        (tmp_path / f"probe.{src}").write_text("\n".join(sentences) + "\n")
+        (tmp_path / f"probe.{tgt}").write_text("\n".join(sentences) + "\n")  # references: unused here
+        out = tmp_path / f"{model}.txt"
+        evaluate_cli.main(["--checkpoint", str(SHIPPED.parent / model), "--data-dir", str(tmp_path), "--split", "probe",
+                           "--out", str(out)])
+        assert "beam" in capsys.readouterr().out  # evaluate decodes with the recorded beam search
+        scored = out.read_text(encoding="utf-8").splitlines()
+        assert scored != [t.text for t in translator.translate_batch(sentences)]  # not what greedy gives
+        shown = client.predict("\n".join(sentences), model, api_name="/translate")[0]
+        assert shown.split("\n") == scored

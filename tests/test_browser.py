@@ -13,7 +13,7 @@ import pytest
 from transformer import Translator
 
 from .app_server import running_app
-from .conftest import ROOT, SHIPPED
+from .conftest import ROOT, SHIPPED, recorded
 
 CHROMIUM = Path("/usr/bin/chromium")
 pytestmark = [pytest.mark.browser,
@@ -50,7 +50,8 @@ def page(browser, server_url):
     page.goto(server_url)
     page.get_by_label("Source text").fill(SENTENCE)
     page.get_by_role("button", name="Translate").click()
-    expected = Translator.from_pretrained(SHIPPED).translate(SENTENCE).text
+    reference = Translator.from_pretrained(SHIPPED)
+    expected = reference.translate(SENTENCE, **recorded(reference)).text
     expect(page.locator("#translation textarea")).to_have_value(expected, timeout=TIMEOUT)
     wait_for_plot(page, "#candidates-plot")  # the visible tab; other tabs draw when opened
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
@@ -218,4 +219,19 @@ def test_html_input_shows_as_text_and_never_runs(browser, server_url):
     page.get_by_role("tab", name="Tokens").click()
     expect(page.locator("#source-tokens")).to_contain_text("<0x3C>", timeout=TIMEOUT)  # literal, not a tag
     assert page.locator("#source-tokens img").count() == 0
+    page.close()
+
+
+def test_choosing_a_model_brings_the_decoding_its_card_reports(browser, server_url):
+    from playwright.sync_api import expect
+
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page.goto(server_url)
+    page.get_by_text("Decoding settings").click()
+    for model, label in (("de-en", "German → English (de-en)"), ("en-de", "English → German (en-de)")):
+        decoding = json.loads((ROOT / "checkpoints" / model / "metrics.json").read_text())["decoding"]
+        choose(page, "Model", label)
+        expect(page.locator("#setting-length_penalty input[type=number]")).to_have_value(
+            f"{decoding['length_penalty']:g}", timeout=TIMEOUT)
+        expect(page.get_by_role("radio", name="beam search")).to_be_checked()
     page.close()

@@ -6,7 +6,7 @@ import pytest
 
 from transformer import Translator
 
-from .conftest import SHIPPED
+from .conftest import SHIPPED, recorded
 from .test_browser import CHROMIUM, SCREENSHOTS, TIMEOUT, browser, open_translated, server_url  # noqa: F401
 
 pytestmark = [pytest.mark.browser,
@@ -30,8 +30,8 @@ def test_switching_heads_off_changes_the_translation(page):
 
     reference = Translator.from_pretrained(SHIPPED)
     off = [("cross", layer, head) for layer in range(3) for head in range(4)]
-    expected = reference.translate(SENTENCE, heads_off=off, max_length=64)
-    assert expected.text != reference.translate(SENTENCE, max_length=64).text
+    expected = reference.translate(SENTENCE, heads_off=off, max_length=64, **recorded(reference))
+    assert expected.text != reference.translate(SENTENCE, max_length=64, **recorded(reference)).text
     for box in page.locator("#off-cross input[type=checkbox]").all():
         box.check()
     page.get_by_role("button", name="Translate with these heads off").click()
@@ -50,7 +50,8 @@ ROWS_JS = ("() => Array.from(document.querySelectorAll('#head-table [role=row]')
 def test_the_statistics_table_sorts(page):
     from transformer.analysis.head_stats import head_stats
 
-    translation = Translator.from_pretrained(SHIPPED).translate(SENTENCE, capture=True, max_length=64)
+    reference = Translator.from_pretrained(SHIPPED)
+    translation = reference.translate(SENTENCE, capture=True, max_length=64, **recorded(reference))
     entropies = sorted(round(s.entropy, 3) for kind in ("encoder_self", "decoder_self", "cross")
                        for s in head_stats(translation.recorded[kind]))
     headers = [h.strip() for h in page.locator("#head-table th").all_inner_texts()]

@@ -6,7 +6,7 @@ import pytest
 
 from transformer import Translator
 
-from .conftest import SHIPPED
+from .conftest import SHIPPED, recorded
 from .test_browser import CHROMIUM, SCREENSHOTS, TIMEOUT, browser, open_translated, server_url  # noqa: F401
 
 pytestmark = [pytest.mark.browser,
@@ -42,7 +42,8 @@ def test_switching_draws_in_the_browser_without_asking_the_server(browser, serve
     requests = []
     page.on("request", lambda request: requests.append(request.url))
     live = page.locator("#live-attention")
-    expected = Translator.from_pretrained(SHIPPED).translate(SENTENCE, capture=True)
+    reference = Translator.from_pretrained(SHIPPED)
+    expected = reference.translate(SENTENCE, capture=True, **recorded(reference))
     changes = [("select.ae-kind", "encoder_self"), ("select.ae-layer", "0"), ("select.ae-head", "2")]
     for selector, value in changes:
         live.locator(selector).select_option(value)
@@ -85,7 +86,8 @@ def test_lines_follow_a_hovered_token_and_heads_toggle(browser, server_url):  # 
 
 def test_every_source_token_is_labelled_at_phone_width(browser, server_url):  # noqa: F811
     page = translated_page(browser, server_url, 390, 844, color_scheme="dark")
-    expected = Translator.from_pretrained(SHIPPED).translate(SENTENCE, capture=True)
+    reference = Translator.from_pretrained(SHIPPED)
+    expected = reference.translate(SENTENCE, capture=True, **recorded(reference))
     labels = page.locator("#live-attention .ae-col-label").all_text_contents()
     assert labels == expected.src_tokens  # none dropped: the drawing scrolls instead
     assert page.evaluate("() => document.documentElement.scrollWidth") <= 390 + 1  # the page itself does not

@@ -1,4 +1,5 @@
 """One typed request: every check in one constructor, a bad value named by its field, and a link that rebuilds it."""
+import json
 from urllib.parse import parse_qsl
 
 import pytest
@@ -38,8 +39,19 @@ def test_a_bad_value_is_named_by_its_field(registry, arguments, field):
 def test_only_the_chosen_strategys_settings_are_kept(registry):
     request = Request.from_api(registry, "A dog runs.\n\nA cat sleeps.", strategy="beam", beam_size=3,
                                temperature=0.5)
-    assert request.settings == {"beam_size": 3, "length_penalty": 0.6}
+    recorded = json.loads((ROOT / "checkpoints" / registry.default_key / "metrics.json").read_text())["decoding"]
+    # the setting not given is the one the model's metrics.json records (chosen on val), not the strategy's default
+    assert request.settings == {"beam_size": 3, "length_penalty": recorded["length_penalty"]}
     assert request.lines == ("A dog runs.", "A cat sleeps.") and request.model == registry.default_key
+
+
+@pytest.mark.parametrize("model", ["en-de", "de-en"])
+def test_a_request_without_decoding_settings_decodes_as_the_model_card_says(registry, model):
+    recorded = json.loads((ROOT / "checkpoints" / model / "metrics.json").read_text())["decoding"]
+    request = Request.from_api(registry, "A dog runs.", model=model)
+    assert {"strategy": request.strategy, **request.settings} == recorded
+    sampled = Request.from_api(registry, "A dog runs.", model=model, strategy="sample", temperature=None)
+    assert sampled.settings["temperature"] == 1.0  # another strategy: its own defaults
 
 
 def test_heads_off_text_is_numbered_from_one_and_kept_from_zero(registry):
