@@ -22,4 +22,17 @@ fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements-test.txt
 # the project itself, editable: the README's package example then runs from any directory (tested)
 .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps -e .
-exec .venv/bin/python -m pytest tests "${lane[@]}" "$@"
+
+# the live view's data module (explorer/static/live_data.js) under Node's own test runner, against a fixture
+# Python computes from a real translation
+if ! command -v node >/dev/null 2>&1; then
+  SUDO=$([ "$(id -u)" -eq 0 ] && echo "" || echo "sudo")
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq nodejs >/dev/null
+fi
+fixtures=$(mktemp -d)
+trap 'rm -rf "$fixtures"' EXIT
+.venv/bin/python tests/js/export_fixtures.py "$fixtures/live.json"
+LIVE_FIXTURE="$fixtures/live.json" node --test tests/js/
+
+.venv/bin/python -m pytest tests "${lane[@]}" "$@"

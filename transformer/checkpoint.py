@@ -108,9 +108,16 @@ def checkpoint_folder(directory) -> Path:
     shipped = SHIPPED_ROOT / directory
     if len(directory.parts) == 1 and (shipped / CONFIG_FILE).is_file():
         return shipped
-    names = sorted(p.name for p in SHIPPED_ROOT.iterdir() if (p / CONFIG_FILE).is_file()) if SHIPPED_ROOT.is_dir() else []
+    if not SHIPPED_ROOT.is_dir():  # an installed copy of the package: the checkpoints stay in the repository
+        raise CheckpointError(
+            f"{directory}: no checkpoint folder of that name here, and this installed package has no shipped "
+            f"checkpoints beside it (they live in the repository's checkpoints/ folder, which a non-editable "
+            f"`pip install .` does not copy). Pass the folder's path, e.g. "
+            f"Translator.from_pretrained('/path/to/attention-explorer/checkpoints/{directory}'), or install the "
+            f"clone with `pip install -e .` so that names such as {str(directory)!r} resolve")
+    names = sorted(p.name for p in SHIPPED_ROOT.iterdir() if (p / CONFIG_FILE).is_file())
     raise CheckpointError(f"{directory}: checkpoint folder does not exist, and no shipped checkpoint has that name "
-                          f"(shipped: {names or 'none found next to the package'})")
+                          f"(shipped: {names or 'none'})")
 
 
 def load_checkpoint(directory, device="cpu") -> tuple[Transformer, Tokenizer, dict]:

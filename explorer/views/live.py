@@ -1,6 +1,6 @@
 """Live attention: the translation's attention drawn in the browser, on the first screen. Kind, layer, head,
 step, word merging, a heatmap or bertviz-style lines (heads as colours, hover a token to follow it) and the
-layer x head overview all switch there, without asking the server (static/live_view.js)."""
+layer x head overview all switch there, without asking the server (static/live_data.js, the data work; static/live_render.js, the drawing)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,6 +11,8 @@ from .base import TRANSLATION, View, current_translation
 from .live_payload import live_payload
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
+# the data module (pure functions, tested under node) first, then the drawing that uses them
+LIVE_JS = "\n".join((STATIC / name).read_text(encoding="utf-8") for name in ("live_data.js", "live_render.js"))
 
 
 class LiveView(View):
@@ -21,7 +23,7 @@ class LiveView(View):
     def build(self, context):
         return {"live_attention": gr.HTML(None, html_template='<div class="ae-live"></div>',
                                           css_template=(STATIC / "live_view.css").read_text(encoding="utf-8"),
-                                          js_on_load=(STATIC / "live_view.js").read_text(encoding="utf-8"),
+                                          js_on_load=LIVE_JS,
                                           elem_id="live-attention", min_height=320)}
 
     def render(self, result, state, context, changed):

@@ -7,21 +7,36 @@ import base64
 
 import numpy as np
 
+from transformer.core.head_ref import head_label, layer_label, shown
 from transformer.core.probes import ATTENTION_KINDS
+from transformer.decoding.words import word_groups, word_label
 
 
 def quantised(values: np.ndarray) -> str:
     return base64.b64encode(np.clip(np.rint(values * 255), 0, 255).astype(np.uint8).tobytes()).decode("ascii")
 
 
+def words(pieces: list[str]) -> dict:
+    """The pieces' words (transformer/decoding/words.py), so the browser merges without re-deriving them: each
+    word's piece indices and label, and the labels of its first 1, 2, ... pieces (a word cut by a decoding step)."""
+    groups = word_groups(pieces)
+    return {"groups": groups, "labels": [word_label(pieces, g) for g in groups],
+            "prefix_labels": [[word_label(pieces, g[:n]) for n in range(1, len(g) + 1)] for g in groups]}
+
+
 def live_payload(translation, start: dict | None = None) -> dict:
-    """start: the view to open on (kind, 0-based layer); the visitor switches from there in the browser."""
+    """start: the view to open on (kind, 0-based layer); the visitor switches from there in the browser. Labels
+    (layers and heads numbered from 1, words) come made, so the browser never renumbers or regroups."""
     kinds = {}
     for kind in ATTENTION_KINDS:
         recorded = translation.recorded[kind]
         kinds[kind] = {"title": recorded.title.split(" (")[0], "rows": recorded.rows, "cols": recorded.cols,
                        "row_title": recorded.row_title, "col_title": recorded.col_title,
+                       "row_words": words(recorded.rows), "col_words": words(recorded.cols),
                        "q": quantised(recorded.values)}  # (L, H, rows, cols), row-major
     layers, heads = translation.recorded["cross"].values.shape[:2]
     return {"src": translation.src_tokens, "tgt": translation.tgt_tokens, "layers": layers, "heads": heads,
+            "layer_labels": [layer_label(layer).capitalize() for layer in range(layers)],
+            "head_labels": [head_label(head).capitalize() for head in range(heads)],
+            "tile_labels": [[f"L{shown(layer)} H{shown(head)}" for head in range(heads)] for layer in range(layers)],
             "kinds": kinds, "start": start or {"kind": "cross", "layer": layers - 1}}

@@ -1,10 +1,10 @@
-// The live attention view: every kind, layer, head and step of one translation, drawn here in the browser
-// from one compact payload (weights quantised to bytes, base64), so that switching never asks the server.
-// Runs as the js_on_load of a gr.HTML component: `element`, `props` and `watch` come from Gradio.
-// Every label is set with textContent, never as markup.
+// The live attention view's drawing: every kind, layer, head and step of one translation, drawn here in the
+// browser from one compact payload (weights quantised to bytes, base64), so that switching never asks the server.
+// Runs as the js_on_load of a gr.HTML component, after live_data.js (the data work: decodeWeights, matrix,
+// colour): `element`, `props` and `watch` come from Gradio. Labels come from the payload, set with textContent,
+// never as markup.
 const SVG = "http://www.w3.org/2000/svg";
 const HEAD_COLOURS = ["#2563eb", "#f97316", "#16a34a", "#db2777", "#7c3aed", "#0891b2", "#ca8a04", "#dc2626"];
-const SPECIAL = ["<s>", "</s>", "<pad>", "<unk>"];
 const view = {kind: null, layer: null, head: "mean", mode: "heatmap", step: null, merge: false, focus: null,
               headsOff: new Set(), payload: null, weights: {}};
 
@@ -20,13 +20,7 @@ function load() {
   if (!payload || !payload.kinds) { view.payload = null; return; }
   if (payload !== view.payload) {
     view.payload = payload;
-    view.weights = {};
-    for (const [kind, map] of Object.entries(payload.kinds)) {
-      const bytes = atob(map.q);
-      const values = new Float32Array(bytes.length);
-      for (let i = 0; i < bytes.length; i++) values[i] = bytes.charCodeAt(i) / 255;
-      view.weights[kind] = values;
-    }
+    view.weights = decodeWeights(payload);
     const start = payload.start || {};
     const opening = view.layer === null || start.restore;  // the first translation, or a shared link: its view
     view.kind = !opening && payload.kinds[view.kind] ? view.kind : (start.kind || "cross");
@@ -37,45 +31,6 @@ function load() {
     view.step = opening && start.step && start.step < payload.tgt.length ? start.step : null;
     view.focus = null;
   }
-}
-
-function wordGroups(pieces) {  // as transformer/decoding/words.py: a word starts at "▁" or a special token
-  const groups = [];
-  pieces.forEach((piece, i) => {
-    const starts = piece.startsWith("▁") || SPECIAL.includes(piece);
-    if (!groups.length || starts || SPECIAL.includes(pieces[i - 1])) groups.push([i]); else groups[groups.length - 1].push(i);
-  });
-  return groups;
-}
-
-function wordLabel(pieces, group) {
-  return group.map(i => pieces[i]).join("").replaceAll("▁", " ").trim() || pieces[group[0]];
-}
-
-// (rows x cols) weights of one head, or the mean over heads, limited to the decoding step and merged to words
-function matrix(kind, layer, head) {
-  const map = view.payload.kinds[kind], R = map.rows.length, C = map.cols.length, H = view.payload.heads;
-  const values = view.weights[kind];
-  const heads = head === "mean" ? [...Array(H).keys()] : [head];
-  let rows = map.rows, cols = map.cols;
-  let m = rows.map((_, r) => cols.map((_, c) => heads.reduce((s, h) => s + values[((layer * H + h) * R + r) * C + c], 0) / heads.length));
-  const step = view.step;
-  if (step && kind !== "encoder_self") {  // at step k the target side is the prefix so far
-    m = m.slice(0, step); rows = rows.slice(0, step);
-    if (kind === "decoder_self") { m = m.map(row => row.slice(0, step)); cols = cols.slice(0, step); }
-  }
-  if (view.merge) {
-    const rg = wordGroups(rows), cg = wordGroups(cols);
-    const summed = m.map(row => cg.map(g => g.reduce((s, c) => s + row[c], 0)));
-    m = rg.map(g => cg.map((_, j) => g.reduce((s, r) => s + summed[r][j], 0) / g.length));
-    rows = rg.map(g => wordLabel(rows, g)); cols = cg.map(g => wordLabel(cols, g));
-  }
-  return {m, rows, cols};
-}
-
-function colour(w) {  // light yellow to dark blue, readable in light and dark mode
-  const t = Math.max(0, Math.min(1, w));
-  return `rgb(${Math.round(255 - 225 * t)}, ${Math.round(250 - 170 * t)}, ${Math.round(200 - 40 * t)})`;
 }
 
 function select(label, options, value, onChange, cls) {
@@ -95,9 +50,9 @@ function toolbar(root) {
   const p = view.payload, bar = node("div", {class: "ae-toolbar"});
   bar.appendChild(select("Attention", Object.keys(p.kinds).map(k => [p.kinds[k].title, k]), view.kind,
     v => { view.kind = v; view.focus = null; draw(); }, "ae-kind"));
-  bar.appendChild(select("Layer", [...[...Array(p.layers).keys()].map(l => [`Layer ${l + 1}`, l]), ["All layers × heads", "overview"]],
+  bar.appendChild(select("Layer", [...p.layer_labels.map((label, l) => [label, l]), ["All layers × heads", "overview"]],
     view.layer, v => { view.layer = v === "overview" ? v : Number(v); draw(); }, "ae-layer"));
-  bar.appendChild(select("Head", [["Mean over heads", "mean"], ...[...Array(p.heads).keys()].map(h => [`Head ${h + 1}`, h])],
+  bar.appendChild(select("Head", [["Mean over heads", "mean"], ...p.head_labels.map((label, h) => [label, h])],
     view.head, v => { view.head = v === "mean" ? v : Number(v); draw(); }, "ae-head"));
   const modes = node("span", {class: "ae-modes"});
   for (const [text, mode] of [["Heatmap", "heatmap"], ["Lines", "lines"]]) {
@@ -122,7 +77,7 @@ function toolbar(root) {
 }
 
 function heatmap(root) {
-  const {m, rows, cols} = matrix(view.kind, view.layer, view.head);
+  const {m, rows, cols} = matrix(view.payload, view.weights, view.kind, view.layer, view.head, view.step, view.merge);
   const map = view.payload.kinds[view.kind];
   const cell = Math.max(14, Math.min(28, Math.floor(560 / Math.max(cols.length, 1))));
   const left = 8 + 7 * Math.max(...rows.map(r => r.length), 4), top = 8 + 6 * Math.max(...cols.map(c => c.length), 4);
@@ -144,8 +99,9 @@ function heatmap(root) {
     const cellNode = event.target.closest && event.target.closest("rect.ae-cell");
     if (cellNode) tip.textContent = `query ${rows[cellNode.dataset.row]} → key ${cols[cellNode.dataset.col]}: ${cellNode.dataset.weight}`;
   });
-  const which = view.head === "mean" ? `mean of ${view.payload.heads} heads` : `head ${view.head + 1}`;
-  root.appendChild(node("div", {class: "ae-title"}, `${map.title}: layer ${view.layer + 1}, ${which}` +
+  const p = view.payload;
+  const which = view.head === "mean" ? `mean of ${p.heads} heads` : p.head_labels[view.head].toLowerCase();
+  root.appendChild(node("div", {class: "ae-title"}, `${map.title}: ${p.layer_labels[view.layer].toLowerCase()}, ${which}` +
     (view.step ? `, step ${view.step}` : "") + (view.merge ? " (words)" : "")));
   root.appendChild(node("div", {class: "ae-axes"}, `rows: ${map.row_title} · columns: ${map.col_title}`));
   root.appendChild(tip);
@@ -157,7 +113,7 @@ function heatmap(root) {
 function lines(root) {
   const p = view.payload, map = p.kinds[view.kind], H = p.heads, gap = 20, width = 420;
   const heads = [...Array(H).keys()];
-  const per = heads.map(h => matrix(view.kind, view.layer, h));
+  const per = heads.map(h => matrix(p, view.weights, view.kind, view.layer, h, view.step, view.merge));
   const {rows, cols} = per[0];
   const height = 16 + Math.max(rows.length, cols.length) * gap;
   const svg = node("svg", {width, height, class: "ae-lines", role: "img", "aria-label": "attention lines"}, null, true);
@@ -189,12 +145,12 @@ function lines(root) {
   cols.forEach((c, j) => label(c, keyX, 16 + j * gap, "end", "key", j));
   rows.forEach((r, i) => label(r, queryX, 16 + i * gap, "start", "query", i));
   svg.addEventListener("mouseleave", () => { if (view.focus) { view.focus = null; draw(); } });
-  root.appendChild(node("div", {class: "ae-title"}, `${map.title}: layer ${view.layer + 1}, lines by head` + (view.step ? `, step ${view.step}` : "")));
+  root.appendChild(node("div", {class: "ae-title"}, `${map.title}: ${p.layer_labels[view.layer].toLowerCase()}, lines by head` + (view.step ? `, step ${view.step}` : "")));
   root.appendChild(node("div", {class: "ae-axes"}, `left: ${map.col_title} · right: ${map.row_title}; hover a token to follow it`));
   const legend = node("div", {class: "ae-legend"});
   heads.forEach(h => {
     const b = node("button", {type: "button", class: "ae-head-toggle" + (view.headsOff.has(h) ? "" : " ae-on"), "data-head": h,
-                              style: `border-color:${HEAD_COLOURS[h % HEAD_COLOURS.length]}`}, `head ${h + 1}`);
+                              style: `border-color:${HEAD_COLOURS[h % HEAD_COLOURS.length]}`}, p.head_labels[h].toLowerCase());
     b.addEventListener("click", () => { view.headsOff.has(h) ? view.headsOff.delete(h) : view.headsOff.add(h); draw(); });
     legend.appendChild(b);
   });
@@ -209,9 +165,9 @@ function overview(root) {
   root.appendChild(node("div", {class: "ae-title"}, `${map.title}: every layer × head (click a tile to open it)`));
   const grid = node("div", {class: "ae-grid", style: `grid-template-columns: repeat(${p.heads}, auto)`});
   for (let l = 0; l < p.layers; l++) for (let h = 0; h < p.heads; h++) {
-    const {m, rows, cols} = matrix(view.kind, l, h), cell = Math.max(3, Math.floor(120 / Math.max(cols.length, rows.length)));
-    const tile = node("button", {type: "button", class: "ae-tile", "data-layer": l, "data-head": h, title: `layer ${l + 1}, head ${h + 1}`});
-    tile.appendChild(node("span", {class: "ae-tile-title"}, `L${l + 1} H${h + 1}`));
+    const {m, rows, cols} = matrix(p, view.weights, view.kind, l, h, view.step, view.merge), cell = Math.max(3, Math.floor(120 / Math.max(cols.length, rows.length)));
+    const tile = node("button", {type: "button", class: "ae-tile", "data-layer": l, "data-head": h, title: `${p.layer_labels[l]}, ${p.head_labels[h].toLowerCase()}`});
+    tile.appendChild(node("span", {class: "ae-tile-title"}, p.tile_labels[l][h]));
     const svg = node("svg", {width: cols.length * cell, height: rows.length * cell}, null, true);
     m.forEach((row, i) => row.forEach((w, j) => svg.appendChild(node("rect", {x: j * cell, y: i * cell, width: cell, height: cell, fill: colour(w)}, null, true))));
     tile.appendChild(svg);

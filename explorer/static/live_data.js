@@ -1,0 +1,53 @@
+// The live view's data work, pure functions of the payload (explorer/views/live_payload.py) and nothing else:
+// the weights decoded from bytes, one head or the mean over heads, the prefix at a decoding step, and pieces
+// merged to words with the groups and labels the payload carries (transformer/decoding/words.py made them).
+// No DOM here: tests/js/live_data.test.js runs these with `node --test` against fixtures Python exports.
+
+function decodeWeights(payload) {  // {kind: Float32Array (L, H, rows, cols) row-major}, bytes / 255
+  const weights = {};
+  for (const [kind, map] of Object.entries(payload.kinds)) {
+    const bytes = atob(map.q);
+    const values = new Float32Array(bytes.length);
+    for (let i = 0; i < bytes.length; i++) values[i] = bytes.charCodeAt(i) / 255;
+    weights[kind] = values;
+  }
+  return weights;
+}
+
+// (rows x cols) weights of one head, or the mean over heads ("mean"), cut to the decoding step (1-based; null:
+// the whole output) and, with merge, pieces merged to words: mean over a word's query pieces, sum over its keys
+function matrix(payload, weights, kind, layer, head, step = null, merge = false) {
+  const map = payload.kinds[kind], R = map.rows.length, C = map.cols.length, H = payload.heads;
+  const values = weights[kind];
+  const heads = head === "mean" ? [...Array(H).keys()] : [head];
+  let m = map.rows.map((_, r) => map.cols.map((_, c) =>
+    heads.reduce((s, h) => s + values[((layer * H + h) * R + r) * C + c], 0) / heads.length));
+  let rows = map.rows, cols = map.cols, rowWords = map.row_words, colWords = map.col_words;
+  if (step && kind !== "encoder_self") {  // at step k the target side is the prefix so far
+    m = m.slice(0, step); rows = rows.slice(0, step); rowWords = prefixWords(rowWords, step);
+    if (kind === "decoder_self") { m = m.map(row => row.slice(0, step)); cols = cols.slice(0, step); colWords = prefixWords(colWords, step); }
+  }
+  if (merge) {
+    const summed = m.map(row => colWords.groups.map(g => g.reduce((s, c) => s + row[c], 0)));
+    m = rowWords.groups.map(g => colWords.groups.map((_, j) => g.reduce((s, r) => s + summed[r][j], 0) / g.length));
+    rows = rowWords.labels; cols = colWords.labels;
+  }
+  return {m, rows, cols};
+}
+
+function prefixWords(words, step) {  // the words of the first `step` pieces (a word cut short keeps its pieces so far)
+  const groups = [], labels = [];
+  words.groups.forEach((g, i) => {
+    const kept = g.filter(index => index < step);
+    if (kept.length === g.length) { groups.push(g); labels.push(words.labels[i]); }
+    else if (kept.length) { groups.push(kept); labels.push(words.prefix_labels[i][kept.length - 1]); }
+  });
+  return {groups, labels};
+}
+
+function colour(w) {  // light yellow to dark blue, readable in light and dark mode
+  const t = Math.max(0, Math.min(1, w));
+  return `rgb(${Math.round(255 - 225 * t)}, ${Math.round(250 - 170 * t)}, ${Math.round(200 - 40 * t)})`;
+}
+
+if (typeof module !== "undefined") module.exports = {decodeWeights, matrix, colour};

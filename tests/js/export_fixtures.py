@@ -1,0 +1,53 @@
+"""Writes the fixture tests/js/live_data.test.js checks the browser's data work against: a real translation's live
+payload and, for several views of it, the matrix and labels computed here with numpy and
+transformer/decoding/words.py, independently of the JavaScript.
+
+    python tests/js/export_fixtures.py OUT.json
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from explorer.views.live_payload import live_payload  # noqa: E402
+from transformer import Translator  # noqa: E402
+from transformer.decoding.words import merge_to_words  # noqa: E402
+
+# long, rare words: several pieces each, so merging and a step inside a word are exercised
+SENTENCE = "The unbelievably enthusiastic skateboarders jumped over seventeen barrels."
+CASES = [("encoder_self", 0, 1, None, False), ("encoder_self", 2, "mean", None, True),
+         ("decoder_self", 1, "mean", 4, True), ("decoder_self", 0, 3, 3, False), ("cross", 2, "mean", None, True),
+         ("cross", 1, 2, 5, True), ("cross", 0, "mean", 2, False), ("cross", 2, "mean", 8, True),
+         ("decoder_self", 2, 1, 17, True)]
+
+
+def expected(translation, kind: str, layer: int, head, step, merge: bool) -> dict:
+    recorded = translation.recorded[kind]
+    values = np.clip(np.rint(recorded.values * 255), 0, 255) / 255  # what the bytes hold
+    matrix = values[layer].mean(axis=0) if head == "mean" else values[layer, head]
+    rows, cols = list(recorded.rows), list(recorded.cols)
+    if step and kind != "encoder_self":
+        matrix, rows = matrix[:step], rows[:step]
+        if kind == "decoder_self":
+            matrix, cols = matrix[:, :step], cols[:step]
+    if merge:
+        matrix, rows, cols = merge_to_words(matrix, rows, cols)
+    return {"kind": kind, "layer": layer, "head": head, "step": step, "merge": merge,
+            "m": matrix.tolist(), "rows": rows, "cols": cols}
+
+
+def main(out: str) -> None:
+    translation = Translator.from_pretrained(ROOT / "checkpoints" / "en-de").translate(SENTENCE, capture=True)
+    fixture = {"sentence": SENTENCE, "payload": live_payload(translation),
+               "cases": [expected(translation, *case) for case in CASES]}
+    Path(out).write_text(json.dumps(fixture, ensure_ascii=False), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,46 @@
+// The live view's data work (explorer/static/live_data.js) against what Python computes for the same payload
+// (tests/js/export_fixtures.py writes it; LIVE_FIXTURE names the file). Run: node --test tests/js/
+const test = require("node:test");
+const assert = require("node:assert/strict");
+const fs = require("node:fs");
+const path = require("node:path");
+const {decodeWeights, matrix, colour} = require("../../explorer/static/live_data.js");
+
+const fixturePath = process.env.LIVE_FIXTURE;
+if (!fixturePath) throw new Error("LIVE_FIXTURE must name the file tests/js/export_fixtures.py wrote");
+const fixture = JSON.parse(fs.readFileSync(path.resolve(fixturePath), "utf-8"));
+const payload = fixture.payload;
+const weights = decodeWeights(payload);
+
+test("the bytes decode to one weight per layer, head, row and column", () => {
+  for (const [kind, map] of Object.entries(payload.kinds)) {
+    assert.equal(weights[kind].length, payload.layers * payload.heads * map.rows.length * map.cols.length, kind);
+  }
+});
+
+for (const c of fixture.cases) {
+  test(`${c.kind} layer ${c.layer} head ${c.head} step ${c.step} ${c.merge ? "words" : "pieces"} matches Python`, () => {
+    const got = matrix(payload, weights, c.kind, c.layer, c.head, c.step, c.merge);
+    assert.deepEqual(got.rows, c.rows);
+    assert.deepEqual(got.cols, c.cols);
+    assert.equal(got.m.length, c.m.length);
+    got.m.forEach((row, i) => row.forEach((w, j) => assert.ok(Math.abs(w - c.m[i][j]) < 1e-5,
+      `row ${i} col ${j}: ${w} against ${c.m[i][j]}`)));
+  });
+}
+
+test("some case merges pieces into fewer words", () => {
+  assert.ok(fixture.cases.some(c => c.merge && c.cols.length < payload.kinds[c.kind].cols.length));
+});
+
+test("some case stops inside a word, so a word cut short is merged too", () => {
+  const inside = c => c.step && c.merge && payload.kinds[c.kind].row_words.groups.some(g => g[0] < c.step && g[g.length - 1] >= c.step);
+  assert.ok(fixture.cases.some(inside));
+});
+
+test("colours run from light (0) to dark (1) and clamp outside", () => {
+  assert.equal(colour(0), "rgb(255, 250, 200)");
+  assert.equal(colour(1), "rgb(30, 80, 160)");
+  assert.equal(colour(2), colour(1));
+  assert.equal(colour(-1), colour(0));
+});
