@@ -11,7 +11,7 @@ import numpy as np
 from transformer.analysis.rollout import RESIDUAL_WEIGHT, rollout
 
 from .. import figures
-from .base import TRANSLATION, View, current_translation
+from .base import TRANSLATION, View, current_translation, plot_row
 
 PROMPT = "Press the button to compute the three readings for the current sentence."
 
@@ -26,12 +26,10 @@ class AttributionView(View):
                     "gradient is signed (red: the source piece raised the chosen token's log-probability).")
         button = gr.Button("Compute attribution for this sentence", elem_id="attribution-button")
         note = gr.Markdown(PROMPT, elem_id="attribution-text")
-        with gr.Row():
-            raw = gr.Plot(label="Cross-attention (mean over layers and heads)", elem_id="attribution-attention")
-            rolled = gr.Plot(label="Attention rollout", elem_id="attribution-rollout")
-            gradient = gr.Plot(label="Input × gradient", elem_id="attribution-gradient")
-        return {"attribution_button": button, "attribution_text": note, "attribution_attention": raw,
-                "attribution_rollout": rolled, "attribution_gradient": gradient}
+        plots = plot_row(attribution_attention=("Cross-attention (mean over layers and heads)", "attribution-attention"),
+                         attribution_rollout=("Attention rollout", "attribution-rollout"),
+                         attribution_gradient=("Input × gradient", "attribution-gradient"))
+        return {"attribution_button": button, "attribution_text": note, **plots}
 
     def render(self, result, state, context, changed):
         if changed in (TRANSLATION, "sentence"):  # the readings belong to one sentence: cleared for another

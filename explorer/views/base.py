@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import gradio as gr
+
 # why a view is asked to render, besides the name of the control that changed
 TRANSLATION = "translation"  # a new result (the shared controls are already valid for it)
 MODEL = "model"  # the chosen model changed (or the page loaded); `result` may be from another model
@@ -55,3 +57,9 @@ def current_translation(result, state: dict):
         return None
     sentence = int(state.get("sentence") or 0)
     return result.translations[min(max(sentence, 0), len(result.translations) - 1)]
+
+
+def plot_row(**plots: tuple[str, str]) -> dict:
+    """Plots side by side, by component name: name=(label, elem_id)."""
+    with gr.Row():
+        return {name: gr.Plot(label=label, elem_id=elem_id) for name, (label, elem_id) in plots.items()}

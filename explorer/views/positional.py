@@ -5,7 +5,7 @@ from __future__ import annotations
 import gradio as gr
 
 from .. import figures
-from .base import MODEL, TRANSLATION, View, current_translation
+from .base import MODEL, TRANSLATION, View, current_translation, plot_row
 
 
 def default_dimensions(d_model: int) -> list[int]:
@@ -27,13 +27,11 @@ class PositionalView(View):
         dimensions = gr.Dropdown([str(d) for d in range(d_model)], multiselect=True,
                                  value=[str(d) for d in default_dimensions(d_model)], label="Dimensions to plot",
                                  elem_id="dimensions")
-        with gr.Row():
-            encoding = gr.Plot(label="Encoding table", elem_id="encoding-plot")
-            similarity = gr.Plot(label="Position similarity", elem_id="similarity-plot")
+        tables = plot_row(encoding_plot=("Encoding table", "encoding-plot"),
+                          similarity_plot=("Position similarity", "similarity-plot"))
         curves = gr.Plot(label="Dimensions over positions", elem_id="curves-plot")
         norms = gr.Plot(label="Token vs positional part for this input", elem_id="norms-plot")
-        return {"dimensions": dimensions, "encoding_plot": encoding, "similarity_plot": similarity,
-                "curves_plot": curves, "norms_plot": norms}
+        return {"dimensions": dimensions, **tables, "curves_plot": curves, "norms_plot": norms}
 
     def render(self, result, state, context, changed):
         profile = context.profile

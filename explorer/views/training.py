@@ -13,7 +13,7 @@ from transformer.training.timeline import stage_label
 from .. import figures
 from ..components import Radio, Slider
 from ..text import literal
-from .base import MODEL, View
+from .base import MODEL, View, plot_row
 from .selection import ALL, MEAN, OVERVIEW, head_name, select_heads
 
 NO_TIMELINE = ("This checkpoint ships no training timeline. Train with `python -m transformer.train` (it records one "
@@ -35,11 +35,10 @@ class TrainingView(View):
             kind = Radio([(PROBES[k].title.split(" (")[0], k) for k in ATTENTION_KINDS], value="cross",
                          label="Attention", elem_id="timeline-kind")
         text = gr.Markdown(elem_id="timeline-text")
-        with gr.Row():
-            attention = gr.Plot(label="Attention at this epoch", elem_id="timeline-attention")
-            curves = gr.Plot(label="Loss and BLEU", elem_id="timeline-curves")
+        plots = plot_row(timeline_attention=("Attention at this epoch", "timeline-attention"),
+                         timeline_curves=("Loss and BLEU", "timeline-curves"))
         return {"timeline_epoch": epoch, "timeline_sentence": sentence, "timeline_kind": kind, "timeline_text": text,
-                "timeline_attention": attention, "timeline_curves": curves}
+                **plots}
 
     def render(self, result, state, context, changed):
         if changed not in (MODEL, "layer", "head", *self.controls):

@@ -13,7 +13,7 @@ from transformer.core.head_ref import head_label, layer_label
 from .. import figures
 from ..figures.tree import tree_svg
 from ..text import literal
-from .base import TRANSLATION, View, current_translation
+from .base import TRANSLATION, View, current_translation, plot_row
 from .selection import MEAN, select_heads, single_layer_and_head
 
 CLICK_TO_SELECT = """
@@ -32,10 +32,9 @@ class TreeView(View):
     def build(self, context):
         tree = gr.HTML("", js_on_load=CLICK_TO_SELECT, elem_id="search-tree")
         text = gr.Markdown(PROMPT, elem_id="node-text")
-        with gr.Row():
-            candidates = gr.Plot(label="Candidates at this node's step", elem_id="node-candidates")
-            source = gr.Plot(label="Where that step looked in the source", elem_id="node-source")
-        return {"search_tree": tree, "node_text": text, "node_candidates": candidates, "node_source": source}
+        plots = plot_row(node_candidates=("Candidates at this node's step", "node-candidates"),
+                         node_source=("Where that step looked in the source", "node-source"))
+        return {"search_tree": tree, "node_text": text, **plots}
 
     def render(self, result, state, context, changed):
         translation = current_translation(result, state)

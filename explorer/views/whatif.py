@@ -7,6 +7,7 @@ import gradio as gr
 
 from ..text import literal
 from .attention import attention_figure
+from .base import plot_row
 from .selection import single_layer_and_head
 
 
@@ -49,8 +50,6 @@ def build_panel() -> dict:
                 typed = gr.Textbox(label="…or type a continuation from this step", elem_id="whatif-typed", max_lines=1)
                 go = gr.Button("Continue from here", elem_id="whatif-button")
         text = gr.Markdown(elem_id="whatif-text")
-        with gr.Row():
-            original = gr.Plot(label="Cross-attention as translated", elem_id="whatif-original")
-            alternative = gr.Plot(label="Cross-attention, what if", elem_id="whatif-alternative")
-    return {"whatif_choice": choice, "whatif_typed": typed, "whatif_button": go, "whatif_text": text,
-            "whatif_original": original, "whatif_alternative": alternative}
+        plots = plot_row(whatif_original=("Cross-attention as translated", "whatif-original"),
+                         whatif_alternative=("Cross-attention, what if", "whatif-alternative"))
+    return {"whatif_choice": choice, "whatif_typed": typed, "whatif_button": go, "whatif_text": text, **plots}
