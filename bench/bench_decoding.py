@@ -58,8 +58,8 @@ from transformer.core.probes import ATTENTION_KINDS  # noqa: E402
 from transformer.decoding.strategies.beam import beam_search  # noqa: E402
 from transformer.decoding.strategies.greedy import GreedySettings, decode_greedy  # noqa: E402
 from transformer.tokenizer import BOS_ID, EOS_ID, PAD_ID  # noqa: E402
-from transformer.training.data import default_data_dir  # noqa: E402
-from transformer.training.evaluate import translate_corpus  # noqa: E402
+from transformer.corpus.data import default_data_dir  # noqa: E402
+from transformer.corpus.scoring import translate_corpus  # noqa: E402
 
 SENTENCE = "A young man in a red jacket is riding his bicycle along a crowded city street."  # 17 pieces + EOS
 BEAM = 4

@@ -6,7 +6,7 @@ import shutil
 import pytest
 
 from transformer import train as train_cli
-from transformer.training.data import main as data_cli
+from transformer.corpus.data import main as data_cli
 from transformer.training.model_card import model_card
 
 from .conftest import write_corpus

@@ -8,7 +8,7 @@ import torch
 from transformer import Tokenizer, Transformer, Translator
 from transformer import train as train_cli
 from transformer.checkpoint import save_checkpoint
-from transformer.training.data import read_lines
+from transformer.corpus.data import read_lines
 from transformer.training.diversify import PROVENANCE_FILE, main
 from transformer.training.model_card import model_card
 

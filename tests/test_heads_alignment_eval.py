@@ -28,7 +28,7 @@ from transformer.analysis.alignment_eval import (
     words_of,
 )
 from transformer.analysis.symmetrize import grow_diag_final, intersection
-from transformer.training.data import read_parallel
+from transformer.corpus.data import read_parallel
 
 # two words per side: "the dogs" <- "die Hunde"; rows are the pieces each position predicted, then </s>
 SENTENCE = PieceSentence(src_ids=[], tgt_ids=[], src_pieces=["▁die", "▁Hund", "e", "</s>"],

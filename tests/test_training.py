@@ -9,7 +9,7 @@ from transformer import Translator
 from transformer import evaluate as evaluate_cli
 from transformer import train as train_cli
 from transformer.training.averaging import average_state_dicts
-from transformer.training.data import read_parallel, token_batches
+from transformer.corpus.data import read_parallel, token_batches
 from transformer.training.model_card import model_card
 from transformer.training.timeline import Timeline
 from transformer.training.trainer import TrainingSettings, learning_rate
@@ -130,7 +130,7 @@ def test_evaluate_cli_scores_a_split(tmp_path, capsys, monkeypatch):
 
 
 def test_training_and_evaluation_look_where_the_download_writes(tmp_path, monkeypatch):
-    from transformer.training import data
+    from transformer.corpus import data
 
     if (MULTI30K / "train.en").is_file():  # ../shared/data/multi30k beside the repository comes first
         assert data.default_data_dir() == MULTI30K

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gradio as gr
 import pandas as pd
 
-from transformer.training.mix import corpora_described
+from transformer.corpus.mix import corpora_described
 
 from .base import MODEL, View
 

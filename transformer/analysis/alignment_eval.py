@@ -42,13 +42,13 @@ from ..decoding.translator import Translator
 from ..decoding.words import word_groups, word_label
 from ..tokenizer import Tokenizer
 from .cli import add_checkpoint_and_data, add_hardware, check_data_dir
-from ..training.data import (
+from ..corpus.data import (
     REPOSITORY,
     ParallelCorpus,
     pad,
     read_parallel_or_exit,
 )
-from ..training.trainer import EncodedCorpus
+from ..corpus.scoring import EncodedCorpus
 from .alignment import (
     BOUNDARY_TOKENS,
     Alignment,

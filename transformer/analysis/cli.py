@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..training.data import default_data_dir
+from ..corpus.data import default_data_dir
 
 
 def add_checkpoint_and_data(parser: argparse.ArgumentParser) -> None:

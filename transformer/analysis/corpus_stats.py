@@ -21,7 +21,7 @@ from tqdm import tqdm
 from ..core.probes import ATTENTION_KINDS
 from ..decoding.translator import Translator
 from ..core.head_ref import HeadRef
-from ..training.data import default_data_dir, read_parallel_or_exit
+from ..corpus.data import default_data_dir, read_parallel_or_exit
 from .head_stats import aggregate_head_stats, head_stats
 
 STATS_FILE = "head_stats.json"

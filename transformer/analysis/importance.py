@@ -34,15 +34,14 @@ from ..core.head_mask import HeadKey, attention_modules, heads_masked
 from ..core.head_ref import HeadRef, shown
 from ..decoding.translator import Translator
 from .cli import add_checkpoint_and_data, add_hardware, check_data_dir
-from ..training.data import (
+from ..corpus.data import (
     REPOSITORY,
     ParallelCorpus,
     pad,
     read_parallel_or_exit,
     token_batches,
 )
-from ..training.evaluate import score, translate_corpus
-from ..training.trainer import EncodedCorpus, batch_loss
+from ..corpus.scoring import EncodedCorpus, batch_loss, score, translate_corpus
 
 RESULT_FILE = "head_importance.json"
 STRATEGY = "greedy"  # one deterministic output per sentence, and the cheapest search: 70-odd passes stay affordable

@@ -25,8 +25,8 @@ from tqdm import tqdm
 
 from ..decoding.strategies import SettingError, build_settings
 from ..decoding.translator import Translator
-from .data import default_data_dir, read_parallel
-from .evaluate import translate_corpus
+from ..corpus.data import default_data_dir, read_parallel
+from ..corpus.scoring import translate_corpus
 
 PROVENANCE_FILE = "diversified.json"
 

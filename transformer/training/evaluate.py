@@ -11,39 +11,13 @@ import sys
 import time
 from pathlib import Path
 
-import sacrebleu
 from tqdm import tqdm
 
 from ..checkpoint import METRICS_FILE
 from ..decoding.strategies import STRATEGIES, SettingError, all_settings, build_settings
 from ..decoding.translator import Translator
-from .data import default_data_dir, read_parallel_or_exit
-
-
-def translate_corpus(translator: Translator, sentences: list[str], strategy: str = "greedy", batch_size: int = 64,
-                     progress=None, **settings) -> list[str]:
-    """Translates in batches of similar length (less padding), returning outputs in input order.
-    `settings` are the strategy's settings by name (see decoding/strategies)."""
-    order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
-    outputs = [""] * len(sentences)
-    for start in range(0, len(order), batch_size):
-        batch = order[start : start + batch_size]
-        results = translator.translate_batch([sentences[i] for i in batch], strategy=strategy, **settings)
-        for index, result in zip(batch, results):
-            outputs[index] = result.text
-        if progress is not None:
-            progress(len(batch))
-    return outputs
-
-
-def score(hypotheses: list[str], references: list[str]) -> dict:
-    bleu, chrf = sacrebleu.metrics.BLEU(), sacrebleu.metrics.CHRF()
-    bleu_score, chrf_score = bleu.corpus_score(hypotheses, [references]), chrf.corpus_score(hypotheses, [references])
-    return {
-        "bleu": round(bleu_score.score, 2), "chrf": round(chrf_score.score, 2),
-        "bleu_signature": str(bleu.get_signature()), "chrf_signature": str(chrf.get_signature()),
-        "sentences": len(hypotheses),
-    }
+from ..corpus.data import default_data_dir, read_parallel_or_exit
+from ..corpus.scoring import score, translate_corpus
 
 
 def add_strategy_arguments(parser: argparse.ArgumentParser) -> None:

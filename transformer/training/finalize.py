@@ -16,10 +16,10 @@ from ..core.model import Transformer
 from ..decoding.translator import Translator
 from ..tokenizer import Tokenizer
 from .averaging import average_state_dicts
-from .data import read_parallel
+from ..corpus.data import read_parallel
 from .diversify import PROVENANCE_FILE
-from .evaluate import score, translate_corpus
-from .mix import mix_parts, mix_record
+from ..corpus.scoring import score, translate_corpus
+from ..corpus.mix import mix_parts, mix_record
 
 FP16_MAX_BLEU_COST = 0.2  # store weights in half precision when that costs at most this much val BLEU
 

@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 
 from ..checkpoint import read_metrics
-from .mix import corpora_described
+from ..corpus.mix import corpora_described
 
 
 def grown_by(data: dict) -> str:

@@ -30,9 +30,9 @@ from ..core.config import NORM_PLACEMENTS, POSITIONAL_ENCODINGS, ModelConfig
 from ..core.model import Transformer
 from ..decoding.translator import Translator
 from ..tokenizer import Tokenizer
-from .data import default_data_dir, read_parallel_or_exit
+from ..corpus.data import default_data_dir, read_parallel_or_exit
 from .finalize import finish, model_with, reported_tests
-from .mix import mix_parts
+from ..corpus.mix import mix_parts
 from .reproduce import is_default, reproduce_command
 from .resume import RESUME_DIR, load_run, save_run, saved_args
 from .timeline import Timeline, stage_label

@@ -13,14 +13,13 @@ from dataclasses import dataclass, field
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 from ..core.model import Transformer
+from ..corpus.data import ParallelCorpus, pad, token_batches
+from ..corpus.scoring import EncodedCorpus, batch_loss, score, translate_corpus
 from ..decoding.translator import Translator
-from ..tokenizer import BOS_ID, EOS_ID, Tokenizer
-from .data import ParallelCorpus, pad, token_batches
-from .evaluate import score, translate_corpus
+from ..tokenizer import Tokenizer
 
 
 @dataclass
@@ -51,32 +50,6 @@ def bf16_supported(device: torch.device) -> bool:
     if device.type == "cuda":
         return torch.cuda.is_bf16_supported()
     return torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported()
-
-
-@dataclass
-class EncodedCorpus:
-    source: list[list[int]]  # each ends with EOS
-    target: list[list[int]]  # each is BOS ... EOS
-
-    @classmethod
-    def build(cls, corpus: ParallelCorpus, tokenizer: Tokenizer, max_len: int) -> "EncodedCorpus":
-        source = [ids[: max_len - 1] + [EOS_ID] for ids in tokenizer.encode_batch(corpus.source)]
-        target = [[BOS_ID] + ids[: max_len - 2] + [EOS_ID] for ids in tokenizer.encode_batch(corpus.target)]
-        return cls(source, target)
-
-    def lengths(self) -> list[int]:
-        return [max(len(s), len(t)) for s, t in zip(self.source, self.target)]
-
-
-def batch_loss(model, src, tgt, label_smoothing: float, autocast: bool, pad_id: int):
-    """Teacher forcing: decoder input BOS..y[-2], targets y[1]..EOS. Returns (summed loss, target tokens).
-    `model` may be the Transformer or its DistributedDataParallel wrapper."""
-    decoder_input, targets = tgt[:, :-1], tgt[:, 1:]
-    with torch.autocast(src.device.type, dtype=torch.bfloat16, enabled=autocast):
-        logits = model(src, decoder_input)
-    loss = F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), targets.reshape(-1),
-                           ignore_index=pad_id, label_smoothing=label_smoothing, reduction="sum")
-    return loss, int((targets != pad_id).sum())
 
 
 @dataclass

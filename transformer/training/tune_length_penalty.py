@@ -19,8 +19,8 @@ from tqdm import tqdm
 from ..checkpoint import METRICS_FILE
 from ..decoding.strategies import SettingError, get_strategy
 from ..decoding.translator import Translator
-from .data import default_data_dir, read_parallel_or_exit
-from .evaluate import score, translate_corpus
+from ..corpus.data import default_data_dir, read_parallel_or_exit
+from ..corpus.scoring import score, translate_corpus
 
 SWEEP_KEY = "length_penalty_sweep"
 

@@ -139,7 +139,7 @@ def main(argv=None) -> None:
                           help=f"folder to write {{split}}.{{lang}} files into (default: {LOCAL_MULTI30K}, where "
                                "train and evaluate look when ../shared/data/multi30k is absent)")
     download.add_argument("--langs", default="en,de,fr", help="comma-separated languages (default: en,de,fr)")
-    mixing = commands.add_parser("mix", help="one training folder from several corpora (see transformer/training/mix.py)")
+    mixing = commands.add_parser("mix", help="one training folder from several corpora (see transformer/corpus/mix.py)")
     mixing.add_argument("folders", nargs="+", help="corpus folders of {split}.{lang} files, each with train and val")
     mixing.add_argument("--out", required=True, help="folder to write train.*, val.* and mix.json into")
     mixing.add_argument("--repeat", type=int, nargs="+", default=None,
