@@ -189,6 +189,10 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
         view.wire(ui)
         if view.placement == "tab":
             wire_tab(ui, view)
+        for button, target in view.jumps.items():
+            served = next((v for v in views if v.name == target), None)
+            if served is not None:
+                wire_jump(ui, c[button], served)
     wire_controls(ui)
     wire_link(ui, demo)
 
@@ -206,6 +210,17 @@ def wire_tab(ui: Wiring, view: View) -> None:
 
     ui.tabs[view.name].select(opened, ui.state_inputs, [ui.open_tab, ui.result_state] + ui.outputs_of(view),
                               api_visibility="private", show_progress="hidden")
+
+
+def wire_jump(ui: Wiring, button, target: View) -> None:
+    """A declared jump (View.jumps): the button opens `target`'s tab at the current decoding step."""
+
+    def jump(result, *values):
+        state = ui.state_from(values)
+        named = target.at_step(ui, result, state, int(state.get("step") or 1))
+        return ui.by_component(named or {}) | {ui.components["tabs"]: gr.Tabs(selected=target.name)}
+
+    button.click(jump, ui.state_inputs, ui.outputs_of(target) + [ui.components["tabs"]], api_visibility="private")
 
 
 def model_inputs(ui: Wiring, model_key: str, result) -> dict:

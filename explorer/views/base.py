@@ -37,6 +37,9 @@ class View:
     placement: str = "tab"  # "tab": a tab of its own; "first_screen": beside the input, seen without scrolling
     controls: tuple[str, ...] = ()  # this view's own components whose values are part of the view state
     reads: tuple[str, ...] = ()  # shared controls whose changes re-render this view
+    # jumps this view offers: its button's component name -> the view it opens at the current decoding step
+    # (the shell wires each to that view's `at_step`; a jump to a view that is not served is left out)
+    jumps: dict[str, str] = {}
 
     def build(self, context: ViewContext) -> dict[str, Any]:
         """Creates the view's components (inside its tab, in a Blocks context) and returns them by name.
@@ -46,6 +49,11 @@ class View:
     def render(self, result, state: dict, context: ViewContext, changed: str) -> dict[str, Any]:
         """Values (or gr.update) for this view's components, by name; only what `changed` affects."""
         raise NotImplementedError
+
+    def at_step(self, ui, result, state: dict, step: int) -> dict[str, Any] | None:
+        """This view opened at decoding step `step` (1-based) of the current sentence, as values by name; None
+        when it has no such reading. Raising gr.Error tells the visitor why it cannot."""
+        return None
 
     def wire(self, ui) -> None:
         """Events beyond re-rendering (a button that plays or exports); `ui` is the shell's `Wiring`."""

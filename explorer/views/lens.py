@@ -25,19 +25,11 @@ class LensView(View):
             return {}
         return {"lens_plot": lens_figure(translation)}
 
-    def wire(self, ui):
-        c = ui.components
-        if "show_in_lens" not in c:
-            return
-
-        def show_step(result, sentence, step):
-            translation = current_translation(result, {"sentence": sentence})
-            if translation is None or translation.logit_lens is None:
-                raise gr.Error("Translate a sentence first.")
-            return {c["lens_plot"]: lens_figure(translation, int(step or 1)), c["tabs"]: gr.Tabs(selected=self.name)}
-
-        c["show_in_lens"].click(show_step, [ui.result_state, c["sentence"], c["step"]], [c["lens_plot"], c["tabs"]],
-                                api_visibility="private")
+    def at_step(self, ui, result, state, step):
+        translation = current_translation(result, state)
+        if translation is None or translation.logit_lens is None:
+            raise gr.Error("Translate a sentence first.")
+        return {"lens_plot": lens_figure(translation, step)}
 
 
 def lens_figure(translation, marked_step: int | None = None):

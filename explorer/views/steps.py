@@ -22,6 +22,7 @@ PLAY_DELAY_S = 0.5  # every frame redraws text and figures together, so they alw
 
 class StepsView(View):
     name, title = "steps", "Step by step"
+    jumps = {"show_in_tree": "tree", "show_in_lens": "lens"}
     controls = ("step",)
     reads = ("sentence", "layer", "head")
 

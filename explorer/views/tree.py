@@ -82,15 +82,11 @@ class TreeView(View):
 
         inputs = [ui.result_state, c["sentence"], c["layer"], c["head"]]
         c["search_tree"].click(on_click, inputs, outputs, api_visibility="private")
-        if "show_in_tree" in c:  # the step view's link: its step's node, here, in one click
 
-            def show_step(result, sentence, layer, head, step):
-                translation = current_translation(result, {"sentence": sentence})
-                if translation is None:
-                    raise gr.Error("Translate a sentence first.")
-                step = max(1, min(int(step or 1), len(translation.steps)))
-                named = self.node_panel(ui, result, {"sentence": sentence, "layer": layer, "head": head},
-                                        translation.steps[step - 1].node)
-                return ui.by_component(named) | {c["tabs"]: gr.Tabs(selected=self.name)}
-
-            c["show_in_tree"].click(show_step, inputs + [c["step"]], outputs + [c["tabs"]], api_visibility="private")
+    def at_step(self, ui, result, state, step):
+        """The step's node in the tree, selected, with its panel: the step view's jump lands here."""
+        translation = current_translation(result, state)
+        if translation is None:
+            raise gr.Error("Translate a sentence first.")
+        step = max(1, min(step, len(translation.steps)))
+        return self.node_panel(ui, result, state, translation.steps[step - 1].node)
