@@ -20,8 +20,6 @@ MAX_CHARACTERS = 2000  # per request; longer input is refused with a message
 MAX_OUTPUT_TOKENS = 128
 DEFAULT_MAX_LENGTH = 64
 DEVICES = ("cpu", "cuda")
-# the request's fields in the order the page lays out their inputs and the API takes its arguments
-FIELDS = ("text", "model", "device", "strategy", "settings", "max_length", "prefix", "heads_off")
 
 
 class RequestError(SettingError):
@@ -109,12 +107,6 @@ class Request:
         return {"model": self.model, "device": self.device, "strategy": self.strategy, **self.settings,
                 "max_length": self.max_length, "prefix": self.prefix,
                 "heads_off": format_heads_off(self.heads_off) if self.heads_off else ""}
-
-    @property
-    def described(self) -> dict:
-        """What the result records of the request: the strategy's settings, max_length, prefix and heads off."""
-        return {**self.settings, "max_length": self.max_length, "prefix": self.prefix,
-                **({"heads_off": [list(entry) for entry in self.heads_off]} if self.heads_off else {})}
 
 
 def split_lines(text) -> list[str]:
