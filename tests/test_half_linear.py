@@ -1,12 +1,16 @@
 """The float16 weight copies (core/half_linear.py): the compiled kernel against F.linear on the float32 weights,
 decoding with and without them, and the cases that must fall back to F.linear."""
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from transformer import Transformer, Translator
-from transformer.core.half_linear import KERNEL, MAX_ROWS, attach_half_weights, project
+from transformer.core.half_linear import EXTENSION, KERNEL, MAX_ROWS, attach_half_weights, build_folder, project
 from transformer.core.probes import ATTENTION_KINDS
 from transformer.decoding.strategies.beam import beam_search
 from transformer.decoding.strategies.greedy import GreedySettings, decode_greedy
@@ -123,3 +127,18 @@ def test_the_shipped_weights_are_float16_exact_so_every_layer_gets_a_copy():
     layers = [m for m in translator.model.modules() if isinstance(m, nn.Linear)]
     assert all(torch.equal(m.weight.half().float(), m.weight) for m in layers)
     assert all(m.half_weight is not None for m in layers)
+
+
+def test_a_build_lock_left_by_a_process_that_ended_mid_build_does_not_stall_the_next(kernel):
+    """torch's build lock is a plain file; a short script whose background build thread dies with it leaves
+    one behind (this stalled CI's whole kernel suite). The next process must build or load all the same."""
+    folder = build_folder()
+    (folder / "lock").touch()
+    script = "from transformer.core.half_linear import compile_kernel; print(compile_kernel().__name__)"
+    try:
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                              cwd=Path(__file__).parents[1])
+    finally:
+        (folder / "lock").unlink(missing_ok=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == EXTENSION

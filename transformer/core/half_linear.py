@@ -17,10 +17,10 @@ built (no compiler, no AVX2/F16C, ATTENTION_EXPLORER_HALF_WEIGHTS=0), every laye
 """
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +34,6 @@ SWITCH = "ATTENTION_EXPLORER_HALF_WEIGHTS"
 MAX_ROWS = 8
 SOURCE = Path(__file__).with_name("half_linear.cpp")
 EXTENSION = "attention_explorer_half_linear"
-STALE_LOCK_S = 600
 
 
 @dataclass
@@ -90,13 +89,15 @@ def compile_kernel():
     from torch.utils.cpp_extension import load
 
     folder = build_folder()
-    # torch's build lock is a file that a process killed mid-build leaves behind, after which every later load
-    # waits forever; a build takes well under STALE_LOCK_S
-    lock = folder / "lock"
-    if lock.exists() and time.time() - lock.stat().st_mtime > STALE_LOCK_S:
-        lock.unlink(missing_ok=True)
-    return load(name=EXTENSION, sources=[str(SOURCE)], build_directory=str(folder),
-                extra_cflags=["-O3", "-mavx2", "-mfma", "-mf16c"], verbose=False)
+    # torch's build lock is a plain file: a process that ends mid-build (a short script whose daemon build
+    # thread dies with it, a server stopped early) leaves it behind, and every later load then waits forever.
+    # Builds here first take an OS lock, which ends with its process however that ends; whoever holds it is
+    # the only builder, so a torch lock file it finds is one a dead process left.
+    with open(folder / "builder.lock", "w") as builder:
+        fcntl.flock(builder, fcntl.LOCK_EX)
+        (folder / "lock").unlink(missing_ok=True)
+        return load(name=EXTENSION, sources=[str(SOURCE)], build_directory=str(folder),
+                    extra_cflags=["-O3", "-mavx2", "-mfma", "-mf16c"], verbose=False)
 
 
 def build_folder() -> Path:
