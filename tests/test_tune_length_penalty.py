@@ -1,6 +1,7 @@
 """Choosing the beam length penalty on val: the recorded BLEU per value is what sacreBLEU gives for that
 value's translations made one sentence at a time, the choice is the best of them, and evaluate then uses it."""
 import json
+import shutil
 
 import pytest
 import sacrebleu
@@ -86,3 +87,25 @@ def test_ties_go_to_the_value_listed_first():
     assert parse_values(" 0.6, 1.5 ") == [0.6, 1.5]
     with pytest.raises(SettingError):
         parse_values("-0.1")
+
+
+def test_a_mixed_models_scores_are_named_by_corpus_and_the_rescore_command_names_the_folder(
+        checkpoint, corpus_dir, tmp_path, capsys):
+    """A model trained on a mix names each corpus's test score CORPUS/SPLIT (as training does): evaluate's
+    --update-metrics must not let two corpora's `test` overwrite each other, and tune's rescore hint must say
+    which folder the split is in."""
+    mixed = tmp_path / "mixed"
+    shutil.copytree(checkpoint, mixed)
+    metrics = json.loads((mixed / "metrics.json").read_text())
+    metrics["data"]["mix"] = {"corpora": [{"name": corpus_dir.name, "folder": str(corpus_dir), "repeat": 1}]}
+    (mixed / "metrics.json").write_text(json.dumps(metrics))
+
+    evaluate_cli.main(["--checkpoint", str(mixed), "--data-dir", str(corpus_dir), "--split", "test_2016_flickr",
+                       "--update-metrics", "--json"])
+    printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    scores = json.loads((mixed / "metrics.json").read_text())["scores"]
+    assert scores[f"{corpus_dir.name}/test_2016_flickr"]["bleu"] == printed["bleu"]
+
+    tune_cli.main(["--checkpoint", str(mixed), "--data-dir", str(corpus_dir), "--values", "0,1"])
+    assert f"--data-dir {corpus_dir} --split test_2016_flickr --update-metrics" in capsys.readouterr().out
+    assert set(json.loads((mixed / "metrics.json").read_text())["scores"]) == {f"{corpus_dir.name}/val"}

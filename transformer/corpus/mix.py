@@ -100,3 +100,18 @@ def corpora_described(data: dict) -> str:
     described = [f"{CORPUS_CREDITS.get(name.lower(), name)}: {lines:,} training pairs"
                  f"{f', repeated {repeat}×' if repeat > 1 else ''}" for name, lines, repeat in corpora]
     return "; ".join(described)
+
+
+def score_name(metrics: dict | None, data_dir, split: str) -> str:
+    """The name a split's score takes in metrics.json: CORPUS/SPLIT for a corpus the model's training mix
+    came from (as the end of training names them), else the split alone."""
+    names = {c["name"] for c in ((metrics or {}).get("data", {}).get("mix") or {}).get("corpora", [])}
+    name = corpus_name(Path(data_dir))
+    return f"{name}/{split}" if name in names else split
+
+
+def score_source(metrics: dict | None, named: str) -> tuple[str | None, str]:
+    """(folder or None, split) of a score named by `score_name`: where to read it again."""
+    folders = {c["name"]: c["folder"] for c in ((metrics or {}).get("data", {}).get("mix") or {}).get("corpora", [])}
+    corpus, _, split = named.rpartition("/")
+    return (folders[corpus], split) if corpus in folders else (None, named)

@@ -17,6 +17,7 @@ from ..checkpoint import METRICS_FILE
 from ..decoding.strategies import STRATEGIES, SettingError, all_settings, build_settings
 from ..decoding.translator import Translator
 from ..corpus.data import default_data_dir, read_parallel_or_exit
+from ..corpus.mix import score_name
 from ..corpus.scoring import score, translate_corpus
 
 
@@ -49,7 +50,8 @@ def main(argv=None) -> None:
     parser.add_argument("--out", help="write the translations here, one per line")
     parser.add_argument("--json", action="store_true", help="print the scores as one JSON object")
     parser.add_argument("--update-metrics", action="store_true",
-                        help="record these scores under scores[split] in the checkpoint's metrics.json")
+                        help="record these scores in the checkpoint's metrics.json, under scores[SPLIT], or "
+                             "scores[CORPUS/SPLIT] for a corpus of the model's training mix")
     args = parser.parse_args(argv)
     if args.data_dir is None:
         parser.error("no --data-dir given and ../shared/data/multi30k does not exist")
@@ -74,7 +76,7 @@ def main(argv=None) -> None:
     if args.update_metrics:
         metrics_file = Path(args.checkpoint) / METRICS_FILE
         metrics = translator.metrics or {}
-        metrics.setdefault("scores", {})[args.split] = {k: result[k] for k in ("bleu", "chrf", "bleu_signature",
+        metrics.setdefault("scores", {})[score_name(metrics, args.data_dir, args.split)] = {k: result[k] for k in ("bleu", "chrf", "bleu_signature",
                                                                               "chrf_signature", "sentences")}
         metrics["decoding"] = {"strategy": strategy, **settings}
         metrics_file.write_text(json.dumps(metrics, indent=2) + "\n")

@@ -20,6 +20,7 @@ from ..checkpoint import METRICS_FILE
 from ..decoding.strategies import SettingError, get_strategy
 from ..decoding.translator import Translator
 from ..corpus.data import default_data_dir, read_parallel_or_exit
+from ..corpus.mix import score_name, score_source
 from ..corpus.scoring import score, translate_corpus
 
 SWEEP_KEY = "length_penalty_sweep"
@@ -104,13 +105,15 @@ def main(argv=None) -> None:
 
     metrics = translator.metrics or {}
     chosen = best_value(bleu_by_value)
-    stale = record_choice(metrics, args.split, beam_size, bleu_by_value, scores_by_value[chosen])
+    stale = record_choice(metrics, score_name(metrics, args.data_dir, args.split), beam_size, bleu_by_value, scores_by_value[chosen])
     (Path(args.checkpoint) / METRICS_FILE).write_text(json.dumps(metrics, indent=2) + "\n")
     print(f"chosen length penalty {chosen:g} (BLEU {bleu_by_value[chosen]} on {args.split}), "
           f"recorded in {Path(args.checkpoint) / METRICS_FILE}")
     for name in stale:
+        folder, split = score_source(metrics, name)
         print(f"scores for {name} were decoded with the old setting and were removed; score again with "
-              f"python -m transformer.evaluate --checkpoint {args.checkpoint} --split {name} --update-metrics")
+              f"python -m transformer.evaluate --checkpoint {args.checkpoint}"
+              f"{f' --data-dir {folder}' if folder else ''} --split {split} --update-metrics")
 
 
 if __name__ == "__main__":
