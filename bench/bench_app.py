@@ -52,13 +52,20 @@ def startup_seconds() -> float:
         process.wait()
 
 
-def payload_kb(url: str) -> dict:
-    """What one translation of the 30-token sentence sends to the browser (every output of /translate, the live
-    view's payload with every kind, layer and head included), as JSON."""
-    from gradio_client import Client
+def payload_kb(ui) -> dict:
+    """What one translation of the 30-token sentence sends to the browser: every output of the page's Translate
+    with every view drawn (the live view's payload with every kind, layer and head included), as each component
+    serialises it."""
+    from explorer.request import Request
 
-    outputs = Client(url, verbose=False).predict(SENTENCE_30, api_name="/translate")
-    total = len(json.dumps(outputs, ensure_ascii=False).encode("utf-8"))
+    named = ui.translate(Request.from_api(ui.registry, SENTENCE_30))
+    named.pop("result")
+    total = 0
+    for name, value in named.items():
+        is_update = isinstance(value, dict) and value.get("__type__") == "update"
+        data = value if is_update else ui.components[name].postprocess(value)
+        data = data.model_dump() if hasattr(data, "model_dump") else data
+        total += len(json.dumps(data, ensure_ascii=False, default=str).encode("utf-8"))
     return {"payload_kb": round(total / 1024, 1)}
 
 
@@ -129,7 +136,7 @@ def main() -> None:
 
     _, url, _ = app.demo.launch(prevent_thread_lock=True, quiet=True, run_history=False, css=app.CSS)
     try:
-        report |= browser_ms(url, args.runs) | payload_kb(url)
+        report |= browser_ms(url, args.runs) | payload_kb(app.ui)
     finally:
         app.demo.close()
     report["budgets"] = {"switch_ms": 50, "translate_to_views_ms": 500, "page_load_ms": 1500, "payload_kb": 300}

@@ -30,8 +30,10 @@ SENTENCES = [
     "An old man reads a newspaper near the window.",
 ]
 SETTINGS = [
-    {"strategy": "greedy"}, {"strategy": "beam", "beam_size": 2}, {"strategy": "beam", "beam_size": 4, "length_penalty": 1.0},
-    {"strategy": "sample", "temperature": 0.8, "top_k": 20, "seed": 3}, {"strategy": "sample", "top_p": 0.9, "seed": 11},
+    {"strategy": "greedy"}, {"strategy": "beam", "settings": {"beam_size": 2}},
+    {"strategy": "beam", "settings": {"beam_size": 4, "length_penalty": 1.0}},
+    {"strategy": "sample", "settings": {"temperature": 0.8, "top_k": 20, "seed": 3}},
+    {"strategy": "sample", "settings": {"top_p": 0.9, "seed": 11}},
 ]
 
 

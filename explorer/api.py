@@ -1,20 +1,16 @@
-"""The app's API: /translate (the page's handler, unvalidated, so an API caller gets the error message itself)
-and /translate_details (every number behind the plots); both take the request's arguments (controls.py)."""
+"""The app's API: /translate (the translation and its summary) and /translate_details (every number behind the
+plots). Both take the request's named arguments (request.py) and return a dict; a bad argument's message names it."""
 from __future__ import annotations
 
-import inspect
 import json
 import logging
 
 import gradio as gr
 
 from transformer.decoding.export import to_json
-from transformer.decoding.strategies import all_settings
 
-from . import controls
 from .heads_off import format_heads_off
-from .registry import Registry
-from .request import Request, RequestError
+from .request import DEFAULT_MAX_LENGTH, Request, RequestError
 from .session import ModelService, RunResult
 from .text import literal
 
@@ -36,58 +32,47 @@ def summary(result: RunResult) -> str:
 
 
 def details_json(result: RunResult) -> dict:
-    """Everything behind the plots, for API callers."""
+    """Translate and return every number behind the plots: tokens, ids, steps with top-k candidates, the search
+    tree, and attention weights [layer][head][query][key] for encoder_self, decoder_self and cross."""
     return {"model": result.model_key, "device": result.device, "strategy": result.strategy, "settings": result.settings,
             "milliseconds": round(result.milliseconds, 1), "notices": result.notices,
             **json.loads(to_json(result.translations))}
 
 
-def wire_api(ui, translate_inputs: list, translate_outputs: list) -> None:
-    """Registers both endpoints on the page being built; `ui` is the page's Wiring."""
-
-    def translate(*values):
-        """Translate each line; returns the translation first, then everything the views draw (in the view
-        state the visitor has chosen)."""
-        request, state = values[: len(ui.request_names)], values[len(ui.request_names):]
-        named = ui.translate(*request, **ui.state_from(state))
-        return {ui.result_state: named.pop("result")} | ui.by_component(named)
-
-    translate.__signature__ = inspect.Signature(
-        controls.request_parameters(ui.registry.default_key)
-        + [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None) for name in ui.state_names])
-    api_trigger = gr.Button(visible="hidden", elem_id="api-translate")
-    api_trigger.click(translate, translate_inputs, translate_outputs, api_name="translate")
-
-    def translate_details(*values) -> dict:
-        """Translate and return every number behind the plots: tokens, ids, steps with top-k candidates, the
-        search tree, and attention weights [layer][head][query][key] for encoder_self, decoder_self and cross."""
-        return details_json(run_request(ui.registry, *values))
-
-    translate_details.__signature__ = inspect.Signature(controls.request_parameters(ui.registry.default_key),
-                                                        return_annotation=dict)
-    translate_details.__annotations__ = {p.name: p.annotation for p in translate_details.__signature__.parameters.values()}
-    translate_details.__annotations__["return"] = dict
-    gr.api(translate_details, api_name="translate_details")
+def translation_json(result: RunResult) -> dict:
+    """Translate each line; returns the translation (and each line's), the summary the page shows, the strategy
+    and settings used, and the query string of a link that opens this request in the page."""
+    return {"translation": "\n".join(t.text for t in result.translations),
+            "translations": [t.text for t in result.translations], "summary": summary(result),
+            "model": result.model_key, "device": result.device, "strategy": result.strategy,
+            "settings": result.settings, "milliseconds": round(result.milliseconds, 1), "notices": result.notices,
+            "link": "?" + result.request.to_link()}
 
 
-def input_of(field: str) -> str:
-    """The page's input for a request field (the text is typed into "source"; the rest share their names)."""
-    return "source" if field == "text" else field
+def endpoint(ui, respond):
+    """An API endpoint: the request's named arguments in, `respond(result)` (a dict) out. `settings` are the
+    chosen strategy's own ({"beam_size": 3}); a strategy or setting left out is the model's recorded decoding."""
+
+    def run_endpoint(text: str, model: str = None, device: str = "cpu", strategy: str = None, settings: dict = None,
+                     max_length: int = DEFAULT_MAX_LENGTH, prefix: str = None, heads_off: str = None) -> dict:
+        return respond(run_request(ui.service, lambda: Request.from_api(
+            ui.registry, text, model, device, strategy, settings, max_length, prefix, heads_off)))
+
+    run_endpoint.__doc__ = respond.__doc__
+    return run_endpoint
 
 
-def request_from(registry: Registry, values) -> Request:
-    """A Request from the API's arguments in order (see controls.request_parameters)."""
-    text, model_key, device, strategy, *rest = values
-    *setting_values, max_length, prefix, heads_off = rest
-    settings = dict(zip([s.name for s in all_settings()], setting_values))
-    return Request.build(registry, text, model_key, device, strategy, settings, max_length, prefix, heads_off)
+def wire_api(ui) -> None:
+    """Registers both endpoints on the page being built; `ui` is the page's Wiring. The view state (layer,
+    head, each view's controls) belongs to the page and is no argument here."""
+    gr.api(endpoint(ui, translation_json), api_name="translate")
+    gr.api(endpoint(ui, details_json), api_name="translate_details")
 
 
-def run_request(registry: Registry, *values) -> RunResult:
-    """Runs one request given as the API's arguments (see controls.request_parameters); errors become
-    messages for the visitor."""
+def run_request(service: ModelService, build) -> RunResult:
+    """Builds the request (`build()`) and runs it; errors become messages for the visitor, naming the field."""
     try:
-        result = ModelService(registry).run(request_from(registry, values))
+        result = service.run(build())
     except RequestError as error:
         raise gr.Error(str(error)) from error
     except Exception as error:  # one visitor's failure must not take the server down

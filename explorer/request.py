@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from urllib.parse import urlencode
 
 from transformer.core.head_mask import HeadMaskError, check_heads_off
-from transformer.decoding.strategies import SettingError, all_settings, build_settings
+from transformer.decoding.strategies import STRATEGIES, SettingError, build_settings, get_strategy
 
 from .heads_off import format_heads_off, parse_heads_off
 
@@ -46,9 +46,9 @@ class Request:
     def build(cls, registry, text, model=None, device="cpu", strategy=None, settings: dict | None = None,
               max_length=DEFAULT_MAX_LENGTH, prefix=None, heads_off=None) -> "Request":
         """The one constructor: every value checked, the first bad one raised as a RequestError naming it.
-        `settings` may hold any registered strategy's settings (the page sends every control); only the
-        chosen strategy's are kept, the others are still checked. A strategy or setting not given (None) is the
-        model's recorded decoding (metrics.json: how it was tuned on val), else the strategy's default. `heads_off` is text numbered from 1
+        `settings` are the chosen strategy's own, by name (its namespace: another strategy may have a setting of
+        the same name). A strategy or setting not given (None) is the model's recorded decoding (metrics.json:
+        how it was tuned on val), else the strategy's default. `heads_off` is text numbered from 1
         ("cross 3 2; decoder_self 1 4") or (kind, layer, head) entries numbered from 0."""
         lines = split_lines(text)
         model = registry.default_key if model is None else model
@@ -57,10 +57,10 @@ class Request:
         if device not in DEVICES:
             raise RequestError("device", f"device must be 'cpu' or 'cuda', got {device!r}")
         translator = registry.get(model).translator
-        try:
-            strategy, recorded = translator.recorded_decoding(strategy)
-        except SettingError as error:
-            raise RequestError("strategy", str(error)) from None
+        strategy, recorded = resolved_strategy(translator, strategy)
+        if settings is not None and not isinstance(settings, dict):
+            raise RequestError("settings", f"settings must be a dict of {strategy!r}'s settings by name, "
+                                           f"got {type(settings).__name__}")
         given = {name: value for name, value in (settings or {}).items() if value is not None}
         checked = checked_settings(strategy, {**recorded, **given})
         max_length = check_max_length(max_length)
@@ -78,19 +78,32 @@ class Request:
         return cls(text, tuple(lines), model, device, strategy, checked, max_length, prefix or "", tuple(heads or ()))
 
     @classmethod
-    def from_api(cls, registry, text, model=None, device="cpu", strategy=None, max_length=DEFAULT_MAX_LENGTH,
-                 prefix=None, heads_off=None, **settings) -> "Request":
-        """From the API's named arguments, where strategy settings are arguments of their own (beam_size=4)."""
+    def from_api(cls, registry, text, model=None, device="cpu", strategy=None, settings: dict | None = None,
+                 max_length=DEFAULT_MAX_LENGTH, prefix=None, heads_off=None) -> "Request":
+        """From the API's named arguments: `settings` holds the chosen strategy's settings ({"beam_size": 4})."""
         return cls.build(registry, text, model, device, strategy, settings, max_length, prefix, heads_off)
 
     @classmethod
+    def from_page(cls, registry, values: dict) -> "Request":
+        """From the page's request controls by component name (controls.REQUEST_INPUTS and every setting's
+        `key`): every strategy's controls are on the page, and only the chosen strategy's are read."""
+        strategy = values["strategy"]
+        specs = get_strategy(strategy).specs if strategy in STRATEGIES else []
+        return cls.build(registry, values["source"], values["model"], values["device"], strategy,
+                         {spec.name: values[spec.key] for spec in specs}, values["max_length"], values["prefix"],
+                         values["heads_off"])
+
+    @classmethod
     def from_link(cls, registry, params: dict) -> "Request":
-        """From a shared link's query string (values are text); the view keys are read by share.py."""
+        """From a shared link's query string (values are text): the chosen strategy's settings by name; the view
+        keys are read by share.py."""
+        model = params.get("model") if params.get("model") in registry.models else None
+        strategy, _ = resolved_strategy(registry.get(model or registry.default_key).translator, params.get("strategy"))
         settings = {spec.name: number(spec.name, params[spec.name], spec.kind)
-                    for spec in all_settings() if spec.name in params}
+                    for spec in get_strategy(strategy).specs if spec.name in params}
         max_length = number("max_length", params["max_length"], int) if "max_length" in params else DEFAULT_MAX_LENGTH
         return cls.build(registry, params.get("text", ""), params.get("model"), params.get("device", "cpu"),
-                         params.get("strategy"), settings, max_length, params.get("prefix"), params.get("heads_off"))
+                         strategy, settings, max_length, params.get("prefix"), params.get("heads_off"))
 
     def to_link(self) -> str:
         """The query string that rebuilds this request (numbered from 1, as links are)."""
@@ -103,10 +116,24 @@ class Request:
         return urlencode(params)
 
     def api_arguments(self) -> dict:
-        """The API's named arguments (and the page's controls) that rebuild this request, text aside."""
-        return {"model": self.model, "device": self.device, "strategy": self.strategy, **self.settings,
+        """The API's named arguments that rebuild this request, text aside."""
+        return {"model": self.model, "device": self.device, "strategy": self.strategy, "settings": dict(self.settings),
                 "max_length": self.max_length, "prefix": self.prefix,
                 "heads_off": format_heads_off(self.heads_off) if self.heads_off else ""}
+
+    def page_values(self) -> dict:
+        """The page's request controls, by component name, set to this request (from_page's inverse)."""
+        arguments = self.api_arguments()
+        settings = {f"{self.strategy}.{name}": value for name, value in arguments.pop("settings").items()}
+        return {"source": self.text, **arguments, **settings}
+
+
+def resolved_strategy(translator, strategy) -> tuple[str, dict]:
+    """(strategy, its recorded settings): the one given, else the model's recorded decoding."""
+    try:
+        return translator.recorded_decoding(strategy)
+    except SettingError as error:
+        raise RequestError("strategy", str(error)) from None
 
 
 def split_lines(text) -> list[str]:
@@ -122,17 +149,18 @@ def split_lines(text) -> list[str]:
 
 
 def checked_settings(strategy: str, settings: dict) -> dict:
-    """The chosen strategy's settings; every given setting is checked, and a bad one is named."""
-    specs = {spec.name: spec for spec in all_settings()}
+    """The chosen strategy's settings, each checked against its own range; a bad one is named by its key
+    ("beam.beam_size"), a name the strategy does not have by "settings"."""
+    specs = {spec.name: spec for spec in get_strategy(strategy).specs}
     unknown = sorted(set(settings) - set(specs))
     if unknown:
-        raise RequestError("settings", f"unknown decoding settings {unknown}; known settings are {sorted(specs)}")
+        raise RequestError("settings", f"unknown settings {unknown} for strategy {strategy!r}; its settings are "
+                                       f"{sorted(specs)}")
     for name, value in settings.items():
-        if value is not None:
-            try:
-                specs[name].check(value)
-            except SettingError as error:
-                raise RequestError(name, str(error)) from None
+        try:
+            specs[name].check(value)
+        except SettingError as error:
+            raise RequestError(specs[name].key, str(error)) from None
     return asdict(build_settings(strategy, settings))
 
 

@@ -10,7 +10,7 @@ import gradio as gr
 
 from transformer.core.head_ref import from_shown
 from transformer.core.probes import ATTENTION_KINDS
-from transformer.decoding.strategies import STRATEGIES, all_settings
+from transformer.decoding.strategies import all_settings
 
 from .request import Request, RequestError, number
 
@@ -18,18 +18,14 @@ VIEW_KEYS = ("kind", "layer", "head", "step")
 
 
 def parse_link(params: dict, registry) -> tuple[Request, dict]:
-    """(the request, the live view to open: kind, 0-based layer, head, step) from a query string."""
+    """(the request, the live view to open: kind, 0-based layer, head, step) from a query string. A link holds
+    the chosen strategy's settings by name; one of another strategy's (older links held every control) is
+    ignored."""
     known = {"text", "model", "device", "strategy", "max_length", "prefix", "heads_off", *VIEW_KEYS,
              *(s.name for s in all_settings())}
     unknown = sorted(set(params) - known - {"__theme"})
     if unknown:
         raise RequestError("link", f"the link has unknown parameters {unknown}; known: {sorted(known)}")
-    if params.get("model", registry.default_key) not in registry.models:
-        raise RequestError("model", f"model in the link must be one of {sorted(registry.models)}, "
-                                    f"got {params['model']!r}")
-    if params.get("strategy", next(iter(STRATEGIES))) not in STRATEGIES:
-        raise RequestError("strategy", f"strategy in the link must be one of {list(STRATEGIES)}, "
-                                       f"got {params['strategy']!r}")
     request = Request.from_link(registry, params)
     config = registry.get(request.model).profile.config
     view = {"kind": params.get("kind", "cross")}
@@ -52,10 +48,13 @@ def in_range(name: str, text: str, low: int, high: int) -> int:
 def wire_link(ui, demo: gr.Blocks) -> None:
     """A link that restores this state: built in the browser on demand; opened, it translates and opens the view."""
     c = ui.components
-    api_names = ["text"] + ui.request_names[1:]
+    specs = {spec.key: spec for spec in all_settings()}
+    # per request control: its name in the link, and the strategy it belongs to (a setting) or null
+    link_names = [["text" if name == "source" else specs[name].name if name in specs else name,
+                   specs[name].strategy if name in specs else None] for name in ui.request_names]
     request_inputs = [c[name] for name in ui.request_names]
-    c["copy_link"].click(None, request_inputs, c["link"], js=LINK_JS % json.dumps(api_names), api_visibility="private")
-    restored = ["source", "model", "strategy", *(s.name for s in all_settings()), "max_length", "prefix", "heads_off"]
+    c["copy_link"].click(None, request_inputs, c["link"], js=LINK_JS % json.dumps(link_names), api_visibility="private")
+    restored = [name for name in ui.request_names if name != "device"]
 
     def open_link(http: gr.Request):
         params = dict(http.query_params) if http else {}
@@ -65,11 +64,10 @@ def wire_link(ui, demo: gr.Blocks) -> None:
             request, view = parse_link(params, ui.registry)
         except RequestError as error:
             raise gr.Error(str(error)) from error
-        arguments = request.api_arguments()
-        named = ui.translate(request.text, **arguments)
+        named = ui.translate(request)
         if isinstance(named.get("live_attention"), dict):
             named["live_attention"]["start"] = {**view, "restore": True}
-        values = {"source": params["text"], **{k: v for k, v in arguments.items() if k in restored}}
+        values = {name: value for name, value in request.page_values().items() if name in restored}
         return ({ui.result_state: named.pop("result")} | ui.by_component(named)
                 | {c[name]: gr.update(value=value) for name, value in values.items()})
 
@@ -80,9 +78,13 @@ def wire_link(ui, demo: gr.Blocks) -> None:
 # Runs in the browser with the request controls' values: the link to this state, also put in the address bar.
 LINK_JS = """
 (...values) => {
-  const names = %s;
+  const names = %s;  // [name in the link, strategy of a setting or null], one per request control
+  const strategy = values[names.findIndex(([name]) => name === 'strategy')];
   const params = new URLSearchParams();
-  names.forEach((name, i) => { const v = values[i]; if (v !== null && v !== undefined && v !== "") params.set(name, v); });
+  names.forEach(([name, owner], i) => {
+    const v = values[i];
+    if (v !== null && v !== undefined && v !== "" && (owner === null || owner === strategy)) params.set(name, v);
+  });
   const live = document.querySelector('#live-attention .ae-live');
   const view = live && live.dataset.state ? JSON.parse(live.dataset.state) : null;
   if (view) {

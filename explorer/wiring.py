@@ -6,15 +6,16 @@ Handlers return dicts keyed by component; views return dicts keyed by name (`Wir
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 import gradio as gr
 
 from transformer.decoding.strategies import all_settings
 
 from . import controls
-from .api import input_of, request_from, run_request, summary, wire_api
+from .api import run_request, summary, wire_api
 from .registry import Registry
-from .request import RequestError
+from .request import Request, RequestError
 from .session import ModelService
 from .share import wire_link
 from .text import examples_for, literal
@@ -67,27 +68,29 @@ class Wiring:
 
     @property
     def request_names(self) -> list[str]:
-        """The inputs of a translation request, in the API's order."""
-        return (["source", "model", "device", "strategy"] + [s.name for s in all_settings()]
+        """The page's request controls by component name (Request.from_page reads them): every strategy's
+        settings are there, each under its namespaced key."""
+        return (["source", "model", "device", "strategy"] + [s.key for s in all_settings()]
                 + ["max_length", "prefix", "heads_off"])
+
+    def request_values(self, values) -> dict:
+        return dict(zip(self.request_names, values))
 
     @property
     def translate_output_names(self) -> list[str]:
-        """What /translate returns after the (hidden) result state, in order."""
+        """What the page's Translate updates after the (hidden) result state."""
         return ["translation", "summary", "sentence", "layer", "head"] + [
             name for view in self.views for name in self.view_outputs[view.name]]
 
-    def translate(self, text, *request, only: set[str] | None = None, **named) -> dict:
-        """Runs a request (the API's arguments after the text, in order or by name) and renders every view
-        (or those named in `only`) in the view state given by name; what is not given takes its control's
+    def translate(self, request: Request | Callable[[], Request], only: set[str] | None = None, **state) -> dict:
+        """Runs a request (or builds it first: a bad value then becomes the visitor's message) and renders every
+        view (or those named in `only`) in the view state given by name; what is not given takes its control's
         default. Returns values by name, with the stored result under "result"."""
-        given = dict(zip(self.request_names[1:], request)) | named
-        unknown = sorted(set(given) - set(self.request_names) - set(self.state_names))
+        unknown = sorted(set(state) - set(self.state_names))
         if unknown:
-            raise TypeError(f"unknown arguments {unknown}")
-        request = [given.get(name, self.components[name].value) for name in self.request_names[1:]]
-        state = {name: given.get(name, default) for name, default in self.default_state().items()}
-        result = run_request(self.registry, text, *request)
+            raise TypeError(f"unknown view state {unknown}; the view state is {self.state_names}")
+        state = self.default_state() | state
+        result = run_request(self.service, request if callable(request) else lambda: request)
         n_layers, n_heads = result.translations[0].recorded["cross"].values.shape[:2]
         state.update(sentence=0, layer=valid_layer(state["layer"], n_layers), head=valid_head(state["head"], n_heads))
         named = {
@@ -130,9 +133,9 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
     def translate_page(*values):
         """The page's Translate: the translation and the first screen first; the open tab right after
         (draw_open_tab), other tabs when opened (wire_tab), so the picture never waits for hidden plots."""
-        request, state = values[: len(ui.request_names)], values[len(ui.request_names):]
+        request, state = ui.request_values(values), ui.state_from(values[len(ui.request_names):])
         shown = {v.name for v in views if v.placement == "first_screen"}
-        named = ui.translate(*request, only=shown, **ui.state_from(state))
+        named = ui.translate(lambda: Request.from_page(ui.registry, request), only=shown, **state)
         return {ui.result_state: named.pop("result")} | ui.by_component(named)
 
     def draw_open_tab(result, *values):
@@ -152,10 +155,10 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
         result stays as it was (no output is touched)."""
         checks = [gr.validate(True, "") for _ in values]
         try:
-            request_from(ui.registry, values[: len(ui.request_names)])
+            Request.from_page(ui.registry, ui.request_values(values))
         except RequestError as error:
-            at_fault = ui.request_names.index(input_of(error.field)) if input_of(error.field) in ui.request_names else 0
-            checks[at_fault] = gr.validate(False, str(error))
+            field = "source" if error.field == "text" else error.field  # the text is typed into "source"
+            checks[ui.request_names.index(field) if field in ui.request_names else 0] = gr.validate(False, str(error))
         return checks
 
     tab_outputs = [component for view in views if view.placement == "tab" for component in ui.outputs_of(view)]
@@ -163,7 +166,7 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
         trigger(translate_page, translate_inputs, translate_outputs, api_name=False, api_visibility="private",
                 validator=validate).success(draw_open_tab, ui.state_inputs + [ui.open_tab], [ui.result_state] + tab_outputs,
                                             api_visibility="private", show_progress="hidden", js=AFTER_PAINT_JS)
-    wire_api(ui, translate_inputs, translate_outputs)
+    wire_api(ui)
 
     # a control re-renders the views that read it, from the stored result: no model runs, so no queue
     for name in ui.state_names:
@@ -239,13 +242,13 @@ def wire_controls(ui: Wiring) -> None:
     c["example"].input(lambda sentence: sentence, c["example"], c["source"], api_visibility="private", queue=False)
 
     specs = all_settings()
-    if "seed" in c:  # sampling: the same seed gives the same output, so offer a new one
-        c["new_seed"].click(lambda: random.randrange(2**31 - 1), None, c["seed"], api_visibility="private",
+    if "sample.seed" in c:  # sampling: the same seed gives the same output, so offer a new one
+        c["new_seed"].click(lambda: random.randrange(2**31 - 1), None, c["sample.seed"], api_visibility="private",
                             queue=False).then(None, None, None, js="() => document.querySelector('#translate-button')"
                                               ".click()")
 
     def on_strategy(strategy):  # only the chosen strategy's settings are shown
-        shown = {c[spec.name]: gr.update(visible=spec.strategy == strategy) for spec in specs}
+        shown = {c[spec.key]: gr.update(visible=spec.strategy == strategy) for spec in specs}
         return shown | {c["new_seed"]: gr.update(visible=strategy == "sample")}
 
     def on_model_input(model_key):  # a model chosen by the visitor brings the decoding its model card reports
@@ -253,8 +256,8 @@ def wire_controls(ui: Wiring) -> None:
         values = controls.decoding_values(strategy, recorded)
         return {c["strategy"]: strategy} | {c[name]: value for name, value in values.items()}
 
-    c["model"].input(on_model_input, c["model"], [c["strategy"]] + [c[spec.name] for spec in specs],
+    c["model"].input(on_model_input, c["model"], [c["strategy"]] + [c[spec.key] for spec in specs],
                      api_visibility="private", queue=False)
-    c["strategy"].change(on_strategy, c["strategy"], [c[spec.name] for spec in specs] + [c["new_seed"]],
+    c["strategy"].change(on_strategy, c["strategy"], [c[spec.key] for spec in specs] + [c["new_seed"]],
                          api_visibility="private",
                          queue=False)

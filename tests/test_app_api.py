@@ -1,9 +1,12 @@
 """The app's named API endpoints through gradio_client, against a launched server."""
+from urllib.parse import parse_qsl
+
 import numpy as np
 import pytest
 import torch
 from gradio_client import Client
 
+from explorer.request import Request
 from transformer import Translator
 
 from .app_server import running_app
@@ -26,24 +29,30 @@ def reference():
 SENTENCE = "A dog runs through the snow."
 
 
-def test_translate_returns_the_translation_first(server, reference):
+def test_translate_returns_the_translation_and_its_summary(server, reference):
     _, client = server
-    outputs = client.predict(SENTENCE, api_name="/translate")
-    assert outputs[0] == reference.translate(SENTENCE, **recorded(reference)).text
-    assert "translated in" in outputs[1]
+    out = client.predict(SENTENCE, api_name="/translate")
+    assert out["translation"] == reference.translate(SENTENCE, **recorded(reference)).text
+    assert "translated in" in out["summary"] and out["translations"] == [out["translation"]]
+    strategy, settings = reference.recorded_decoding()
+    assert out["strategy"] == strategy and {k: out["settings"][k] for k in settings} == settings
 
 
 def test_translate_with_beam_settings(server, reference):
     _, client = server
-    outputs = client.predict(SENTENCE, "en-de", "cpu", "beam", 3, 1.0, api_name="/translate")
-    assert outputs[0] == reference.translate(SENTENCE, strategy="beam", beam_size=3, length_penalty=1.0).text
+    out = client.predict(SENTENCE, model="en-de", strategy="beam", settings={"beam_size": 3, "length_penalty": 1.0},
+                         api_name="/translate")
+    assert out["translation"] == reference.translate(SENTENCE, strategy="beam", beam_size=3, length_penalty=1.0).text
+    # the link in the answer opens this request in the page: only the chosen strategy's settings are in it
+    params = dict(parse_qsl(out["link"].lstrip("?")))
+    assert params["beam_size"] == "3" and params["text"] == SENTENCE and "temperature" not in params
 
 
 def test_several_lines_are_each_translated(server, reference):
     _, client = server
     lines = ["A man sleeps.", "Two girls are dancing."]
-    outputs = client.predict("\n".join(lines), api_name="/translate")
-    assert outputs[0].split("\n") == [r.text for r in reference.translate_batch(lines, **recorded(reference))]
+    out = client.predict("\n".join(lines), api_name="/translate")
+    assert out["translations"] == [r.text for r in reference.translate_batch(lines, **recorded(reference))]
 
 
 def test_details_hold_the_numbers_behind_the_plots(server, reference):
@@ -58,20 +67,21 @@ def test_details_hold_the_numbers_behind_the_plots(server, reference):
 
 
 @pytest.mark.parametrize("args, message", [
-    (("   ",), "empty"),
-    ((SENTENCE, "en-de", "cpu", "beam", 0), "Beam size must be in \\[1, 8\\]"),
-    ((SENTENCE, "xx-yy"), "Model must be one of .*'en-de'.*got 'xx-yy'"),
+    ({"text": "   "}, "empty"),
+    ({"strategy": "beam", "settings": {"beam_size": 0}}, "beam_size must be in \\[1, 8\\]"),
+    ({"strategy": "greedy", "settings": {"beam_size": 2}}, "unknown settings \\['beam_size'\\] for strategy 'greedy'"),
+    ({"model": "xx-yy"}, "unknown model 'xx-yy'; available: .*'en-de'"),
 ])
 def test_bad_requests_get_a_message_that_names_the_problem(server, args, message):
     _, client = server
     with pytest.raises(Exception, match=message):
-        client.predict(*args, api_name="/translate")
+        client.predict(**{"text": SENTENCE, **args}, api_name="/translate")
 
 
 def test_rendering_never_runs_the_model(server, monkeypatch):
     app, _ = server
     ui = app.ui
-    result = ui.translate(SENTENCE, strategy="beam")["result"]
+    result = ui.translate(Request.from_api(app.registry, SENTENCE, strategy="beam"))["result"]
     model = app.registry.get("en-de").translator.model
     for method in ("forward", "encode", "decode", "decode_step"):
         monkeypatch.setattr(model, method, lambda *a, **k: pytest.fail("model ran"))
@@ -89,16 +99,17 @@ def test_rendering_never_runs_the_model(server, monkeypatch):
 def test_cuda_without_a_gpu_falls_back_to_cpu_with_a_notice(server, monkeypatch):
     app, client = server
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    outputs = client.predict(SENTENCE, "en-de", "cuda", api_name="/translate")
-    assert outputs[0]
-    assert "CUDA is not available" in outputs[1] and "on CPU" in outputs[1]
+    out = client.predict(SENTENCE, device="cuda", api_name="/translate")
+    assert out["translation"] and out["device"] == "cpu"
+    assert "CUDA is not available" in out["summary"] and "on CPU" in out["summary"]
 
 
 def test_play_walks_through_every_step_with_text_and_plots_in_agreement(server, monkeypatch):
     from explorer.views import steps as steps_view
 
     app, _ = server
-    translation = app.ui.translate(SENTENCE, "en-de", "cpu", "beam", 3)["result"].translations[0]
+    request = Request.from_api(app.registry, SENTENCE, strategy="beam", settings={"beam_size": 3})
+    translation = app.ui.translate(request)["result"].translations[0]
     monkeypatch.setattr(steps_view, "PLAY_DELAY_S", 0)
     frames = list(app.ui.view("steps").play_frames(translation, "2", "mean"))
     steps = len(translation.steps)
@@ -111,28 +122,27 @@ def test_play_walks_through_every_step_with_text_and_plots_in_agreement(server, 
 
 def test_translating_keeps_the_chosen_view(server):
     app, _ = server
-    named = app.ui.translate(SENTENCE, kind="encoder_self", layer="0", head="1")
+    named = app.ui.translate(Request.from_api(app.registry, SENTENCE), kind="encoder_self", layer="0", head="1")
     assert named["attention_plot"].layout.title.text == "Encoder self-attention: layer 1, head 2"
     assert named["layer"]["value"] == "0" and named["head"]["value"] == "1"  # layer and head controls stay
 
 
-def test_translate_and_details_take_the_same_arguments(server):
+def test_translate_and_details_take_the_same_named_arguments(server):
     _, client = server
     endpoints = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
     names = [[p["parameter_name"] for p in endpoints[api]["parameters"]] for api in ("/translate", "/translate_details")]
-    expected = ["text", "model", "device", "strategy", "beam_size", "length_penalty", "temperature", "top_k", "top_p",
-                "seed", "max_length", "prefix", "heads_off"]
-    assert names[0][: len(expected)] == expected and names[1] == expected
-    beam = dict(zip(expected, [SENTENCE, "en-de", "cpu", "beam", 2, 1.0, 1.0, 0, 1.0, 0, 20, "", ""]))
+    expected = ["text", "model", "device", "strategy", "settings", "max_length", "prefix", "heads_off"]
+    assert names[0] == expected and names[1] == expected  # no view state: that belongs to the page
+    beam = {"text": SENTENCE, "strategy": "beam", "settings": {"beam_size": 2, "length_penalty": 1.0}, "max_length": 20}
     details = client.predict(**beam, api_name="/translate_details")
-    assert client.predict(**beam, api_name="/translate")[0] == details["sentences"][0]["text"]
+    assert client.predict(**beam, api_name="/translate")["translation"] == details["sentences"][0]["text"]
 
 
 def test_a_prefix_forces_the_start_on_both_endpoints(server, reference):
     _, client = server
     expected = reference.translate(SENTENCE, prefix="Eine Katze", max_length=64, **recorded(reference))
-    assert client.predict(SENTENCE, prefix="Eine Katze", api_name="/translate")[0] == expected.text
-    details = client.predict(SENTENCE, "en-de", "cpu", "beam", prefix="Eine Katze", api_name="/translate_details")
+    assert client.predict(SENTENCE, prefix="Eine Katze", api_name="/translate")["translation"] == expected.text
+    details = client.predict(SENTENCE, strategy="beam", prefix="Eine Katze", api_name="/translate_details")
     sentence = details["sentences"][0]
     assert sentence["text"].startswith("Eine Katze") and details["settings"]["prefix"] == "Eine Katze"
     forced = [s["forced"] for s in sentence["steps"]]
@@ -147,15 +157,16 @@ def test_a_prefix_forces_the_start_on_both_endpoints(server, reference):
 
 def test_heads_off_on_the_api_is_numbered_from_one(server, reference):
     _, client = server
-    off = [("cross", layer, head) for layer in range(3) for head in range(4)]  # every cross-attention head
+    config = reference.model.config
+    off = [("cross", layer, head) for layer in range(config.n_layers) for head in range(config.n_heads)]  # every one
     expected = reference.translate(SENTENCE, heads_off=off, max_length=64, **recorded(reference))
     text = "; ".join(f"cross {layer + 1} {head + 1}" for _, layer, head in off)
     details = client.predict(SENTENCE, heads_off=text, api_name="/translate_details")
     assert details["sentences"][0]["tgt_ids"] == expected.tgt_ids
     assert details["settings"]["heads_off"] == [list(entry) for entry in off]
-    assert client.predict(SENTENCE, heads_off=text, api_name="/translate")[0] == expected.text
-    with pytest.raises(Exception, match=r"heads_off entry 'cross 9 1' is out of range: this model's layers are "
-                                        r"numbered 1-3 and its heads 1-4"):
+    assert client.predict(SENTENCE, heads_off=text, api_name="/translate")["translation"] == expected.text
+    with pytest.raises(Exception, match=rf"heads_off entry 'cross 9 1' is out of range: this model's layers are "
+                                        rf"numbered 1-{config.n_layers} and its heads 1-{config.n_heads}"):
         client.predict(SENTENCE, heads_off="cross 9 1", api_name="/translate_details")
     with pytest.raises(Exception, match=r"heads_off entry 'attention 1' must be 'kind layer head'"):
         client.predict(SENTENCE, heads_off="attention 1", api_name="/translate")
@@ -182,5 +193,5 @@ def test_the_apps_default_translation_is_what_evaluate_scores(server, tmp_path, 
         assert "beam" in capsys.readouterr().out  # evaluate decodes with the recorded beam search
         scored = out.read_text(encoding="utf-8").splitlines()
         assert scored != [t.text for t in translator.translate_batch(sentences)]  # not what greedy gives
-        shown = client.predict("\n".join(sentences), model, api_name="/translate")[0]
-        assert shown.split("\n") == scored
+        shown = client.predict("\n".join(sentences), model, api_name="/translate")["translations"]
+        assert shown == scored

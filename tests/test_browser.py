@@ -231,7 +231,7 @@ def test_choosing_a_model_brings_the_decoding_its_card_reports(browser, server_u
     for model, label in (("de-en", "German → English (de-en)"), ("en-de", "English → German (en-de)")):
         decoding = json.loads((ROOT / "checkpoints" / model / "metrics.json").read_text())["decoding"]
         choose(page, "Model", label)
-        expect(page.locator("#setting-length_penalty input[type=number]")).to_have_value(
+        expect(page.locator("#setting-beam-length_penalty input[type=number]")).to_have_value(
             f"{decoding['length_penalty']:g}", timeout=TIMEOUT)
         expect(page.get_by_role("radio", name="beam search")).to_be_checked()
     page.close()

@@ -20,7 +20,7 @@ from .conftest import ROOT, SHIPPED
 def exported():
     registry = discover(ROOT / "checkpoints")
     request = Request.from_api(registry, "Two dogs play in the snow.\nA man sleeps.", "en-de", strategy="beam",
-                               beam_size=3, max_length=40)
+                               settings={"beam_size": 3}, max_length=40)
     result = run(registry, request)
     return result, {Path(p).name: Path(p) for p in export_files(result, registry)}
 

@@ -11,7 +11,7 @@ from gradio_client import Client
 
 from explorer.exports import EXPORT_MAX_AGE_S, export_files
 from explorer.registry import NoUsableCheckpoint, discover
-from explorer.request import MAX_CHARACTERS, MAX_LINES
+from explorer.request import MAX_CHARACTERS, MAX_LINES, Request, RequestError
 
 from .app_server import running_app
 from .conftest import ROOT, SHIPPED, recorded
@@ -43,7 +43,7 @@ def test_exotic_input_translates_without_breaking(server, text):
 def test_html_stays_text_in_summary_steps_and_export(server):
     app, _, _ = server
     source = "<b>A dog</b> <img src=x onerror=alert(1)>"
-    named = app.ui.translate(source, "en-de", "cpu", "greedy")
+    named = app.ui.translate(Request.from_api(app.registry, source, strategy="greedy"))
     step_markdown = named["step_text"]
     assert "<img" not in step_markdown and "<b>" not in step_markdown
     with open(export_files(named["result"], app.registry)[0], encoding="utf-8") as exported:
@@ -65,19 +65,22 @@ def test_bad_text_gets_a_clear_message(server, text, message):
 def test_text_longer_than_the_model_is_cut_and_says_so(server):
     _, _, client = server
     long_line = " ".join(["a red ball"] * 60)  # ~180 pieces, above the model's 127 source positions
-    translation, summary, *_ = client.predict(long_line, api_name="/translate")
-    assert translation and "only the first part was translated" in summary
+    out = client.predict(long_line, api_name="/translate")
+    assert out["translation"] and "only the first part was translated" in out["summary"]
 
 
 SENTENCE = "A dog runs."
 
 
 @pytest.mark.parametrize("settings, message", [
-    ({"strategy": "beam", "beam_size": 0}, r"beam_size must be in \[1, 8\]"),
-    ({"strategy": "sample", "temperature": 0}, r"temperature must be in \[0.05, 5.0\]"),
-    ({"strategy": "sample", "temperature": -1}, r"temperature"),
-    ({"strategy": "sample", "top_p": 1.5}, r"top_p must be in \[0.05, 1.0\]"),
-    ({"strategy": "sample", "seed": -1}, r"seed must be in \[0, 2147483647\]"),
+    ({"strategy": "beam", "settings": {"beam_size": 0}}, r"beam_size must be in \[1, 8\]"),
+    ({"strategy": "beam", "settings": {"beam_size": 2.5}}, r"beam_size must be an integer in \[1, 8\]"),
+    ({"strategy": "sample", "settings": {"temperature": 0}}, r"temperature must be in \[0.05, 5.0\]"),
+    ({"strategy": "sample", "settings": {"temperature": -1}}, r"temperature"),
+    ({"strategy": "sample", "settings": {"top_p": 1.5}}, r"top_p must be in \[0.05, 1.0\]"),
+    ({"strategy": "sample", "settings": {"seed": -1}}, r"seed must be in \[0, 2147483647\]"),
+    ({"strategy": "sample", "settings": {"seed": "7"}}, r"seed must be an integer"),
+    ({"settings": "beam_size=4"}, r"settings must be a dict"),
     ({"max_length": 0}, r"max_length must be in \[1, 128\]"),
     ({"max_length": 10**9}, r"max_length must be in \[1, 128\]"),
     ({"model": "../../etc"}, r"unknown model"),
@@ -90,17 +93,20 @@ def test_out_of_range_settings_name_the_setting(server, settings, message):
         client.predict(SENTENCE, **settings, api_name="/translate_details")
 
 
-@pytest.mark.parametrize("position, value, message", [
-    (4, 9, r"Beam size must be in \[1, 8\]"), (6, 0, r"Temperature \(sampling\) must be in"),
-    (8, 1.5, r"Top-p \(sampling\) must be in"), (9, -3, r"Seed \(sampling\) must be a whole number"),
-    (10, 10**9, r"Max output tokens must be in \[1, 128\]"), (2, "tpu", r"Device must be one of 'cpu', 'cuda'"),
+@pytest.mark.parametrize("name, value, field", [
+    ("beam.beam_size", 9, "beam.beam_size"), ("sample.temperature", 0, "sample.temperature"),
+    ("max_length", 10**9, "max_length"), ("device", "tpu", "device"), ("source", " ", "source"),
 ])
-def test_ui_endpoint_settings_are_named_too(server, position, value, message):
-    _, _, client = server
-    args = [SENTENCE, "en-de", "cpu", "greedy", 4, 0.6, 1.0, 0, 1.0, 0, 64]
-    args[position] = value
-    with pytest.raises(Exception, match=message):
-        client.predict(*args, api_name="/translate")
+def test_the_pages_controls_are_checked_and_a_bad_one_is_named(server, name, value, field):
+    """The page's Translate builds its request from the controls by name: a bad one is refused and named (the
+    page puts the message on that control)."""
+    app, _, _ = server
+    ui = app.ui
+    values = {**{n: ui.components[n].value for n in ui.request_names}, "source": SENTENCE, name: value}
+    values["strategy"] = name.split(".")[0] if "." in name else values["strategy"]
+    with pytest.raises(RequestError) as caught:
+        Request.from_page(app.registry, values)
+    assert ("source" if caught.value.field == "text" else caught.value.field) == field
 
 
 def test_a_failure_inside_the_model_reaches_only_that_visitor(server, monkeypatch):
@@ -118,13 +124,14 @@ def test_a_failure_inside_the_model_reaches_only_that_visitor(server, monkeypatc
     monkeypatch.setattr(translator, "translate_batch", fail_once)
     with pytest.raises(Exception, match="Translation failed: RuntimeError"):
         client.predict(SENTENCE, api_name="/translate")
-    assert client.predict(SENTENCE, api_name="/translate")[0]  # the server keeps serving
+    assert client.predict(SENTENCE, api_name="/translate")["translation"]  # the server keeps serving
 
 
 def test_sampling_is_deterministic_for_a_seed(server):
     _, _, client = server
-    first = client.predict(SENTENCE, strategy="sample", temperature=1.5, seed=42, api_name="/translate_details")
-    again = client.predict(SENTENCE, strategy="sample", temperature=1.5, seed=42, api_name="/translate_details")
+    sampled = {"strategy": "sample", "settings": {"temperature": 1.5, "seed": 42}}
+    first = client.predict(SENTENCE, **sampled, api_name="/translate_details")
+    again = client.predict(SENTENCE, **sampled, api_name="/translate_details")
     assert details_fingerprint(first) == details_fingerprint(again)
 
 
@@ -173,8 +180,8 @@ def details_fingerprint(details: dict) -> str:
 def test_simultaneous_clients_get_what_they_get_alone(server):
     _, url, _ = server
     requests = [(sentence, settings) for sentence in ("A man sleeps.", "Two dogs play in the snow.", "A chef cooks.")
-                for settings in ({"strategy": "greedy"}, {"strategy": "beam", "beam_size": 3},
-                                 {"strategy": "sample", "temperature": 0.8, "seed": 5})]
+                for settings in ({"strategy": "greedy"}, {"strategy": "beam", "settings": {"beam_size": 3}},
+                                 {"strategy": "sample", "settings": {"temperature": 0.8, "seed": 5}})]
     clients = [Client(url, verbose=False) for _ in range(4)]
     alone = [details_fingerprint(clients[0].predict(text, **settings, api_name="/translate_details"))
              for text, settings in requests]
@@ -194,7 +201,7 @@ def test_old_exports_are_removed(server, monkeypatch):
     import time
 
     app, _, _ = server
-    result = app.ui.translate(SENTENCE)["result"]
+    result = app.ui.translate(Request.from_api(app.registry, SENTENCE))["result"]
     first = export_files(result, app.registry)
     old_folder = os.path.dirname(first[0])
     past = time.time() - EXPORT_MAX_AGE_S - 10
@@ -212,6 +219,6 @@ def test_cuda_out_of_memory_falls_back_to_cpu_with_a_notice(server, monkeypatch)
             raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
 
     monkeypatch.setattr(type(served), "on", lambda self, device: (OutOfMemoryOnCuda(), None) if device == "cuda" else (self.translator, None))
-    named = app.ui.translate(SENTENCE, "en-de", "cuda")
+    named = app.ui.translate(Request.from_api(app.registry, SENTENCE, device="cuda"))
     assert named["translation"] == served.translator.translate(SENTENCE, **recorded(served.translator)).text
     assert "CUDA ran out of memory" in named["summary"] and "on CPU" in named["summary"]

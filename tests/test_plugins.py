@@ -9,6 +9,7 @@ import torch
 from gradio_client import Client
 
 from explorer.registry import discover
+from explorer.request import Request
 from explorer.shell import CSS, build_demo
 from explorer.views import MODEL, VIEWS, View, current_translation
 from transformer.decoding.strategies import register, setting, unregister
@@ -25,11 +26,13 @@ SENTENCE = "A dog runs through the snow."
 @dataclass
 class RankSettings:
     rank: int = setting(2, 1, 5, "Candidate rank (toy)", step=1, help="always take the candidate of this rank")
+    # named like the sampling strategy's setting, with another range: each strategy's settings are its own
+    temperature: float = setting(1.0, 0.5, 2.0, "Temperature (toy)", step=0.1, help="sharpens the probabilities shown")
 
 
 def decode_kth_best(model, sources, settings, max_length=None, probes=(), use_cache=True, prefixes=None):
     def choose(logits, rows):
-        probs = logits.softmax(dim=-1)
+        probs = (logits / settings.temperature).softmax(dim=-1)  # the ranks, and so the output, do not change
         return probs, probs.topk(settings.rank, dim=-1).indices[:, -1]
 
     return decode_single_path(model, sources, choose, max_length, probes, use_cache, prefixes)
@@ -69,7 +72,7 @@ def test_the_strategy_decodes_through_the_translator(app):
     ui, _ = app
     translator = ui.registry.get("en-de").translator
     out = translator.translate(SENTENCE, strategy="kth", rank=2, max_length=6)
-    assert out.strategy == "kth" and out.settings == {"rank": 2, "max_length": 6, "prefix": ""}
+    assert out.strategy == "kth" and out.settings == {"rank": 2, "temperature": 1.0, "max_length": 6, "prefix": ""}
     src = torch.tensor([out.src_ids])
     with torch.no_grad():  # independent: a teacher-forced pass ranks every step's candidates
         logits = translator.model(src, torch.tensor([[BOS_ID] + out.tgt_ids[:-1]]))[0]
@@ -79,22 +82,35 @@ def test_the_strategy_decodes_through_the_translator(app):
         translator.translate(SENTENCE, strategy="kth", rank=9)
 
 
-def test_both_endpoints_take_the_new_setting_and_return_the_new_view(app):
+def test_both_endpoints_take_the_new_strategys_settings_in_its_own_namespace(app):
     ui, url = app
     client = Client(url, verbose=False)
-    endpoints = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
-    for api in ("/translate", "/translate_details"):
-        names = [p["parameter_name"] for p in endpoints[api]["parameters"]]
-        assert names[names.index("seed") + 1 : names.index("max_length")] == ["rank"]
     expected = ui.registry.get("en-de").translator.translate(SENTENCE, strategy="kth", rank=3, max_length=8)
-    details = client.predict(SENTENCE, strategy="kth", rank=3, max_length=8, api_name="/translate_details")
-    assert details["sentences"][0]["tgt_ids"] == expected.tgt_ids
-    outputs = dict(zip(ui.translate_output_names, client.predict(SENTENCE, strategy="kth", rank=3, max_length=8,
-                                                                 api_name="/translate")))
-    assert outputs["translation"] == expected.text
-    assert outputs["toy_count"] == f"{len(expected.src_tokens)} source pieces, {len(expected.tgt_tokens)} target pieces"
-    with pytest.raises(Exception, match=r"Candidate rank \(toy\) must be in \[1, 5\]"):
-        client.predict(SENTENCE, strategy="kth", rank=0, api_name="/translate")
+    kth = {"strategy": "kth", "settings": {"rank": 3, "temperature": 1.5}, "max_length": 8}
+    details = client.predict(SENTENCE, **kth, api_name="/translate_details")
+    assert details["sentences"][0]["tgt_ids"] == expected.tgt_ids  # the temperature changes no rank
+    assert details["settings"]["temperature"] == 1.5
+    assert client.predict(SENTENCE, **kth, api_name="/translate")["translation"] == expected.text
+    with pytest.raises(Exception, match=r"rank must be in \[1, 5\]"):
+        client.predict(SENTENCE, strategy="kth", settings={"rank": 0}, api_name="/translate")
+    # the same name, each strategy's own range: 3.0 is too hot for kth, fine for sampling
+    with pytest.raises(Exception, match=r"temperature must be in \[0.5, 2.0\]"):
+        client.predict(SENTENCE, strategy="kth", settings={"temperature": 3.0}, api_name="/translate")
+    sampled = client.predict(SENTENCE, strategy="sample", settings={"temperature": 3.0, "seed": 1}, api_name="/translate")
+    assert sampled["settings"]["temperature"] == 3.0
+
+
+def test_the_page_renders_the_new_view_for_the_new_strategy(app):
+    ui, _ = app
+    expected = ui.registry.get("en-de").translator.translate(SENTENCE, strategy="kth", rank=3, max_length=8)
+    named = ui.translate(Request.from_api(ui.registry, SENTENCE, strategy="kth", settings={"rank": 3}, max_length=8))
+    assert named["translation"] == expected.text
+    assert named["toy_count"] == f"{len(expected.src_tokens)} source pieces, {len(expected.tgt_tokens)} target pieces"
+    # each strategy's temperature is a control of its own on the page, and the page's request reads the chosen one
+    assert {"kth.temperature", "sample.temperature"} <= set(ui.request_names)
+    values = {name: ui.components[name].value for name in ui.request_names} | {
+        "source": SENTENCE, "strategy": "kth", "kth.rank": 3, "kth.temperature": 0.5, "sample.temperature": 4.0}
+    assert Request.from_page(ui.registry, values).settings == {"rank": 3, "temperature": 0.5}
 
 
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium missing (scripts/test.sh installs it)")
@@ -114,6 +130,8 @@ def test_the_page_shows_the_new_strategy_its_setting_and_the_new_tab(app):
         page.get_by_text("Decoding settings").click()
         page.get_by_label("k-th best").check()
         expect(page.get_by_label("Candidate rank (toy)", exact=False).first).to_be_visible()
+        expect(page.locator("#setting-kth-temperature")).to_be_visible()  # its own, beside sampling's hidden one
+        expect(page.locator("#setting-sample-temperature")).to_be_hidden()
         page.get_by_role("button", name="Translate").click()
         expect(page.locator("#translation textarea")).to_have_value(expected.text, timeout=TIMEOUT)
         page.get_by_role("tab", name="Piece count").click()

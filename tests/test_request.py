@@ -21,9 +21,11 @@ def registry():
     ({"model": "xx-yy"}, "model"),
     ({"device": "tpu"}, "device"),
     ({"strategy": "telepathy"}, "strategy"),
-    ({"strategy": "beam", "beam_size": 0}, "beam_size"),
-    ({"strategy": "greedy", "temperature": -1.0}, "temperature"),  # another strategy's setting is checked too
-    ({"colour": 3}, "settings"),
+    ({"strategy": "beam", "settings": {"beam_size": 0}}, "beam.beam_size"),
+    ({"strategy": "sample", "settings": {"temperature": -1.0}}, "sample.temperature"),
+    ({"strategy": "greedy", "settings": {"temperature": 0.5}}, "settings"),  # another strategy's setting
+    ({"settings": {"colour": 3}}, "settings"),
+    ({"settings": [4]}, "settings"),
     ({"max_length": MAX_OUTPUT_TOKENS + 1}, "max_length"),
     ({"prefix": "x " * 200, "max_length": 3}, "prefix"),
     ({"heads_off": "cross 9 1"}, "heads_off"),
@@ -37,8 +39,7 @@ def test_a_bad_value_is_named_by_its_field(registry, arguments, field):
 
 
 def test_only_the_chosen_strategys_settings_are_kept(registry):
-    request = Request.from_api(registry, "A dog runs.\n\nA cat sleeps.", strategy="beam", beam_size=3,
-                               temperature=0.5)
+    request = Request.from_api(registry, "A dog runs.\n\nA cat sleeps.", strategy="beam", settings={"beam_size": 3})
     recorded = json.loads((ROOT / "checkpoints" / registry.default_key / "metrics.json").read_text())["decoding"]
     # the setting not given is the one the model's metrics.json records (chosen on val), not the strategy's default
     assert request.settings == {"beam_size": 3, "length_penalty": recorded["length_penalty"]}
@@ -50,7 +51,7 @@ def test_a_request_without_decoding_settings_decodes_as_the_model_card_says(regi
     recorded = json.loads((ROOT / "checkpoints" / model / "metrics.json").read_text())["decoding"]
     request = Request.from_api(registry, "A dog runs.", model=model)
     assert {"strategy": request.strategy, **request.settings} == recorded
-    sampled = Request.from_api(registry, "A dog runs.", model=model, strategy="sample", temperature=None)
+    sampled = Request.from_api(registry, "A dog runs.", model=model, strategy="sample", settings={"temperature": None})
     assert sampled.settings["temperature"] == 1.0  # another strategy: its own defaults
 
 
@@ -61,14 +62,21 @@ def test_heads_off_text_is_numbered_from_one_and_kept_from_zero(registry):
 
 
 def test_a_link_rebuilds_the_request(registry):
-    request = Request.from_api(registry, "Two dogs play.", model="en-de", strategy="beam", beam_size=5,
-                               length_penalty=1.5, max_length=40, prefix="Zwei", heads_off="cross 3 2")
+    request = Request.from_api(registry, "Two dogs play.", model="en-de", strategy="beam",
+                               settings={"beam_size": 5, "length_penalty": 1.5}, max_length=40, prefix="Zwei", heads_off="cross 3 2")
     params = dict(parse_qsl(request.to_link()))
     assert params["heads_off"] == "cross 3 2" and params["beam_size"] == "5"
     rebuilt, view = parse_link(params, registry)
     assert rebuilt == request
     assert view == {"kind": "cross", "layer": registry.get("en-de").profile.config.n_layers - 1, "head": "mean",
                     "step": None}
+
+
+def test_a_link_reads_only_the_chosen_strategys_settings(registry):
+    """Links made before settings had namespaces held every control; another strategy's value is ignored."""
+    rebuilt, _ = parse_link({"text": "A dog.", "strategy": "beam", "beam_size": "3", "temperature": "0.7"}, registry)
+    assert rebuilt.strategy == "beam" and rebuilt.settings["beam_size"] == 3 and "temperature" not in rebuilt.settings
+    assert "temperature" not in dict(parse_qsl(rebuilt.to_link()))
 
 
 @pytest.mark.parametrize("params, field", [

@@ -1,6 +1,7 @@
 """Choosing the beam length penalty on val: the recorded BLEU per value is what sacreBLEU gives for that
 value's translations made one sentence at a time, the choice is the best of them, and evaluate then uses it."""
 import json
+import re
 import shutil
 
 import pytest
@@ -109,3 +110,14 @@ def test_a_mixed_models_scores_are_named_by_corpus_and_the_rescore_command_names
     tune_cli.main(["--checkpoint", str(mixed), "--data-dir", str(corpus_dir), "--values", "0,1"])
     assert f"--data-dir {corpus_dir} --split test_2016_flickr --update-metrics" in capsys.readouterr().out
     assert set(json.loads((mixed / "metrics.json").read_text())["scores"]) == {f"{corpus_dir.name}/val"}
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--strategy", "greedy", "--beam-size", "3"], r"--beam-size: not a setting of strategy 'greedy'"),
+    (["--strategy", "sample", "--temperature", "9"], r"temperature must be in \[0.05, 5.0\]"),
+])
+def test_evaluate_refuses_a_flag_the_chosen_strategy_does_not_have(checkpoint, corpus_dir, arguments, message, capsys):
+    with pytest.raises(SystemExit) as caught:
+        evaluate_cli.main(["--checkpoint", str(checkpoint), "--data-dir", str(corpus_dir), *arguments])
+    assert caught.value.code == 2
+    assert re.search(message, capsys.readouterr().err)

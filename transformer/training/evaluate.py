@@ -25,16 +25,25 @@ def add_strategy_arguments(parser: argparse.ArgumentParser) -> None:
     """--strategy and one flag per registered strategy setting, with its range, from the registry."""
     parser.add_argument("--strategy", choices=list(STRATEGIES), default=None,
                         help="decoding strategy (default: the one recorded in the checkpoint's metrics.json, else beam)")
-    group = parser.add_argument_group("strategy settings (default: from metrics.json, else the strategy's default)")
+    group = parser.add_argument_group("strategy settings (default: from metrics.json, else the strategy's default); "
+                                      "a flag sets the chosen strategy's setting of that name")
+    by_name: dict[str, list] = {}
     for spec in all_settings():
-        group.add_argument("--" + spec.name.replace("_", "-"), type=spec.kind, default=None,
-                           help=f"{spec.strategy}: {spec.label}, in [{spec.minimum}, {spec.maximum}], default {spec.default}")
+        by_name.setdefault(spec.name, []).append(spec)
+    for name, specs in by_name.items():  # strategies may share a setting's name: one flag, each range listed
+        kind = specs[0].kind if all(spec.kind is specs[0].kind for spec in specs) else float
+        group.add_argument("--" + name.replace("_", "-"), type=kind, default=None, help="; ".join(
+            f"{s.strategy}: {s.label}, in [{s.minimum}, {s.maximum}], default {s.default}" for s in specs))
 
 
 def chosen_settings(args, translator: Translator) -> tuple[str, dict]:
     """The strategy and its settings: the command line first, then the checkpoint's recorded decoding."""
     strategy, settings = translator.recorded_decoding(args.strategy)
-    given = {name: getattr(args, name) for name in settings if getattr(args, name) is not None}
+    given = {spec.name: getattr(args, spec.name) for spec in all_settings() if getattr(args, spec.name) is not None}
+    foreign = sorted(set(given) - set(settings))
+    if foreign:
+        flags = ", ".join("--" + name.replace("_", "-") for name in foreign)
+        raise SettingError(f"{flags}: not a setting of strategy {strategy!r}, whose settings are {sorted(settings)}")
     return strategy, {**settings, **given}
 
 
@@ -57,8 +66,8 @@ def main(argv=None) -> None:
         parser.error("no --data-dir given and ../shared/data/multi30k does not exist")
 
     translator = Translator.from_pretrained(args.checkpoint, device=args.device)
-    strategy, settings = chosen_settings(args, translator)
     try:
+        strategy, settings = chosen_settings(args, translator)
         build_settings(strategy, settings)
     except SettingError as error:
         parser.error(str(error))

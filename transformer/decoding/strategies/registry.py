@@ -40,6 +40,11 @@ class SettingSpec:
     help: str
     strategy: str
 
+    @property
+    def key(self) -> str:
+        """The setting's name within its strategy's namespace ("beam.length_penalty"): unique across strategies."""
+        return f"{self.strategy}.{self.name}"
+
     def check(self, value):
         """The value as `kind`, or a SettingError naming the setting and its range."""
         is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -75,10 +80,9 @@ STRATEGIES: dict[str, Strategy] = {}
 
 
 def register(strategy: Strategy) -> Strategy:
-    taken = {spec.name: spec.strategy for s in STRATEGIES.values() if s.name != strategy.name for spec in s.specs}
-    clashes = [spec.name for spec in strategy.specs if spec.name in taken]
-    if clashes:
-        raise ValueError(f"strategy {strategy.name!r}: settings {clashes} already belong to another strategy")
+    """Adds (or replaces) a strategy. Its settings are its own namespace: two strategies may each have a
+    setting of the same name, with their own ranges (SettingSpec.key tells them apart)."""
+    strategy.specs  # a field not declared with setting(...) is refused here, not at the first request
     STRATEGIES[strategy.name] = strategy
     return strategy
 
@@ -94,17 +98,16 @@ def get_strategy(name) -> Strategy:
 
 
 def all_settings() -> list[SettingSpec]:
-    """Every registered strategy's settings, in registration order (the API's argument order)."""
+    """Every registered strategy's settings, in registration order; a name may occur once per strategy."""
     return [spec for strategy in STRATEGIES.values() for spec in strategy.specs]
 
 
 def build_settings(name, values: dict):
-    """The strategy's settings dataclass from `values`, validated. Settings of other registered strategies
-    are checked too but otherwise ignored, so a caller can pass every control's value whatever the strategy."""
+    """The strategy's settings dataclass from `values` (its own settings by name; None means the default),
+    validated against its own ranges. A name the strategy does not have is refused with the names it has."""
     strategy = get_strategy(name)
-    specs = {spec.name: spec for spec in all_settings()}
+    specs = {spec.name: spec for spec in strategy.specs}
     unknown = sorted(set(values) - set(specs))
     if unknown:
-        raise SettingError(f"unknown decoding settings {unknown}; known settings are {sorted(specs)}")
-    checked = {key: specs[key].check(value) for key, value in values.items() if value is not None}
-    return strategy.settings(**{spec.name: checked[spec.name] for spec in strategy.specs if spec.name in checked})
+        raise SettingError(f"unknown settings {unknown} for strategy {name!r}; its settings are {sorted(specs)}")
+    return strategy.settings(**{key: specs[key].check(value) for key, value in values.items() if value is not None})
