@@ -43,7 +43,7 @@ def build_demo(registry: Registry, views: list[View] | None = None) -> tuple[gr.
                                             scale=3)
                     translate_button = gr.Button("Translate", variant="primary", elem_id="translate-button", scale=2)
                 example = gr.Dropdown(examples_for(registry.source_language(registry.default_key)), value=None,
-                                      label="Example sentences (image captions, like the training data)",
+                                      label="Example sentences (everyday sentences and image captions, like the training data)",
                                       elem_id="example")
                 translation = gr.Textbox(label="Translation", interactive=False, elem_id="translation", lines=2)
                 summary_text = gr.Markdown(elem_id="summary")

@@ -6,6 +6,7 @@ to assets/screenshots/ instead, which the README shows.
 import csv
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -234,4 +235,15 @@ def test_choosing_a_model_brings_the_decoding_its_card_reports(browser, server_u
         expect(page.locator("#setting-beam-length_penalty input[type=number]")).to_have_value(
             f"{decoding['length_penalty']:g}", timeout=TIMEOUT)
         expect(page.get_by_role("radio", name="beam search")).to_be_checked()
+    page.close()
+
+
+def test_an_everyday_question_gets_german_back(browser, server_url):
+    """What a teacher types first: the shipped En→De model learned everyday sentences (Tatoeba), not only
+    image captions, so "How are you?" comes back as German that asks how ("Wie ..."), with its attention drawn."""
+    from playwright.sync_api import expect
+
+    page = open_translated(browser, server_url, "How are you?")
+    expect(page.locator("#translation textarea")).to_have_value(re.compile(r"\bWie\b"), timeout=TIMEOUT)
+    page.locator("#live-attention .ae-heatmap, #live-attention svg").first.wait_for(timeout=TIMEOUT)
     page.close()

@@ -1,5 +1,6 @@
-"""scripts/reproduce.sh: its stages chain, parse with train's own parser, and its last stage is the command, with
-the settings and update count, that the shipped checkpoint's metrics.json records."""
+"""scripts/reproduce.sh: it builds the corpus mix the checkpoints record, its stages chain and parse with train's
+own parser, and its last stage is the command, with the settings and update count, that the shipped checkpoint's
+metrics.json records."""
 import json
 import os
 import shlex
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from transformer.training.diversify import build_parser as build_diversify_parser
+from transformer.corpus.data import build_parser as build_data_parser
 from transformer.training.reproduce import learned_settings
 from transformer.training.train import build_parser
 
@@ -38,8 +39,7 @@ def stage_commands(pair: str, runs: str) -> list[list[str]]:
 @pytest.mark.parametrize("pair", PAIRS)
 def test_each_stage_starts_from_the_one_before(pair, tmp_path):
     stages = [build_parser().parse_args(words) for words in stage_commands(pair, str(tmp_path / "runs"))]
-    assert len(stages) >= 2
-    assert stages[0].init_from is None
+    assert stages[0].init_from is None  # the first from random weights, as the timeline shows
     for before, after in zip(stages, stages[1:]):
         assert after.init_from == before.out
     assert len({stage.out for stage in stages}) == len(stages)
@@ -48,55 +48,50 @@ def test_each_stage_starts_from_the_one_before(pair, tmp_path):
 
 
 @pytest.mark.parametrize("pair", PAIRS)
+def test_every_stage_trains_on_the_mix_the_script_builds_first_as_the_checkpoint_records_it(pair, tmp_path):
+    metrics = json.loads((ROOT / "checkpoints" / pair / "metrics.json").read_text())
+    commands = dry_run(pair, str(tmp_path))
+    assert commands[0][2:4] == ["transformer.data", "mix"]
+    mix = build_data_parser().parse_args(commands[0][3:])
+    recorded = metrics["data"]["mix"]["corpora"]
+    assert [Path(folder).name for folder in mix.folders] == [corpus["name"] for corpus in recorded]
+    assert mix.repeat == [corpus["repeat"] for corpus in recorded]
+    for words in commands[1:]:
+        assert build_parser().parse_args(words[3:]).data_dir == mix.out
+
+
+@pytest.mark.parametrize("pair", PAIRS)
 def test_last_stage_matches_the_shipped_checkpoint(pair):
     metrics = json.loads((ROOT / "checkpoints" / pair / "metrics.json").read_text())
     training, model = metrics["training"], metrics["model"]
     last = build_parser().parse_args(stage_commands(pair, "runs")[-1])
     assert last.max_updates == training["updates"]
-    assert last.init_from == training["init_from"]
+    # the run folders were named as here, wherever they were (the GPU machine's, this machine's)
+    assert (last.init_from and Path(last.init_from).name) == (training["init_from"] and Path(training["init_from"]).name)
     for name in ("lr", "warmup", "max_tokens", "label_smoothing", "clip_norm", "seed", "epochs"):
         assert getattr(last, name) == pytest.approx(training[name]), name
     assert last.dropout == pytest.approx(model["dropout"])
     assert last.attention_dropout == pytest.approx(model["attention_dropout"])
+    if last.init_from is None:  # the shape and vocabulary are the stage's own (a warm start takes its model's)
+        assert (last.n_layers, last.d_model, last.vocab_size) == (model["n_layers"], model["d_model"],
+                                                                  metrics["tokenizer"]["vocab_size"])
     recorded = shlex.split(training["command"])
     assert recorded[:3] == ["python", "-m", "transformer.train"]
     assert learned_settings(last) == learned_settings(build_parser().parse_args(recorded[3:]))
-    # a stage on a grown training split ships with the record of how that split was grown
-    grown = last.data_dir != build_parser().get_default("data_dir")
-    assert ("diversified" in metrics["data"]) == grown
-    if grown:
-        assert metrics["data"]["train"]["lines"] == metrics["data"]["diversified"]["train_lines"]["total"]
-
-
-def test_a_stage_on_a_diversified_split_has_it_built_first_from_the_stage_before(tmp_path):
-    """The split that --data-dir names is written by transformer.diversify, from the model the stage warm-starts
-    from, after that model's length penalty is tuned on val (the settings diversify decodes with)."""
-    commands, diversified_stages = dry_run("en-de", str(tmp_path)), 0
-    for index, words in enumerate(commands):
-        if words[2] != "transformer.train":
-            continue
-        stage = build_parser().parse_args(words[3:])
-        if stage.data_dir is None or stage.data_dir == build_parser().get_default("data_dir"):
-            continue
-        earlier = [build_diversify_parser().parse_args(w[3:]) for w in commands[:index] if w[2] == "transformer.diversify"]
-        assert [(d.out, d.forward) for d in earlier] == [(stage.data_dir, stage.init_from)]
-        tunes = [w for w in commands[:index] if w[2] == "transformer.tune_length_penalty"]
-        assert tunes == [["python", "-m", "transformer.tune_length_penalty", "--checkpoint", stage.init_from]]
-        assert Path(ROOT / earlier[0].backward, "config.json").is_file()
-        diversified_stages += 1
-    assert diversified_stages == 1
 
 
 def test_a_stopped_stage_resumes(tmp_path):
-    (tmp_path / "en-de-v1" / "resume").mkdir(parents=True)
+    (tmp_path / "en-de-s1" / "resume").mkdir(parents=True)
     first = stage_commands("en-de", str(tmp_path))[0]
-    assert first[:2] == ["--resume", str(tmp_path / "en-de-v1")]
+    assert first[:2] == ["--resume", str(tmp_path / "en-de-s1")]
 
 
 @pytest.mark.parametrize("args, env, message", [
     (["fr-en"], {}, "en-de or de-en"),
     ([], {}, "en-de or de-en"),
     (["en-de"], {"MAX_MINUTES": "soon"}, "MAX_MINUTES"),
+    (["en-de"], {"DEVICE": "tpu"}, "DEVICE must be cpu or cuda"),
+    (["en-de"], {"CORPORA": "/nonexistent"}, "set CORPORA"),
 ])
 def test_bad_settings_are_refused_before_anything_runs(args, env, message, tmp_path):
     result = run_script(*args, str(tmp_path), **env) if args else run_script(**env)

@@ -131,7 +131,7 @@ def download_multi30k(dest, languages=("en", "de", "fr")) -> list[Path]:
     return written
 
 
-def main(argv=None) -> None:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m transformer.data", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     download = commands.add_parser("download", help="fetch Multi30k task-1 raw files (train, val, test_2016_flickr)")
@@ -146,6 +146,11 @@ def main(argv=None) -> None:
                         help="how many times each folder's training split is repeated, one count per folder "
                              "(default: 1 each)")
     mixing.add_argument("--langs", default="en,de", help="the two languages, comma-separated (default: en,de)")
+    return parser
+
+
+def main(argv=None) -> None:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "mix":
         run_mix(parser, args)
