@@ -179,11 +179,22 @@ def test_the_apps_default_translation_is_what_evaluate_scores(server, tmp_path, 
     from transformer import evaluate as evaluate_cli
 
     _, client = server
-    cases = {"en-de": ["A woman is sitting by her dried flower display at an outside market.",
-                       "An Asian girl in a green hat and apron is serving drinks on a tray."],
-             "de-en": ["Ein Mann telefoniert in einem unaufgeräumten Büro", "Ein junges Mädchen läuft allein durch einen Park."]}
-    for model, sentences in cases.items():
+    candidates = {"en-de": ["A woman is sitting by her dried flower display at an outside market.",
+                            "An Asian girl in a green hat and apron is serving drinks on a tray.",
+                            "I didn't know that you were coming to the party tonight.",
+                            "He asked me whether I had ever been to the mountains in winter.",
+                            "Two men in orange vests are repairing the road near a bridge."],
+                  "de-en": ["Ein Mann telefoniert in einem unaufgeräumten Büro",
+                            "Ein junges Mädchen läuft allein durch einen Park.",
+                            "Ich wusste nicht, dass du heute Abend zur Party kommst.",
+                            "Er fragte mich, ob ich jemals im Winter in den Bergen gewesen sei.",
+                            "Zwei Männer in orangefarbenen Westen reparieren die Straße an einer Brücke."]}
+    for model, sentences in candidates.items():
         translator = Translator.from_pretrained(SHIPPED.parent / model)
+        greedy = [t.text for t in translator.translate_batch(sentences)]
+        tuned = [t.text for t in translator.translate_batch(sentences, **recorded(translator))]
+        sentences = [s for s, g, b in zip(sentences, greedy, tuned) if g != b]
+        assert sentences, f"{model}: no candidate where the recorded decoding and greedy disagree"
         src, tgt = translator.languages["src"], translator.languages["tgt"]
         (tmp_path / f"probe.{src}").write_text("\n".join(sentences) + "\n")
         (tmp_path / f"probe.{tgt}").write_text("\n".join(sentences) + "\n")  # references: unused here
