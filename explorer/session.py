@@ -11,6 +11,7 @@ import torch
 
 from transformer import Translation
 from transformer.analysis.attribution import Attribution, attribute
+from transformer.analysis.norms import add_norms
 from transformer.decoding.hypothesis import HypothesisStep, hypothesis_step, output_log_prob
 from transformer.decoding.strategies import get_strategy
 
@@ -56,6 +57,8 @@ def run(registry: Registry, request: Request) -> RunResult:
         notices.append("CUDA ran out of memory for this request: translated on the CPU.")
         translations = translate_with(translator)
     elapsed = (time.perf_counter() - started) * 1000
+    for translation in translations:  # one teacher-forced pass each, so every view can show weighted norms too
+        add_norms(translator.model, translation)
     cut = [i + 1 for i, t in enumerate(translations) if t.truncated]
     if cut:
         notices.append(f"Line(s) {cut} exceeded the model's {translator.model.config.max_len - 1} source tokens: "
@@ -90,9 +93,10 @@ class ModelService:
         (pieces) and with `heads_off` ((kind, layer, head), 0-based) switched off instead of the result's own."""
         request = result.request
         heads = list(request.heads_off) if heads_off is KEEP else list(heads_off or [])
-        return self.translator_of(result).translate(
+        translator = self.translator_of(result)
+        return add_norms(translator.model, translator.translate(
             translation.source, strategy=request.strategy, max_length=request.max_length, prefix=prefix,
-            capture=True, heads_off=heads or None, **request.settings)
+            capture=True, heads_off=heads or None, **request.settings))
 
     def output_log_prob(self, result: RunResult, translation: Translation, heads_off=()) -> float:
         """log p(translation's output | its source), teacher-forced, with `heads_off` switched off."""

@@ -64,6 +64,15 @@ def test_details_hold_the_numbers_behind_the_plots(server, reference):
     for kind in ("encoder_self", "decoder_self", "cross"):
         np.testing.assert_allclose(np.array(sentence["attention"][kind]["weights"]), getattr(expected.attention, kind), atol=1e-5)
     assert [s["token"] for s in sentence["steps"]] == expected.tgt_tokens
+    # norm-based attention beside the weights: ‖f(x_key)‖ from value vectors rebuilt in tests/test_norms.py
+    from .test_norms import independent_vectors
+
+    vectors = independent_vectors(reference.model, expected.src_ids, expected.tgt_ids)
+    for kind in ("encoder_self", "decoder_self", "cross"):
+        norms = np.array(sentence["attention"][kind]["norms"])
+        np.testing.assert_allclose(norms, np.linalg.norm(vectors[kind], axis=-1), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(sentence["attention"][kind]["weighted_norms"],
+                                   getattr(expected.attention, kind) * norms[:, :, None, :], atol=1e-4)
 
 
 @pytest.mark.parametrize("args, message", [

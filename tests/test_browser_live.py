@@ -65,6 +65,37 @@ def test_switching_draws_in_the_browser_without_asking_the_server(browser, serve
     page.close()
 
 
+def test_weighted_norms_switch_in_the_browser_and_show_each_keys_share(browser, server_url):  # noqa: F811
+    """The weights/norms switch redraws every map from the same payload, without a request: the cells are α ‖f(x)‖
+    per query row scaled to sum to 1, with ‖f(x)‖ from value vectors rebuilt in tests/test_norms.py."""
+    import numpy as np
+
+    from .test_norms import independent_vectors
+
+    page = translated_page(browser, server_url, 1400, 900)
+    requests = []
+    page.on("request", lambda request: requests.append(request.url))
+    live = page.locator("#live-attention")
+    for selector, value in [("select.ae-kind", "cross"), ("select.ae-layer", "1"), ("select.ae-head", "2"),
+                            ("select.ae-measure", "norms")]:
+        live.locator(selector).select_option(value)
+    assert page.evaluate("() => document.querySelector('#live-attention .ae-live').dataset.measure") == "norms"
+    assert "weighted norms" in live.locator(".ae-title").inner_text()
+    reference = Translator.from_pretrained(SHIPPED)
+    expected = reference.translate(SENTENCE, capture=True, **recorded(reference))
+    norms = np.linalg.norm(independent_vectors(reference.model, expected.src_ids, expected.tgt_ids)["cross"], axis=-1)
+    weights = np.rint(expected.recorded["cross"].values[1, 2] * 255) / 255 * norms[1, 2][None, :]
+    shares = weights / weights.sum(axis=-1, keepdims=True)
+    cells = [float(w) for w in live.locator(".ae-cell").evaluate_all("cells => cells.map(c => c.dataset.weight)")]
+    assert len(cells) == shares.size
+    assert max(abs(a - b) for a, b in zip(cells, shares.ravel())) <= 2e-3  # 3 decimals shown
+    live.locator("select.ae-measure").select_option("weights")
+    cells = [float(w) for w in live.locator(".ae-cell").evaluate_all("cells => cells.map(c => c.dataset.weight)")]
+    assert max(abs(a - b) for a, b in zip(cells, expected.recorded["cross"].values[1, 2].ravel())) <= 1 / 255 + 1e-3
+    assert requests == [], requests
+    page.close()
+
+
 def test_lines_follow_a_hovered_token_and_heads_toggle(browser, server_url):  # noqa: F811
     page = translated_page(browser, server_url, 1400, 900)
     live = page.locator("#live-attention")

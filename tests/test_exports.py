@@ -1,9 +1,12 @@
 """Exports that reproduce a run: what produced them, numbered from 1, and a bertviz export that the real
 bertviz package renders."""
+import csv
 import hashlib
+import io
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import tomllib
 import torch
@@ -58,3 +61,23 @@ def test_the_bertviz_export_renders_through_bertviz(exported):
                     cross_attention=attention["cross"], encoder_tokens=data["encoder_tokens"],
                     decoder_tokens=data["decoder_tokens"], html_action="return")
         assert "encoder" in html.data.lower() and len(html.data) > 1000
+
+
+def test_the_exports_carry_norm_based_attention_beside_the_weights(exported):
+    """The JSON holds ‖f(x_key)‖ per layer, head and key, and ‖α f(x)‖ = α ‖f(x)‖ per cell; the CSV a column of
+    the latter. The norms are checked against value vectors rebuilt from the weights (tests/test_norms.py)."""
+    from .test_norms import independent_vectors
+
+    result, files = exported
+    translation = result.translations[0]
+    data = json.loads(files["translation.json"].read_text(encoding="utf-8"))["sentences"][0]
+    model = discover(ROOT / "checkpoints").get("en-de").translator.model
+    vectors = independent_vectors(model, translation.src_ids, translation.tgt_ids)
+    for kind, entry in data["attention"].items():
+        norms, weights = np.array(entry["norms"]), np.array(entry["weights"])
+        np.testing.assert_allclose(norms, np.linalg.norm(vectors[kind], axis=-1), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(entry["weighted_norms"], weights * norms[:, :, None, :], atol=2e-5)
+    rows = list(csv.DictReader(io.StringIO(files["attention.csv"].read_text(encoding="utf-8"))))
+    first = rows[0]
+    expected = data["attention"][first["kind"]]["weighted_norms"][0][0][0][0]
+    assert float(first["weighted_norm"]) == pytest.approx(expected, abs=2e-6)

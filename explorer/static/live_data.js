@@ -1,5 +1,5 @@
 // The live view's data work, pure functions of the payload (explorer/views/live_payload.py) and nothing else:
-// the weights decoded from bytes, one head or the mean over heads, the prefix at a decoding step, and pieces
+// the weights decoded from bytes, norm-based attention from them, one head or the mean over heads, the prefix at a decoding step, and pieces
 // merged to words with the groups and labels the payload carries (transformer/decoding/words.py made them).
 // No DOM here: tests/js/live_data.test.js runs these with `node --test` against fixtures Python exports.
 
@@ -12,6 +12,25 @@ function decodeWeights(payload) {  // {kind: Float32Array (L, H, rows, cols) row
     weights[kind] = values;
   }
   return weights;
+}
+
+// Norm-based attention (Kobayashi et al., 2020): α_ij ‖f(x_j)‖, the weight times the norm of what the head moves
+// from key j (the payload's norms), each query row then scaled to sum to 1 so it reads on the weights' colour
+// scale: the share of what the query received that came from each key. {kind: Float32Array} like decodeWeights.
+function weightedNorms(payload, weights) {
+  const out = {}, LH = payload.layers * payload.heads;
+  for (const [kind, map] of Object.entries(payload.kinds)) {
+    if (!map.norms) continue;
+    const R = map.rows.length, C = map.cols.length, w = weights[kind], values = new Float32Array(w.length);
+    for (let lh = 0; lh < LH; lh++) for (let r = 0; r < R; r++) {
+      const row = (lh * R + r) * C;
+      let sum = 0;
+      for (let c = 0; c < C; c++) { values[row + c] = w[row + c] * map.norms[lh * C + c]; sum += values[row + c]; }
+      if (sum > 0) for (let c = 0; c < C; c++) values[row + c] /= sum;
+    }
+    out[kind] = values;
+  }
+  return out;
 }
 
 // (rows x cols) weights of one head, or the mean over heads ("mean"), cut to the decoding step (1-based; null:
@@ -50,4 +69,4 @@ function colour(w) {  // light yellow to dark blue, readable in light and dark m
   return `rgb(${Math.round(255 - 225 * t)}, ${Math.round(250 - 170 * t)}, ${Math.round(200 - 40 * t)})`;
 }
 
-if (typeof module !== "undefined") module.exports = {decodeWeights, matrix, colour};
+if (typeof module !== "undefined") module.exports = {decodeWeights, weightedNorms, matrix, colour};

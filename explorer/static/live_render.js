@@ -6,7 +6,12 @@
 const SVG = "http://www.w3.org/2000/svg";
 const HEAD_COLOURS = ["#2563eb", "#f97316", "#16a34a", "#db2777", "#7c3aed", "#0891b2", "#ca8a04", "#dc2626"];
 const view = {kind: null, layer: null, head: "mean", mode: "heatmap", step: null, merge: false, focus: null,
-              headsOff: new Set(), payload: null, weights: {}};
+              measure: "weights", headsOff: new Set(), payload: null, weights: {}, norms: {}};
+const MEASURES = [["Attention weights α", "weights"], ["Weighted norms ‖α·f(x)‖", "norms"]];
+
+function values() {  // what the maps show: the weights, or norm-based attention where the payload has norms
+  return view.measure === "norms" && view.norms[view.kind] ? view.norms : view.weights;
+}
 
 function node(tag, attributes = {}, text = null, svg = false) {
   const el = svg ? document.createElementNS(SVG, tag) : document.createElement(tag);
@@ -21,6 +26,7 @@ function load() {
   if (payload !== view.payload) {
     view.payload = payload;
     view.weights = decodeWeights(payload);
+    view.norms = weightedNorms(payload, view.weights);
     const start = payload.start || {};
     const opening = view.layer === null || start.restore;  // the first translation, or a shared link: its view
     view.kind = !opening && payload.kinds[view.kind] ? view.kind : (start.kind || "cross");
@@ -54,6 +60,9 @@ function toolbar(root) {
     view.layer, v => { view.layer = v === "overview" ? v : Number(v); draw(); }, "ae-layer"));
   bar.appendChild(select("Head", [["Mean over heads", "mean"], ...p.head_labels.map((label, h) => [label, h])],
     view.head, v => { view.head = v === "mean" ? v : Number(v); draw(); }, "ae-head"));
+  if (Object.keys(view.norms).length) {
+    bar.appendChild(select("Show", MEASURES, view.measure, v => { view.measure = v; draw(); }, "ae-measure"));
+  }
   const modes = node("span", {class: "ae-modes"});
   for (const [text, mode] of [["Heatmap", "heatmap"], ["Lines", "lines"]]) {
     const b = node("button", {type: "button", class: "ae-mode" + (view.mode === mode ? " ae-on" : ""), "data-mode": mode}, text);
@@ -76,8 +85,12 @@ function toolbar(root) {
   root.appendChild(bar);
 }
 
+function measureLabel() {
+  return view.measure === "norms" ? "weighted norm (row share)" : "weight";
+}
+
 function heatmap(root) {
-  const {m, rows, cols} = matrix(view.payload, view.weights, view.kind, view.layer, view.head, view.step, view.merge);
+  const {m, rows, cols} = matrix(view.payload, values(), view.kind, view.layer, view.head, view.step, view.merge);
   const map = view.payload.kinds[view.kind];
   const cell = Math.max(14, Math.min(28, Math.floor(560 / Math.max(cols.length, 1))));
   const left = 8 + 7 * Math.max(...rows.map(r => r.length), 4), top = 8 + 6 * Math.max(...cols.map(c => c.length), 4);
@@ -94,7 +107,7 @@ function heatmap(root) {
                                   "data-weight": w.toFixed(3), "data-row": i, "data-col": j, class: "ae-cell"}, null, true));
   }));
   // one hover handler for the whole map (a title per cell made every redraw several times slower)
-  const tip = node("div", {class: "ae-tip"}, "hover a cell: query → key: weight");
+  const tip = node("div", {class: "ae-tip"}, `hover a cell: query → key: ${measureLabel()}`);
   svg.addEventListener("mouseover", event => {
     const cellNode = event.target.closest && event.target.closest("rect.ae-cell");
     if (cellNode) tip.textContent = `query ${rows[cellNode.dataset.row]} → key ${cols[cellNode.dataset.col]}: ${cellNode.dataset.weight}`;
@@ -102,7 +115,8 @@ function heatmap(root) {
   const p = view.payload;
   const which = view.head === "mean" ? `mean of ${p.heads} heads` : p.head_labels[view.head].toLowerCase();
   root.appendChild(node("div", {class: "ae-title"}, `${map.title}: ${p.layer_labels[view.layer].toLowerCase()}, ${which}` +
-    (view.step ? `, step ${view.step}` : "") + (view.merge ? " (words)" : "")));
+    (view.step ? `, step ${view.step}` : "") + (view.merge ? " (words)" : "") +
+    (view.measure === "norms" ? " · weighted norms ‖α·f(x)‖, each row scaled to sum to 1" : "")));
   root.appendChild(node("div", {class: "ae-axes"}, `rows: ${map.row_title} · columns: ${map.col_title}`));
   root.appendChild(tip);
   const scroll = node("div", {class: "ae-scroll"});
@@ -113,7 +127,7 @@ function heatmap(root) {
 function lines(root) {
   const p = view.payload, map = p.kinds[view.kind], H = p.heads, gap = 20, width = 420;
   const heads = [...Array(H).keys()];
-  const per = heads.map(h => matrix(p, view.weights, view.kind, view.layer, h, view.step, view.merge));
+  const per = heads.map(h => matrix(p, values(), view.kind, view.layer, h, view.step, view.merge));
   const {rows, cols} = per[0];
   const height = 16 + Math.max(rows.length, cols.length) * gap;
   const svg = node("svg", {width, height, class: "ae-lines", role: "img", "aria-label": "attention lines"}, null, true);
@@ -145,7 +159,8 @@ function lines(root) {
   cols.forEach((c, j) => label(c, keyX, 16 + j * gap, "end", "key", j));
   rows.forEach((r, i) => label(r, queryX, 16 + i * gap, "start", "query", i));
   svg.addEventListener("mouseleave", () => { if (view.focus) { view.focus = null; draw(); } });
-  root.appendChild(node("div", {class: "ae-title"}, `${map.title}: ${p.layer_labels[view.layer].toLowerCase()}, lines by head` + (view.step ? `, step ${view.step}` : "")));
+  root.appendChild(node("div", {class: "ae-title"}, `${map.title}: ${p.layer_labels[view.layer].toLowerCase()}, lines by head` + (view.step ? `, step ${view.step}` : "") +
+    (view.measure === "norms" ? " · weighted norms" : "")));
   root.appendChild(node("div", {class: "ae-axes"}, `left: ${map.col_title} · right: ${map.row_title}; hover a token to follow it`));
   const legend = node("div", {class: "ae-legend"});
   heads.forEach(h => {
@@ -162,10 +177,11 @@ function lines(root) {
 
 function overview(root) {
   const p = view.payload, map = p.kinds[view.kind];
-  root.appendChild(node("div", {class: "ae-title"}, `${map.title}: every layer × head (click a tile to open it)`));
+  root.appendChild(node("div", {class: "ae-title"}, `${map.title}: every layer × head (click a tile to open it)` +
+    (view.measure === "norms" ? " · weighted norms" : "")));
   const grid = node("div", {class: "ae-grid", style: `grid-template-columns: repeat(${p.heads}, auto)`});
   for (let l = 0; l < p.layers; l++) for (let h = 0; h < p.heads; h++) {
-    const {m, rows, cols} = matrix(p, view.weights, view.kind, l, h, view.step, view.merge), cell = Math.max(3, Math.floor(120 / Math.max(cols.length, rows.length)));
+    const {m, rows, cols} = matrix(p, values(), view.kind, l, h, view.step, view.merge), cell = Math.max(3, Math.floor(120 / Math.max(cols.length, rows.length)));
     const tile = node("button", {type: "button", class: "ae-tile", "data-layer": l, "data-head": h, title: `${p.layer_labels[l]}, ${p.head_labels[h].toLowerCase()}`});
     tile.appendChild(node("span", {class: "ae-tile-title"}, p.tile_labels[l][h]));
     const svg = node("svg", {width: cols.length * cell, height: rows.length * cell}, null, true);
@@ -186,6 +202,7 @@ function draw() {
   toolbar(root);
   if (view.layer === "overview") overview(root); else if (view.mode === "lines") lines(root); else heatmap(root);
   root.dataset.state = JSON.stringify({kind: view.kind, layer: view.layer, head: view.head, mode: view.mode, step: view.step});
+  root.dataset.measure = view.measure;
 }
 
 draw();

@@ -1,6 +1,8 @@
 """Everything the live view draws, sent to the browser once per translation: every attention kind, layer
 and head with the labels the trace carries, weights quantised to bytes (1/255 steps, invisible in a
-colour scale) and base64-encoded, so a 30-token sentence costs tens of kilobytes, not megabytes."""
+colour scale) and base64-encoded, so a 30-token sentence costs tens of kilobytes, not megabytes. The norms of
+what each head moves from each key come along (a few hundred numbers), so the browser draws norm-based attention
+‖α f(x)‖ (Kobayashi et al., 2020) from the same weights."""
 from __future__ import annotations
 
 import base64
@@ -34,6 +36,8 @@ def live_payload(translation, start: dict | None = None) -> dict:
                        "row_title": recorded.row_title, "col_title": recorded.col_title,
                        "row_words": words(recorded.rows), "col_words": words(recorded.cols),
                        "q": quantised(recorded.values)}  # (L, H, rows, cols), row-major
+        if translation.norms is not None:  # ‖f(x_key)‖ per layer, head and key: the browser weighs α by it
+            kinds[kind]["norms"] = translation.norms[kind].round(4).ravel().tolist()  # (L, H, cols)
     layers, heads = translation.recorded["cross"].values.shape[:2]
     return {"src": translation.src_tokens, "tgt": translation.tgt_tokens, "layers": layers, "heads": heads,
             "layer_labels": [layer_label(layer).capitalize() for layer in range(layers)],

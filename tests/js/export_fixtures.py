@@ -17,6 +17,7 @@ sys.path.insert(0, str(ROOT))
 
 from explorer.views.live_payload import live_payload  # noqa: E402
 from transformer import Translator  # noqa: E402
+from transformer.analysis.norms import add_norms  # noqa: E402
 from transformer.decoding.words import merge_to_words  # noqa: E402
 
 # long, rare words: several pieces each, so merging and a step inside a word are exercised
@@ -25,11 +26,19 @@ CASES = [("encoder_self", 0, 1, None, False), ("encoder_self", 2, "mean", None, 
          ("decoder_self", 1, "mean", 4, True), ("decoder_self", 0, 3, 3, False), ("cross", 2, "mean", None, True),
          ("cross", 1, 2, 5, True), ("cross", 0, "mean", 2, False), ("cross", 2, "mean", 8, True),
          ("decoder_self", 2, 1, 17, True)]
+# the same views in norm-based attention (the weights times the payload's norms, each row scaled to sum to 1)
+NORM_CASES = [("encoder_self", 1, 2, None, False), ("cross", 2, "mean", None, True), ("decoder_self", 1, 0, 5, True),
+              ("cross", 0, 3, 4, False)]
 
 
-def expected(translation, kind: str, layer: int, head, step, merge: bool) -> dict:
+def expected(translation, payload, kind: str, layer: int, head, step, merge: bool, measure="weights") -> dict:
     recorded = translation.recorded[kind]
     values = np.clip(np.rint(recorded.values * 255), 0, 255) / 255  # what the bytes hold
+    if measure == "norms":
+        layers, heads, _, keys = values.shape
+        norms = np.array(payload["kinds"][kind]["norms"]).reshape(layers, heads, 1, keys)
+        values = values * norms
+        values = values / np.maximum(values.sum(axis=-1, keepdims=True), 1e-30)
     matrix = values[layer].mean(axis=0) if head == "mean" else values[layer, head]
     rows, cols = list(recorded.rows), list(recorded.cols)
     if step and kind != "encoder_self":
@@ -38,14 +47,17 @@ def expected(translation, kind: str, layer: int, head, step, merge: bool) -> dic
             matrix, cols = matrix[:, :step], cols[:step]
     if merge:
         matrix, rows, cols = merge_to_words(matrix, rows, cols)
-    return {"kind": kind, "layer": layer, "head": head, "step": step, "merge": merge,
+    return {"kind": kind, "layer": layer, "head": head, "step": step, "merge": merge, "measure": measure,
             "m": matrix.tolist(), "rows": rows, "cols": cols}
 
 
 def main(out: str) -> None:
-    translation = Translator.from_pretrained(ROOT / "checkpoints" / "en-de").translate(SENTENCE, capture=True)
-    fixture = {"sentence": SENTENCE, "payload": live_payload(translation),
-               "cases": [expected(translation, *case) for case in CASES]}
+    translator = Translator.from_pretrained(ROOT / "checkpoints" / "en-de")
+    translation = add_norms(translator.model, translator.translate(SENTENCE, capture=True))
+    payload = live_payload(translation)
+    fixture = {"sentence": SENTENCE, "payload": payload,
+               "cases": [expected(translation, payload, *case) for case in CASES]
+               + [expected(translation, payload, *case, measure="norms") for case in NORM_CASES]}
     Path(out).write_text(json.dumps(fixture, ensure_ascii=False), encoding="utf-8")
 
 

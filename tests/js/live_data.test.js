@@ -4,13 +4,14 @@ const test = require("node:test");
 const assert = require("node:assert/strict");
 const fs = require("node:fs");
 const path = require("node:path");
-const {decodeWeights, matrix, colour} = require("../../explorer/static/live_data.js");
+const {decodeWeights, weightedNorms, matrix, colour} = require("../../explorer/static/live_data.js");
 
 const fixturePath = process.env.LIVE_FIXTURE;
 if (!fixturePath) throw new Error("LIVE_FIXTURE must name the file tests/js/export_fixtures.py wrote");
 const fixture = JSON.parse(fs.readFileSync(path.resolve(fixturePath), "utf-8"));
 const payload = fixture.payload;
 const weights = decodeWeights(payload);
+const norms = weightedNorms(payload, weights);
 
 test("the bytes decode to one weight per layer, head, row and column", () => {
   for (const [kind, map] of Object.entries(payload.kinds)) {
@@ -19,8 +20,8 @@ test("the bytes decode to one weight per layer, head, row and column", () => {
 });
 
 for (const c of fixture.cases) {
-  test(`${c.kind} layer ${c.layer} head ${c.head} step ${c.step} ${c.merge ? "words" : "pieces"} matches Python`, () => {
-    const got = matrix(payload, weights, c.kind, c.layer, c.head, c.step, c.merge);
+  test(`${c.measure} ${c.kind} layer ${c.layer} head ${c.head} step ${c.step} ${c.merge ? "words" : "pieces"} matches Python`, () => {
+    const got = matrix(payload, c.measure === "norms" ? norms : weights, c.kind, c.layer, c.head, c.step, c.merge);
     assert.deepEqual(got.rows, c.rows);
     assert.deepEqual(got.cols, c.cols);
     assert.equal(got.m.length, c.m.length);
@@ -28,6 +29,17 @@ for (const c of fixture.cases) {
       `row ${i} col ${j}: ${w} against ${c.m[i][j]}`)));
   });
 }
+
+test("weighted norms: every kind, each row a share summing to 1, and not the weights themselves", () => {
+  for (const [kind, map] of Object.entries(payload.kinds)) {
+    const C = map.cols.length, rows = norms[kind].length / C;
+    for (let r = 0; r < rows; r++) {
+      const sum = norms[kind].slice(r * C, (r + 1) * C).reduce((a, b) => a + b, 0);
+      assert.ok(Math.abs(sum - 1) < 1e-4, `${kind} row ${r} sums to ${sum}`);
+    }
+    assert.ok(norms[kind].some((v, i) => Math.abs(v - weights[kind][i]) > 1e-3), kind);
+  }
+});
 
 test("some case merges pieces into fewer words", () => {
   assert.ok(fixture.cases.some(c => c.merge && c.cols.length < payload.kinds[c.kind].cols.length));

@@ -41,6 +41,24 @@ class AttentionProbabilities(nn.Module):
         return f"kind={self.kind!r}"
 
 
+class TransportedNorms(nn.Module):
+    """The norm of what each head moves from each key position, ‖f_h(x_j)‖ with f_h(x_j) = (x_j W_v,h + b_v,h) W_o,h:
+    its value vector through the head's columns of the output projection. Weighted by the attention,
+    ‖α_ij f_h(x_j)‖ = α_ij ‖f_h(x_j)‖ is norm-based attention (Kobayashi et al., 2020, "Attention is Not Only a
+    Weight"). Runs only while a recording listens (a teacher-forced pass, analysis/norms.py); its probe name is
+    its attention kind + "_norms"."""
+
+    def __init__(self, kind: str):
+        super().__init__()
+        self.probe = f"{kind}_norms"
+
+    def forward(self, values: torch.Tensor, output_weight: torch.Tensor) -> torch.Tensor:
+        """values (B, H, Tk, hs), output_weight (D, D) -> (B, H, Tk)."""
+        heads, head_size = values.size(1), values.size(-1)
+        columns = output_weight.view(-1, heads, head_size)  # (D, H, hs)
+        return torch.einsum("bhtk,dhk->bhtd", values, columns).norm(dim=-1)
+
+
 def explicit_attention(q, k, v, mask, attend: nn.Module, dropout_p: float = 0.0):
     """Returns (output (B, H, Tq, hs), probabilities (B, H, Tq, Tk))."""
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
@@ -64,6 +82,7 @@ class MultiHeadAttention(nn.Module):
         self.in_proj.stacked_projections = 3  # initialised as three D x D matrices (see Transformer._init_weights)
         self.out_proj = nn.Linear(d, d)
         self.attend = AttentionProbabilities(kind)
+        self.transported = TransportedNorms(kind)
         self.attention_dropout = config.attention_dropout
         self.fused = True  # like nanoGPT's `self.flash`; tests switch it off to compare the two paths
 
@@ -89,6 +108,8 @@ class MultiHeadAttention(nn.Module):
     def attend_to(self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None):
         """Attention of queries q (B, H, Tq, hs) over keys/values, heads merged and projected: (B, Tq, D)."""
         dropout_p = self.attention_dropout if self.training else 0.0
+        if is_recorded(self.transported):
+            self.transported(values, self.out_proj.weight)
         if self.fused and not is_recorded(self.attend):
             out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, dropout_p=dropout_p)
         else:

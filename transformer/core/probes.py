@@ -47,6 +47,9 @@ PROBES: dict[str, Probe] = {p.name: p for p in (
           "position: the token it predicted", "feature"),
 )}
 ATTENTION_KINDS = tuple(name for name, probe in PROBES.items() if probe.attention)
+# recorded only in a teacher-forced pass (analysis/norms.py), never while decoding: per attention kind, the norm
+# of what each head moves from each key position, (layers, B, heads, keys); see attention.TransportedNorms
+NORM_PROBES = tuple(f"{kind}_norms" for kind in ATTENTION_KINDS)
 
 # the recordings open in this context; each knows the ids of the modules it listens to
 active_recordings: ContextVar[tuple] = ContextVar("active_recordings", default=())
@@ -58,9 +61,9 @@ def is_recorded(module) -> bool:
     return bool(recordings) and any(id(module) in r.module_ids for r in recordings)
 
 
-def check_probe_names(names) -> tuple[str, ...]:
+def check_probe_names(names, allowed=tuple(PROBES)) -> tuple[str, ...]:
     names = tuple(names)
-    unknown = sorted(set(names) - set(PROBES))
+    unknown = sorted(set(names) - set(allowed))
     if unknown:
-        raise ValueError(f"unknown probes {unknown}; the model declares {list(PROBES)}")
+        raise ValueError(f"unknown probes {unknown}; the model declares {list(allowed)}")
     return names

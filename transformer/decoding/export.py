@@ -38,6 +38,9 @@ def translation_dict(translation: Translation) -> dict:
             continue  # layer outputs (d_model wide) stay in the Python API: they would dwarf the rest
         entry = {"title": recorded.title, "shape": list(recorded.values.shape), "axes": list(recorded.axes),
                  "rows": recorded.rows, "cols": recorded.cols, "weights": recorded.values.round(6).tolist()}
+        if translation.norms is not None:  # norm-based attention (Kobayashi et al., 2020), analysis/norms.py
+            entry["norms"] = translation.norms[name].round(6).tolist()  # (layer, head, key): ‖f(x_key)‖
+            entry["weighted_norms"] = translation.weighted_norms(name).round(6).tolist()  # like weights
         out["attention"] = out["attention"] or {}
         out["attention"][name] = entry
     return out
@@ -65,19 +68,21 @@ def steps_csv(translations: list[Translation]) -> str:
 def attention_csv(translations: list[Translation]) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(["sentence", "kind", "layer", "head", "query", "query_token", "key", "key_token", "weight"])
+    writer.writerow(["sentence", "kind", "layer", "head", "query", "query_token", "key", "key_token", "weight",
+                     "weighted_norm"])  # ‖α f(x)‖ (Kobayashi et al., 2020), empty when the norms were not computed
     for sentence, translation in enumerate(translations, start=1):
         for kind in ATTENTION_KINDS:
             if kind not in translation.recorded:
                 continue
             recorded = translation.recorded[kind]
-            weights = recorded.values
+            weights, norms = recorded.values, translation.weighted_norms(kind)
             for layer in range(weights.shape[0]):
                 for head in range(weights.shape[1]):
                     for q, query in enumerate(recorded.rows):
                         for k, key in enumerate(recorded.cols):
+                            norm = "" if norms is None else f"{norms[layer, head, q, k]:.6f}"
                             writer.writerow([sentence, kind, layer + 1, head + 1, q + 1, query, k + 1, key,
-                                             f"{weights[layer, head, q, k]:.6f}"])
+                                             f"{weights[layer, head, q, k]:.6f}", norm])
     return buffer.getvalue()
 
 

@@ -93,17 +93,31 @@ class Translation:
     recorded: dict[str, Recorded] = field(default_factory=dict)
     tree: SearchTree | None = None
     logit_lens: LogitLens | None = None  # what every decoder layer would predict at every step
+    # per attention kind, (layers, heads, keys): the norm of what each head moves from each key (norm-based
+    # attention, Kobayashi et al., 2020); analysis/norms.py fills it on request
+    norms: dict[str, np.ndarray] | None = None
 
     @property
     def decoder_input_tokens(self) -> list[str]:
         """What was fed to the decoder: BOS followed by tgt_tokens[:-1] (the keys of decoder self-attention)."""
         return ["<s>"] + self.tgt_tokens[:-1]
 
+    def weighted_norms(self, kind: str) -> np.ndarray | None:
+        """Norm-based attention ‖α_ij f(x_j)‖ of `kind`, (layers, heads, queries, keys), once `norms` is filled."""
+        if self.norms is None or kind not in self.recorded:
+            return None
+        return weighted_norms(self.recorded[kind].values, self.norms[kind])
+
     @property
     def attention(self) -> Attention | None:
         if not all(kind in self.recorded for kind in ("encoder_self", "decoder_self", "cross")):
             return None
         return Attention(*(self.recorded[kind].values for kind in ("encoder_self", "decoder_self", "cross")))
+
+
+def weighted_norms(weights: np.ndarray, norms: np.ndarray) -> np.ndarray:
+    """‖α_ij f_h(x_j)‖ = α_ij ‖f_h(x_j)‖: weights (layers, heads, queries, keys) times norms (layers, heads, keys)."""
+    return weights * norms[:, :, None, : weights.shape[-1]]
 
 
 def label_recorded(arrays: dict[str, np.ndarray], src_tokens: list[str], tgt_tokens: list[str]) -> dict[str, Recorded]:
