@@ -27,6 +27,7 @@ from transformer.analysis.alignment_eval import (
     teacher_forced_cross,
     words_of,
 )
+from transformer.analysis.norms import transported_norms
 from transformer.analysis.symmetrize import grow_diag_final, intersection
 from transformer.corpus.data import read_parallel
 
@@ -58,6 +59,14 @@ def test_readings_of_a_hand_made_cross_attention():
         Reading(1, None, "shift"): {(1, 0), (1, 1)},
     }
     assert dict(zip(wanted, read_alignments(cross, SENTENCE, list(wanted)))) == wanted
+    # norm-based: head 0 of layer 0 moves little from "die" (norm 0.1) and much from "Hunde" (norm 1): "the" is
+    # then Hunde's (0.7 x 0.1 = 0.07 against (0.1 + 0.1) x 1); layer 1, uniform, keeps Hunde for both words
+    norms = np.ones((2, 2, 4))
+    norms[0, 0, 0] = 0.1
+    by_norms = {Reading(0, 0, "attention", "norms"): {(1, 0), (1, 1)},
+                Reading(0, 1, "attention", "norms"): {(1, 0), (0, 1)},
+                Reading(1, None, "attention", "norms"): {(1, 0), (1, 1)}}
+    assert dict(zip(by_norms, read_alignments(cross, SENTENCE, list(by_norms), norms))) == by_norms
 
 
 def test_words_are_the_words_of_word_attention():
@@ -83,11 +92,14 @@ def test_teacher_forced_cross_attention_equals_decoding_forced_to_the_reference(
     corpus = read_parallel(corpus_dir, "test_2016_flickr", "en", "de")
     sentences = piece_sentences(random_translator.tokenizer, corpus.source[:5], corpus.target[:5], 64)
     batched = list(teacher_forced_cross(random_translator.model, sentences, batch_size=3))
-    for source, reference, sentence, cross in zip(corpus.source, corpus.target, sentences, batched):
+    for source, reference, sentence, (cross, norms) in zip(corpus.source, corpus.target, sentences, batched):
         forced = random_translator.translate(source, prefix=reference + "</s>", capture=True)
         recorded = forced.recorded["cross"]
         assert recorded.rows == sentence.tgt_pieces and recorded.cols == sentence.src_pieces
         np.testing.assert_allclose(cross, recorded.values, atol=1e-5)
+        # padded batches give each sentence the norms of its own source, as one sentence alone does
+        alone = transported_norms(random_translator.model, sentence.src_ids, sentence.tgt_ids[1:])["cross"]
+        np.testing.assert_allclose(norms, alone, rtol=1e-4, atol=1e-5)
 
 
 def test_layer_average_readings_agree_with_translation_alignment(random_translator, corpus_dir):
@@ -100,10 +112,12 @@ def test_layer_average_readings_agree_with_translation_alignment(random_translat
     reference = [translation_alignment(f, "attention", layer=1).links for f in forced]
     shifted = [translation_alignment(f, "shift", layer=1).links for f in forced]
     rows = score_readings(random_translator.model, sentences, reference, batch_size=3)
-    layer_two = {r["method"]: r for r in rows if r["reading"] == "layer average" and r["layer"] == 2}
+    layer_two = {r["method"]: r for r in rows
+                 if r["reading"] == "layer average" and r["layer"] == 2 and r["measure"] == "weights"}
     assert layer_two["attention"]["aer"] == 0.0 and layer_two["attention"]["precision"] == 1.0
     assert layer_two["shift"]["aer"] == pytest.approx(corpus_alignment_error_rate(shifted, reference), abs=1e-4)
-    assert len(rows) == 2 * 3 * (4 + 1)  # methods x layers x (heads + their average)
+    assert len(rows) == 2 * 2 * 3 * (4 + 1)  # measures x methods x layers x (heads + their average)
+    assert {r["measure"] for r in rows} == {"weights", "norms"}
 
 
 def test_diagonal_baseline():
@@ -143,8 +157,11 @@ def test_reference_round_trips_through_pharaoh_and_the_cli(random_translator, co
     assert data["split"] == "test_2016_flickr" and data["sentences"] == len(sentences) == 20
     assert data["reference_links"] == sum(map(len, reference))
     assert data["command"].startswith("python -m transformer.analysis.alignment_eval --checkpoint")
-    heads = [r for r in data["table"] if r["reading"] == "head"]
+    heads = [r for r in data["table"] if r["reading"] == "head" and r["measure"] == "weights"]
     assert len(heads) == 2 * 3 * 4 and data["best_head"]["aer"] == min(r["aer"] for r in heads)
+    by_norms = [r for r in data["table"] if r["reading"] == "head" and r["measure"] == "norms"]
+    assert len(by_norms) == len(heads)
+    assert data["best_head_by_measure"]["norms"]["shift"]["aer"] == min(r["aer"] for r in by_norms if r["method"] == "shift")
     assert data["baseline"]["reading"] == "diagonal baseline"
     assert "best head: cross L" in capsys.readouterr().out
 

@@ -165,16 +165,21 @@ def alignment_outputs(report: dict | None, translation) -> dict:
                                   "alignment_eval` writes one).", "alignment_links": ""}
     best = report["best_head"]
     best_ref = HeadRef.from_numbered({"kind": "cross", **best})
-    layers = ", ".join(f"layer {r['layer']} {r['aer']:.3f}" for r in report["table"]
+    weights = [r for r in report["table"] if r.get("measure", "weights") == "weights"]  # older reports: weights only
+    layers = ", ".join(f"layer {r['layer']} {r['aer']:.3f}" for r in weights
                        if r["reading"] == "layer average" and r["method"] == "attention")
-    shift = min((r for r in report["table"] if r["method"] == "shift"), key=lambda r: r["aer"])
+    shift = min((r for r in weights if r["method"] == "shift"), key=lambda r: r["aer"])
+    by_norms = report.get("best_head_by_measure", {}).get("norms")
+    norms = (f" Read as norm-based attention ‖α·f(x)‖ (Kobayashi et al., 2020), the best head is layer "
+             f"{by_norms['attention']['layer']}, head {by_norms['attention']['head']} at "
+             f"{by_norms['attention']['aer']:.3f} (Shift-Att {by_norms['shift']['aer']:.3f})." if by_norms else "")
     cross = translation.recorded["cross"]
     links = align(cross.values[best_ref.layer, best_ref.head], cross.rows, cross.cols)
     words = word_attention(cross.values[best_ref.layer, best_ref.head], cross.rows, cross.cols)
     reference = report["reference"]
     text = (f"**Best alignment head: cross-attention layer {best['layer']}, head {best['head']}**, alignment error rate "
             f"{best['aer']:.3f} on {report['split']} ({report['sentences']:,} sentences). Layer averages: {layers}; "
-            f"best Shift-Att reading {shift['aer']:.3f}; a diagonal baseline {report['baseline']['aer']:.3f}. The "
+            f"best Shift-Att reading {shift['aer']:.3f}; a diagonal baseline {report['baseline']['aer']:.3f}.{norms} The "
             f"reference is {literal(reference['what'])}: {literal(reference['aligner'])} {literal(str(reference['version']))}. "
             "Its links for this sentence:")
     return {"alignment_text": text, "alignment_links": alignment_svg(words.src_words, words.tgt_words, links)}

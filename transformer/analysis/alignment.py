@@ -14,7 +14,7 @@ averaged over a target word's pieces.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -153,3 +153,19 @@ def write_pharaoh(path, alignments: Iterable[Alignment]) -> Path:
 __all__ = ["BOUNDARY_TOKENS", "METHODS", "Alignment", "WordAlignment", "WordAttention", "align", "alignment_error_rate",
            "corpus_alignment_error_rate", "format_pharaoh", "layer_attention", "parse_pharaoh", "read_pharaoh",
            "shift_align", "translation_alignment", "word_attention", "write_pharaoh"]
+
+def precision_recall(predicted: Sequence[Alignment], sure: Sequence[Alignment]) -> tuple[float, float]:
+    hits = sum(len(set(a) & set(s)) for a, s in zip(predicted, sure))
+    return hits / max(sum(map(len, predicted)), 1), hits / max(sum(map(len, sure)), 1)
+
+
+def diagonal_alignment(n_source: int, n_target: int) -> Alignment:
+    """A baseline that reads no attention: target word j linked to the source word at the same relative place."""
+    if not n_source:
+        return set()
+    return {(round(j * (n_source - 1) / max(n_target - 1, 1)), j) for j in range(n_target)}
+
+
+def best(rows: Sequence[dict], **where) -> dict:
+    """The row of lowest AER among those matching `where` (ties: the first in table order)."""
+    return min((row for row in rows if all(row[key] == value for key, value in where.items())), key=lambda r: r["aer"])

@@ -36,7 +36,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from ..core.capture import capture_attention
+from ..core.capture import record
 from ..core.head_ref import shown
 from ..decoding.translator import Translator
 from ..decoding.words import word_groups, word_label
@@ -53,11 +53,15 @@ from .alignment import (
     BOUNDARY_TOKENS,
     Alignment,
     align,
+    best,
     corpus_alignment_error_rate,
+    diagonal_alignment,
+    precision_recall,
     read_pharaoh,
     shift_align,
     write_pharaoh,
 )
+from .norms import weighted_norms
 from .statistical_aligner import EflomalSettings, eflomal_links, eflomal_version
 from .symmetrize import SYMMETRIZATIONS
 
@@ -100,19 +104,23 @@ def piece_sentences(tokenizer: Tokenizer, sources: Sequence[str], targets: Seque
 
 
 @torch.no_grad()
-def teacher_forced_cross(model, sentences: Sequence[PieceSentence], batch_size: int = 64) -> Iterator[np.ndarray]:
-    """Cross-attention (L, H, T, S) of each sentence, in order: one forward pass per batch on
-    model(src, <s> + reference) with the attention captured, each sentence's padding cut away."""
+def teacher_forced_cross(model, sentences: Sequence[PieceSentence],
+                         batch_size: int = 64) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(cross-attention (L, H, T, S), the norms ‖f(x_s)‖ of what each head moves from each source piece (L, H, S))
+    of each sentence, in order: one forward pass per batch on model(src, <s> + reference) with both recorded,
+    each sentence's padding cut away."""
     pad_id = model.config.pad_id
     for start in range(0, len(sentences), batch_size):
         batch = sentences[start : start + batch_size]
         src = pad([s.src_ids for s in batch], pad_id).to(model.device)
         decoder_input = pad([s.tgt_ids[:-1] for s in batch], pad_id).to(model.device)
-        with capture_attention(model, ["cross"]) as recording:
+        with record(model, ["cross", "cross_norms"]) as recording:
             model(src, decoder_input)
         cross = recording.cross.float().cpu().numpy()  # (L, B, H, T, S)
+        norms = recording["cross_norms"].float().cpu().numpy()  # (L, B, H, S)
         for row, sentence in enumerate(batch):
-            yield cross[:, row, :, : len(sentence.tgt_pieces), : len(sentence.src_pieces)]
+            length = len(sentence.src_pieces)
+            yield cross[:, row, :, : len(sentence.tgt_pieces), :length], norms[:, row, :, :length]
 
 
 @dataclass(frozen=True)
@@ -122,23 +130,27 @@ class Reading:
     layer: int  # 0-based
     head: int | None  # 0-based; None: the layer's heads averaged
     method: str  # "attention" (Garg et al.) or "shift" (Shift-Att)
+    measure: str = "weights"  # or "norms": ‖α f(x)‖, norm-based attention (Kobayashi et al., 2020)
+
+
+MEASURES = ("weights", "norms")
 
 
 def readings(layers: int, heads: int) -> list[Reading]:
-    return [Reading(layer, head, method) for method in READERS for layer in range(layers)
-            for head in [*range(heads), None]]
+    return [Reading(layer, head, method, measure) for measure in MEASURES for method in READERS
+            for layer in range(layers) for head in [*range(heads), None]]
 
 
-def read_alignments(cross: np.ndarray, sentence: PieceSentence, readings_: Sequence[Reading]) -> list[Alignment]:
-    """The alignment each reading gives for one sentence's (L, H, T, S) cross-attention."""
-    layer_means = cross.astype(np.float64).mean(axis=1)
-    return [READERS[r.method](cross[r.layer, r.head] if r.head is not None else layer_means[r.layer],
+def read_alignments(cross: np.ndarray, sentence: PieceSentence, readings_: Sequence[Reading],
+                    norms: np.ndarray | None = None) -> list[Alignment]:
+    """The alignment each reading gives for one sentence's (L, H, T, S) cross-attention; a norm-based reading
+    weighs it by `norms` (L, H, S) first, and its layer average is the mean of the heads' weighted norms."""
+    by_measure = {"weights": cross.astype(np.float64)}
+    if norms is not None:
+        by_measure["norms"] = weighted_norms(by_measure["weights"], norms.astype(np.float64))
+    means = {measure: values.mean(axis=1) for measure, values in by_measure.items()}
+    return [READERS[r.method](by_measure[r.measure][r.layer, r.head] if r.head is not None else means[r.measure][r.layer],
                               sentence.tgt_pieces, sentence.src_pieces) for r in readings_]
-
-
-def precision_recall(predicted: Sequence[Alignment], sure: Sequence[Alignment]) -> tuple[float, float]:
-    hits = sum(len(set(a) & set(s)) for a, s in zip(predicted, sure))
-    return hits / max(sum(map(len, predicted)), 1), hits / max(sum(map(len, sure)), 1)
 
 
 def score_readings(model, sentences: Sequence[PieceSentence], reference: Sequence[Alignment], batch_size: int = 64,
@@ -148,8 +160,8 @@ def score_readings(model, sentences: Sequence[PieceSentence], reference: Sequenc
         raise ValueError(f"{len(reference)} reference alignments for {len(sentences)} sentences")
     table = readings(model.config.n_layers, model.config.n_heads)
     predicted: list[list[Alignment]] = [[] for _ in table]
-    for index, (sentence, cross) in enumerate(zip(sentences, teacher_forced_cross(model, sentences, batch_size))):
-        for column, links in zip(predicted, read_alignments(cross, sentence, table)):
+    for index, (sentence, (cross, norms)) in enumerate(zip(sentences, teacher_forced_cross(model, sentences, batch_size))):
+        for column, links in zip(predicted, read_alignments(cross, sentence, table, norms)):
             column.append(links)
         if progress is not None and ((index + 1) % batch_size == 0 or index + 1 == len(sentences)):
             progress(index + 1)
@@ -158,16 +170,10 @@ def score_readings(model, sentences: Sequence[PieceSentence], reference: Sequenc
         precision, recall = precision_recall(alignments, reference)
         rows.append({"reading": "head" if reading.head is not None else "layer average",
                      "layer": shown(reading.layer), "head": None if reading.head is None else shown(reading.head),
-                     "method": reading.method, "aer": round(corpus_alignment_error_rate(alignments, reference), 4),
+                     "method": reading.method, "measure": reading.measure,
+                     "aer": round(corpus_alignment_error_rate(alignments, reference), 4),
                      "precision": round(precision, 4), "recall": round(recall, 4)})
     return rows
-
-
-def diagonal_alignment(n_source: int, n_target: int) -> Alignment:
-    """A baseline that reads no attention: target word j linked to the source word at the same relative place."""
-    if not n_source:
-        return set()
-    return {(round(j * (n_source - 1) / max(n_target - 1, 1)), j) for j in range(n_target)}
 
 
 def diagonal_row(sentences: Sequence[PieceSentence], reference: Sequence[Alignment]) -> dict:
@@ -191,11 +197,6 @@ def check_reference(reference: Sequence[Alignment], sentences: Sequence[PieceSen
 def aligner_lines(sentences: Sequence[PieceSentence]) -> tuple[list[str], list[str]]:
     return ([" ".join(aligner_token(w) for w in words_of(s.src_pieces)) for s in sentences],
             [" ".join(aligner_token(w) for w in words_of(s.tgt_pieces)) for s in sentences])
-
-
-def best(rows: Sequence[dict], **where) -> dict:
-    """The row of lowest AER among those matching `where` (ties: the first in table order)."""
-    return min((row for row in rows if all(row[key] == value for key, value in where.items())), key=lambda r: r["aer"])
 
 
 def main(argv=None) -> None:
@@ -269,8 +270,13 @@ def main(argv=None) -> None:
                     "input is that word (Shift-Att, Chen et al., 2020); words merged from pieces as the app does",
         "aer": "1 - 2 |A & S| / (|A| + |S|) summed over the corpus, sure links S = the reference, no possible links",
         "numbering": "layer and head count from 1, as the app shows them",
-        "best_head": best(rows, reading="head"),
-        "best_head_by_method": {method: best(rows, reading="head", method=method) for method in READERS},
+        "measures": "weights: the attention weights α; norms: ‖α f(x)‖, each weight times the norm of what the head "
+                    "moves from that source piece (Kobayashi et al., 2020)",
+        "best_head": best(rows, reading="head", measure="weights"),
+        "best_head_by_method": {method: best(rows, reading="head", method=method, measure="weights")
+                                for method in READERS},
+        "best_head_by_measure": {measure: {method: best(rows, reading="head", method=method, measure=measure)
+                                           for method in READERS} for measure in MEASURES},
         "table": rows,
         "baseline": diagonal_row(sentences, reference),
         "command": "python -m transformer.analysis.alignment_eval "
@@ -283,8 +289,10 @@ def main(argv=None) -> None:
     print(f"{args.split}: {len(sentences)} sentences, {result['reference_links']} reference links")
     print(f"best head: cross L{head['layer']} H{head['head']} ({head['method']}), AER {head['aer']}")
     for layer in range(1, translator.model.config.n_layers + 1):
-        averages = {r["method"]: r["aer"] for r in rows if r["reading"] == "layer average" and r["layer"] == layer}
-        print(f"layer {layer} average: AER {averages['attention']} (shift-att {averages['shift']})")
+        averages = {(r["measure"], r["method"]): r["aer"] for r in rows
+                    if r["reading"] == "layer average" and r["layer"] == layer}
+        print(f"layer {layer} average: AER {averages['weights', 'attention']} (shift-att {averages['weights', 'shift']}); "
+              f"norm-based {averages['norms', 'attention']} (shift-att {averages['norms', 'shift']})")
     print(f"diagonal baseline (no attention): AER {result['baseline']['aer']}")
     print(f"wrote {out} ({result['minutes']} min)")
 
