@@ -10,6 +10,7 @@ from pathlib import Path
 
 from transformer.decoding.export import attention_csv, bertviz_dict, steps_csv, to_json
 
+from .standalone import live_view_html
 from .version import APP_VERSION
 
 EXPORT_ROOT = Path(tempfile.gettempdir()) / "attention-explorer-exports"
@@ -35,6 +36,8 @@ def export_files(result, registry) -> list[str]:
     files = {"translation.json": to_json(result.translations, run), "steps.csv": steps_csv(result.translations),
              "attention.csv": attention_csv(result.translations),
              "bertviz.json": json.dumps({"run": run, **bertviz_dict(result.translations[0])}, ensure_ascii=False)}
+    for number, translation in enumerate(result.translations, start=1):  # opens offline, for papers and slides
+        files[f"live-attention-{number}.html"] = live_view_html(translation, run)
     for name, content in files.items():
         (folder / name).write_text(content, encoding="utf-8")
     return [str(folder / name) for name in files]

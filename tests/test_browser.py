@@ -163,7 +163,7 @@ def test_positional_encoding_and_model_views(page):
 
 def test_export_downloads_parse(page, tmp_path):
     page.get_by_role("tab", name="Export").click()
-    page.get_by_role("button", name="Export JSON, CSV and bertviz").click()
+    page.get_by_role("button", name="Export JSON, CSV, bertviz and HTML").click()
     link = page.locator("#export-files a[download='translation.json']")
     link.wait_for(timeout=TIMEOUT)
     with page.expect_download() as download:

@@ -96,6 +96,45 @@ def test_weighted_norms_switch_in_the_browser_and_show_each_keys_share(browser, 
     page.close()
 
 
+def test_the_saved_live_view_opens_from_disk_and_switches_heads_offline(browser, tmp_path):  # noqa: F811
+    """The export's standalone HTML, opened from file:// with every network request refused: it draws, switches a
+    head and the norms in the browser, and a 30-token sentence's file stays under 2 MB."""
+    from explorer.registry import discover
+    from explorer.request import Request
+    from explorer.session import run
+    from explorer.standalone import live_view_html
+
+    from .conftest import ROOT
+
+    long = ("A young woman in a long red dress and a small boy with a yellow kite are walking together along the "
+            "sandy beach near the old wooden pier.")
+    registry = discover(ROOT / "checkpoints")
+    result = run(registry, Request.from_api(registry, long))
+    translation = result.translations[0]
+    assert len(translation.src_ids) >= 30
+    path = tmp_path / "live.html"
+    path.write_text(live_view_html(translation, {"model": "en-de", "app_version": "test"}), encoding="utf-8")
+    assert path.stat().st_size < 2_000_000
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    fetched = []
+    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:") else
+               (fetched.append(route.request.url), route.abort()))
+    page.goto(path.as_uri())
+    live = page.locator("#live-attention")
+    live.locator(".ae-heatmap").wait_for(timeout=TIMEOUT)
+    for selector, value in [("select.ae-kind", "encoder_self"), ("select.ae-layer", "0"), ("select.ae-head", "1")]:
+        live.locator(selector).select_option(value)
+    assert state(page) == {"kind": "encoder_self", "layer": 0, "head": 1, "mode": "heatmap", "step": None}
+    cells = [float(w) for w in live.locator(".ae-cell").evaluate_all("cells => cells.map(c => c.dataset.weight)")]
+    recorded = translation.recorded["encoder_self"].values[0, 1]
+    assert len(cells) == recorded.size
+    assert max(abs(a - b) for a, b in zip(cells, recorded.ravel())) <= 1 / 255 + 1e-3
+    live.locator("select.ae-measure").select_option("norms")
+    assert "weighted norms" in live.locator(".ae-title").inner_text()
+    assert fetched == []
+    page.close()
+
+
 def test_lines_follow_a_hovered_token_and_heads_toggle(browser, server_url):  # noqa: F811
     page = translated_page(browser, server_url, 1400, 900)
     live = page.locator("#live-attention")

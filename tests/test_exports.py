@@ -3,6 +3,7 @@ bertviz package renders."""
 import csv
 import hashlib
 import io
+import re
 import json
 from pathlib import Path
 
@@ -81,3 +82,14 @@ def test_the_exports_carry_norm_based_attention_beside_the_weights(exported):
     first = rows[0]
     expected = data["attention"][first["kind"]]["weighted_norms"][0][0][0][0]
     assert float(first["weighted_norm"]) == pytest.approx(expected, abs=2e-6)
+
+
+def test_the_standalone_live_view_is_one_small_file_that_names_its_run(exported):
+    """One file per sentence, with the payload, the browser code and the styles inside and nothing to fetch."""
+    result, files = exported
+    for number, translation in enumerate(result.translations, start=1):
+        page = files[f"live-attention-{number}.html"].read_text(encoding="utf-8")
+        assert page.count("<script") == 1 and not re.search(r"<(script|img|link|iframe)[^>]*\b(src|href)\s*=", page)
+        assert set(re.findall(r"https?://[^\s\"'`]+", page)) <= {"http://www.w3.org/2000/svg"}  # a namespace, not fetched
+        assert "weightedNorms" in page and ".ae-live" in page and "en-de" in page
+        assert len(page.encode("utf-8")) < 2_000_000

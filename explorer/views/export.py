@@ -1,4 +1,5 @@
-"""Export: the current translation's tokens, steps, search tree and every attention weight as JSON and CSV."""
+"""Export: the current translation's tokens, steps, search tree and every attention weight as JSON and CSV, and its
+live view as standalone HTML."""
 from __future__ import annotations
 
 import gradio as gr
@@ -12,9 +13,10 @@ class ExportView(View):
 
     def build(self, context):
         gr.Markdown("Tokens, decoding steps, the search tree, the logit lens and every attention weight of the current "
-                    "translation, with the model, its weights' hash and the settings that produced it; and the first "
-                    "sentence's attention in the layout `bertviz` takes (see the README).")
-        button = gr.Button("Export JSON, CSV and bertviz", elem_id="export-button")
+                    "translation, with the model, its weights' hash and the settings that produced it; the first "
+                    "sentence's attention in the layout `bertviz` takes (see the README); and each sentence's whole "
+                    "live view as one HTML file that opens offline, for a paper or a slide.")
+        button = gr.Button("Export JSON, CSV, bertviz and HTML", elem_id="export-button")
         files = gr.File(label="Downloads", file_count="multiple", elem_id="export-files")
         return {"export_button": button, "export_files": files}
 
