@@ -62,11 +62,46 @@ def endpoint(ui, respond):
     return run_endpoint
 
 
+def contrast_json(translation, contrast, foil: str) -> dict:
+    """A Contrast (analysis/contrastive.py) with its tokens, numbered from 1 as the page numbers steps."""
+    return {"step": contrast.step + 1, "chosen": translation.tgt_tokens[contrast.step], "foil": foil,
+            "log_odds": round(contrast.log_odds, 6),
+            "method": "contrastive input x gradient of log p(chosen) - log p(foil) (Yin and Neubig, 2022)",
+            "source": [{"token": t, "score": round(float(v), 6)} for t, v in zip(translation.src_tokens, contrast.source)],
+            "prefix": [{"token": t, "score": round(float(v), 6)}
+                       for t, v in zip(translation.decoder_input_tokens, contrast.prefix)]}
+
+
+def why_not_endpoint(ui):
+    def why_not(text: str, foil: str, step: int = 1, sentence: int = 1, model: str = None, device: str = "cpu",
+                strategy: str = None, settings: dict = None, max_length: int = DEFAULT_MAX_LENGTH, prefix: str = None,
+                heads_off: str = None) -> dict:
+        """Translate, then explain why the translation of line `sentence` chose its piece at `step` (both from 1)
+        and not the piece `foil`: each source piece's and each earlier output piece's push on the log-odds."""
+        result = run_request(ui.service, lambda: Request.from_api(
+            ui.registry, text, model, device, strategy, settings, max_length, prefix, heads_off))
+        if not isinstance(sentence, int) or not 1 <= sentence <= len(result.translations):
+            raise gr.Error(f"sentence must be in [1, {len(result.translations)}], got {sentence!r}")
+        translation = result.translations[sentence - 1]
+        if not isinstance(step, int) or not 1 <= step <= len(translation.tgt_ids):
+            raise gr.Error(f"step must be in [1, {len(translation.tgt_ids)}] for this translation, got {step!r}")
+        if not isinstance(foil, str) or not foil:
+            raise gr.Error("foil must name a piece of the model's vocabulary, such as one of a step's candidates")
+        try:
+            contrast = ui.service.contrast(result, translation, step, foil)
+        except ValueError as error:
+            raise gr.Error(f"foil: {error}") from error
+        return contrast_json(translation, contrast, foil)
+
+    return why_not
+
+
 def wire_api(ui) -> None:
-    """Registers both endpoints on the page being built; `ui` is the page's Wiring. The view state (layer,
+    """Registers the endpoints on the page being built; `ui` is the page's Wiring. The view state (layer,
     head, each view's controls) belongs to the page and is no argument here."""
     gr.api(endpoint(ui, translation_json), api_name="translate")
     gr.api(endpoint(ui, details_json), api_name="translate_details")
+    gr.api(why_not_endpoint(ui), api_name="why_not")
 
 
 def run_request(service: ModelService, build) -> RunResult:

@@ -11,7 +11,9 @@ import torch
 
 from transformer import Translation
 from transformer.analysis.attribution import Attribution, attribute
+from transformer.analysis.contrastive import Contrast, contrastive_input_x_gradient
 from transformer.analysis.norms import add_norms
+from transformer.core.head_mask import heads_masked
 from transformer.decoding.hypothesis import HypothesisStep, hypothesis_step, output_log_prob
 from transformer.decoding.strategies import get_strategy
 
@@ -109,6 +111,19 @@ class ModelService:
     def pieces(self, result: RunResult, text: str) -> list[str]:
         """`text` in the result's target vocabulary (a typed what-if continuation)."""
         return self.translator_of(result).tokenizer.pieces(text)
+
+    def contrast(self, result: RunResult, translation: Translation, step: int, foil: str) -> Contrast:
+        """Why `translation` chose its piece at 1-based `step` and not the piece `foil`: contrastive input x
+        gradient of the log-odds, with the result's heads switched off as it was translated."""
+        translator = self.translator_of(result)
+        if not 1 <= step <= len(translation.tgt_ids):
+            raise ValueError(f"step must be in [1, {len(translation.tgt_ids)}] for this translation, got {step}")
+        foil_id = translator.tokenizer.piece_to_id(foil)
+        if translator.tokenizer.id_to_piece(foil_id) != foil:
+            raise ValueError(f"{foil!r} is not a piece of this model's vocabulary")
+        with heads_masked(translator.model, list(result.request.heads_off) or None):
+            return contrastive_input_x_gradient(translator.model, translation.src_ids, translation.tgt_ids, step - 1,
+                                                foil_id)
 
     def attribute(self, result: RunResult, translation: Translation) -> Attribution:
         """Input x gradient of the translation's own output over its source."""

@@ -215,3 +215,29 @@ def test_the_apps_default_translation_is_what_evaluate_scores(server, tmp_path, 
         assert scored != [t.text for t in translator.translate_batch(sentences)]  # not what greedy gives
         shown = client.predict("\n".join(sentences), model, api_name="/translate")["translations"]
         assert shown == scored
+
+
+def test_why_not_explains_a_step_against_a_candidate(server, reference):
+    """/why_not: the step's choice against another candidate, from the same translation the other endpoints give;
+    the scores are the contrastive attribution of that step (checked by finite differences in test_contrastive)."""
+    from transformer.analysis.contrastive import contrastive_input_x_gradient
+
+    _, client = server
+    expected = reference.translate(SENTENCE, **recorded(reference))
+    step = 2
+    foil = next(piece for piece, _ in expected.steps[step - 1].topk if piece != expected.tgt_tokens[step - 1])
+    out = client.predict(SENTENCE, foil, step, api_name="/why_not")
+    contrast = contrastive_input_x_gradient(reference.model, expected.src_ids, expected.tgt_ids, step - 1,
+                                            reference.tokenizer.piece_to_id(foil))
+    assert out["chosen"] == expected.tgt_tokens[step - 1] and out["foil"] == foil and out["step"] == step
+    assert [s["token"] for s in out["source"]] == expected.src_tokens
+    assert [p["token"] for p in out["prefix"]] == expected.decoder_input_tokens[:step]
+    np.testing.assert_allclose([s["score"] for s in out["source"]], contrast.source, atol=1e-5)
+    assert out["log_odds"] == pytest.approx(np.log(expected.steps[step - 1].prob) - np.log(
+        dict(expected.steps[step - 1].topk)[foil]), abs=1e-3)  # the step's own recorded probabilities
+    with pytest.raises(Exception, match=r"step must be in \[1, \d+\]"):
+        client.predict(SENTENCE, foil, 999, api_name="/why_not")
+    with pytest.raises(Exception, match=r"not a piece of this model's vocabulary"):
+        client.predict(SENTENCE, "no such piece", 1, api_name="/why_not")
+    with pytest.raises(Exception, match=r"sentence must be in \[1, 1\]"):
+        client.predict(SENTENCE, foil, 1, 2, api_name="/why_not")

@@ -3,7 +3,7 @@ import pytest
 
 from transformer import Translator
 
-from .conftest import SHIPPED
+from .conftest import SHIPPED, recorded
 from .test_browser import CHROMIUM, SCREENSHOTS, TIMEOUT, browser, open_translated, server_url  # noqa: F401
 
 pytestmark = [pytest.mark.browser,
@@ -16,7 +16,8 @@ def page(browser, server_url):  # noqa: F811
     from playwright.sync_api import expect
 
     page = open_translated(browser, server_url, SENTENCE, strategy="beam search")
-    expected = Translator.from_pretrained(SHIPPED).translate(SENTENCE, strategy="beam", beam_size=4, max_length=64)
+    reference = Translator.from_pretrained(SHIPPED)  # beam as the model card records it: the page's settings
+    expected = reference.translate(SENTENCE, max_length=64, **recorded(reference))
     expect(page.locator("#translation textarea")).to_have_value(expected.text, timeout=TIMEOUT)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     yield page
@@ -37,6 +38,26 @@ def test_another_candidate_starts_a_second_translation(page):
     assert any(line.strip().startswith(f"[{piece}]") for line in alternative_line), text  # starts with it, marked
     page.locator("#whatif-text").scroll_into_view_if_needed()
     page.screenshot(path=str(SCREENSHOTS / "what-if.png"), full_page=False)
+
+
+def test_why_this_word_and_not_another_candidate(page):
+    from playwright.sync_api import expect
+
+    page.get_by_role("tab", name="Step by step").click()
+    expect(page.locator("#step-text")).to_contain_text("Step 1 of", timeout=TIMEOUT)
+    page.get_by_label("…and not this candidate", exact=True).click()
+    option = page.locator("li[data-testid='dropdown-option']").first  # Gradio's list, not the live view's
+    foil = option.get_attribute("aria-label").rsplit(" (", 1)[0]
+    option.click()
+    page.locator("#contrast-button").click()
+    expect(page.locator("#contrast-text")).to_contain_text("log-odds", timeout=TIMEOUT)
+    assert f"and not “{foil}”" in page.locator("#contrast-text").inner_text()
+    page.wait_for_function("() => document.querySelector('#contrast-plot .js-plotly-plot')?.data?.length > 0",
+                           timeout=TIMEOUT)
+    bars = page.evaluate("() => document.querySelector('#contrast-plot .js-plotly-plot').data[0].y.length")
+    expected = Translator.from_pretrained(SHIPPED)
+    assert bars == len(expected.source_ids(SENTENCE)[0]) + 1  # every source piece, and <s> at step 1
+    page.locator("#contrast-plot").screenshot(path=str(SCREENSHOTS / "why-not.png"))
 
 
 def test_a_tree_node_opens_its_hypothesis_step(page):

@@ -37,3 +37,18 @@ def source_attention_bar(weights: np.ndarray, source_labels: list[str], title: s
                         tickangle=-60, title={"text": "source token (key)"})
     figure.update_yaxes(range=[0, 1], title={"text": "attention weight"})
     return base_layout(figure, title, height=300)
+
+
+def contrast_bar(source_scores: np.ndarray, source_labels: list[str], prefix_scores: np.ndarray,
+                 prefix_labels: list[str], title: str) -> go.Figure:
+    """Why X and not Y: each input's push on the log-odds, source pieces then the decoder inputs so far; bars
+    right of zero favour X, left of zero Y."""
+    labels = [f"{label(s)} (source)" for s in source_labels] + [f"{label(p)} (so far)" for p in prefix_labels]
+    scores = rounded(np.concatenate([source_scores, prefix_scores]))
+    positions = list(range(len(labels)))
+    colours = [MUTED] * len(source_labels) + [ACCENT] * len(prefix_labels)
+    figure = go.Figure(go.Bar(x=scores, y=positions, orientation="h", marker_color=colours, customdata=labels,
+                              hovertemplate="%{customdata}: %{x:+.3f}<extra></extra>"))
+    figure.update_yaxes(tickmode="array", tickvals=positions, ticktext=labels, autorange="reversed")
+    figure.update_xaxes(zeroline=True, title={"text": "push on log p(X) − log p(Y)  (input × gradient)"})
+    return base_layout(figure, title, height=120 + 22 * len(labels))

@@ -13,7 +13,7 @@ from .. import figures
 from ..components import Slider
 from ..request import MAX_OUTPUT_TOKENS
 from ..text import literal
-from . import whatif
+from . import contrast, whatif
 from .base import MODEL, TRANSLATION, View, current_translation
 from .selection import MEAN, select_heads, single_layer_and_head
 
@@ -41,7 +41,7 @@ class StepsView(View):
                                   interactive=False)
         return {"step": step, "play_button": play, "step_text": step_text, "candidates_plot": candidates,
                 "step_source_plot": source, "show_in_tree": show_in_tree, "show_in_lens": show_in_lens,
-                "hypotheses": hypotheses, **whatif.build_panel()}
+                "hypotheses": hypotheses, **whatif.build_panel(), **contrast.build_panel()}
 
     def render(self, result, state, context, changed):
         translation = current_translation(result, state)
@@ -54,6 +54,7 @@ class StepsView(View):
             out["step"] = gr.update(minimum=1, maximum=len(translation.steps), value=1)
         current = translation.steps[max(1, min(int(step), len(translation.steps))) - 1]
         out["whatif_choice"] = gr.update(choices=whatif.alternatives(current), value=None)
+        out["contrast_foil"] = gr.update(choices=whatif.alternatives(current), value=None)
         return out | step_outputs(translation, step, state["layer"], state["head"])
 
     def play_frames(self, translation, layer: str, head: str):
@@ -96,6 +97,7 @@ class StepsView(View):
                                  api_visibility="private")
         c["whatif_button"].click(lambda *values: what_if(*values[:-1], None, values[-1]), inputs + [c["whatif_typed"]],
                                  outputs, api_visibility="private")
+        contrast.wire_panel(ui)
 
 
 def step_outputs(translation, step, layer: str, head: str) -> dict:
