@@ -72,17 +72,23 @@ def contrast_json(translation, contrast, foil: str) -> dict:
                        for t, v in zip(translation.decoder_input_tokens, contrast.prefix)]}
 
 
+def one_translation(ui, sentence, text, model, device, strategy, settings, max_length, prefix, heads_off):
+    """(result, its translation of line `sentence`, from 1) for the endpoints that explain one sentence."""
+    result = run_request(ui.service, lambda: Request.from_api(
+        ui.registry, text, model, device, strategy, settings, max_length, prefix, heads_off))
+    if not isinstance(sentence, int) or not 1 <= sentence <= len(result.translations):
+        raise gr.Error(f"sentence must be in [1, {len(result.translations)}], got {sentence!r}")
+    return result, result.translations[sentence - 1]
+
+
 def why_not_endpoint(ui):
     def why_not(text: str, foil: str, step: int = 1, sentence: int = 1, model: str = None, device: str = "cpu",
                 strategy: str = None, settings: dict = None, max_length: int = DEFAULT_MAX_LENGTH, prefix: str = None,
                 heads_off: str = None) -> dict:
         """Translate, then explain why the translation of line `sentence` chose its piece at `step` (both from 1)
         and not the piece `foil`: each source piece's and each earlier output piece's push on the log-odds."""
-        result = run_request(ui.service, lambda: Request.from_api(
-            ui.registry, text, model, device, strategy, settings, max_length, prefix, heads_off))
-        if not isinstance(sentence, int) or not 1 <= sentence <= len(result.translations):
-            raise gr.Error(f"sentence must be in [1, {len(result.translations)}], got {sentence!r}")
-        translation = result.translations[sentence - 1]
+        result, translation = one_translation(ui, sentence, text, model, device, strategy, settings, max_length,
+                                              prefix, heads_off)
         if not isinstance(step, int) or not 1 <= step <= len(translation.tgt_ids):
             raise gr.Error(f"step must be in [1, {len(translation.tgt_ids)}] for this translation, got {step!r}")
         if not isinstance(foil, str) or not foil:
@@ -96,12 +102,38 @@ def why_not_endpoint(ui):
     return why_not
 
 
+def query_key_endpoint(ui):
+    def query_key(text: str, kind: str = "cross", layer: int = 1, head: int = 1, query: int = 1, sentence: int = 1,
+                  model: str = None, device: str = "cpu", strategy: str = None, settings: dict = None,
+                  max_length: int = DEFAULT_MAX_LENGTH, prefix: str = None, heads_off: str = None) -> dict:
+        """Translate, then take one head's weights at one query apart (layer, head, query and sentence from 1):
+        the query vector, each key vector, their elementwise products, the scores and the weights."""
+        result, translation = one_translation(ui, sentence, text, model, device, strategy, settings, max_length,
+                                              prefix, heads_off)
+        for name, value in (("layer", layer), ("head", head), ("query", query)):
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise gr.Error(f"{name} must be a whole number counted from 1, got {value!r}")
+        try:
+            breakdown = ui.service.query_key(result, translation, kind, layer - 1, head - 1, query - 1)
+        except ValueError as error:
+            raise gr.Error(f"{error} (the API counts layer, head and query from 1)") from error
+        recorded = translation.recorded[kind]
+        return {"kind": kind, "layer": layer, "head": head, "query": query, "query_token": recorded.rows[query - 1],
+                "key_tokens": recorded.cols[: len(breakdown.weights)],
+                "query_vector": breakdown.query_vector.round(6).tolist(),
+                "key_vectors": breakdown.key_vectors.round(6).tolist(), "products": breakdown.products.round(6).tolist(),
+                "scores": breakdown.scores.round(6).tolist(), "weights": breakdown.weights.round(6).tolist()}
+
+    return query_key
+
+
 def wire_api(ui) -> None:
     """Registers the endpoints on the page being built; `ui` is the page's Wiring. The view state (layer,
     head, each view's controls) belongs to the page and is no argument here."""
     gr.api(endpoint(ui, translation_json), api_name="translate")
     gr.api(endpoint(ui, details_json), api_name="translate_details")
     gr.api(why_not_endpoint(ui), api_name="why_not")
+    gr.api(query_key_endpoint(ui), api_name="query_key")
 
 
 def run_request(service: ModelService, build) -> RunResult:

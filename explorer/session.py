@@ -13,6 +13,7 @@ from transformer import Translation
 from transformer.analysis.attribution import Attribution, attribute
 from transformer.analysis.contrastive import Contrast, contrastive_input_x_gradient
 from transformer.analysis.norms import add_norms
+from transformer.analysis.query_key import QueryKey, query_key
 from transformer.core.head_mask import heads_masked
 from transformer.decoding.hypothesis import HypothesisStep, hypothesis_step, output_log_prob
 from transformer.decoding.strategies import get_strategy
@@ -124,6 +125,13 @@ class ModelService:
         with heads_masked(translator.model, list(result.request.heads_off) or None):
             return contrastive_input_x_gradient(translator.model, translation.src_ids, translation.tgt_ids, step - 1,
                                                 foil_id)
+
+    def query_key(self, result: RunResult, translation: Translation, kind: str, layer: int, head: int,
+                  query: int) -> QueryKey:
+        """The query and key vectors behind one head's weights at one query position (all 0-based)."""
+        translator = self.translator_of(result)
+        return query_key(translator.model, translation.src_ids, translation.tgt_ids, kind, layer, head, query,
+                         list(result.request.heads_off) or None)
 
     def attribute(self, result: RunResult, translation: Translation) -> Attribution:
         """Input x gradient of the translation's own output over its source."""

@@ -241,3 +241,20 @@ def test_why_not_explains_a_step_against_a_candidate(server, reference):
         client.predict(SENTENCE, "no such piece", 1, api_name="/why_not")
     with pytest.raises(Exception, match=r"sentence must be in \[1, 1\]"):
         client.predict(SENTENCE, foil, 1, 2, api_name="/why_not")
+
+
+def test_query_key_takes_one_weight_apart_on_the_api(server, reference):
+    """/query_key, numbered from 1: its weights are the row the translation recorded, its scores the softmax's
+    input (their softmax is the weights), its products sum to the scores times sqrt(head size)."""
+    _, client = server
+    expected = reference.translate(SENTENCE, capture=True, **recorded(reference))
+    out = client.predict(SENTENCE, "decoder_self", 2, 3, 4, api_name="/query_key")
+    np.testing.assert_allclose(out["weights"], expected.recorded["decoder_self"].values[1, 2, 3, :4], atol=1e-4)
+    scores = np.array(out["scores"])
+    np.testing.assert_allclose(np.exp(scores) / np.exp(scores).sum(), out["weights"], atol=1e-5)
+    np.testing.assert_allclose(np.array(out["products"]).sum(-1) / np.sqrt(len(out["query_vector"])), scores, atol=1e-4)
+    assert out["query_token"] == expected.tgt_tokens[3] and out["key_tokens"] == expected.decoder_input_tokens[:4]
+    with pytest.raises(Exception, match=r"layer and head must be in .*counts layer, head and query from 1"):
+        client.predict(SENTENCE, "cross", 99, 1, 1, api_name="/query_key")
+    with pytest.raises(Exception, match=r"kind must be one of"):
+        client.predict(SENTENCE, "sideways", api_name="/query_key")

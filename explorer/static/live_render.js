@@ -100,8 +100,16 @@ function heatmap(root) {
     const x = left + j * cell + cell / 2;
     svg.appendChild(node("text", {x, y: top - 6, transform: `rotate(-60 ${x} ${top - 6})`, class: "ae-col-label"}, c, true));
   });
-  rows.forEach((r, i) => svg.appendChild(node("text", {x: left - 6, y: top + i * cell + cell * 0.7, "text-anchor": "end",
-                                                       class: "ae-row-label"}, r, true)));
+  // one head's pieces: a row label opens the query·key breakdown of that query (the page's Query · key tab)
+  const breakable = typeof trigger === "function" && view.head !== "mean" && !view.merge;
+  rows.forEach((r, i) => {
+    const text = node("text", {x: left - 6, y: top + i * cell + cell * 0.7, "text-anchor": "end",
+                               class: "ae-row-label" + (breakable ? " ae-breakable" : "")}, r, true);
+    if (breakable) {
+      text.addEventListener("click", () => trigger("select", {kind: view.kind, layer: view.layer, head: view.head, query: i}));
+    }
+    svg.appendChild(text);
+  });
   m.forEach((row, i) => row.forEach((w, j) => {
     svg.appendChild(node("rect", {x: left + j * cell, y: top + i * cell, width: cell - 1, height: cell - 1, fill: colour(w),
                                   "data-weight": w.toFixed(3), "data-row": i, "data-col": j, class: "ae-cell"}, null, true));
@@ -117,7 +125,8 @@ function heatmap(root) {
   root.appendChild(node("div", {class: "ae-title"}, `${map.title}: ${p.layer_labels[view.layer].toLowerCase()}, ${which}` +
     (view.step ? `, step ${view.step}` : "") + (view.merge ? " (words)" : "") +
     (view.measure === "norms" ? " · weighted norms ‖α·f(x)‖, each row scaled to sum to 1" : "")));
-  root.appendChild(node("div", {class: "ae-axes"}, `rows: ${map.row_title} · columns: ${map.col_title}`));
+  root.appendChild(node("div", {class: "ae-axes"}, `rows: ${map.row_title} · columns: ${map.col_title}` +
+    (breakable ? " · click a row's token for its query·key breakdown" : "")));
   root.appendChild(tip);
   const scroll = node("div", {class: "ae-scroll"});
   scroll.appendChild(svg);

@@ -8,12 +8,13 @@ from .lens import LensView
 from .live import LiveView
 from .model import ModelView
 from .positional import PositionalView
+from .query_key import QueryKeyView
 from .steps import StepsView
 from .tokens import TokensView
 from .training import TrainingView
 from .tree import TreeView
 
 VIEWS: list[View] = [LiveView(), StepsView(), AttentionView(), TreeView(), LensView(), HeadsView(), AttributionView(),
-                     TokensView(), PositionalView(), ModelView(), TrainingView(), ExportView()]
+                     QueryKeyView(), TokensView(), PositionalView(), ModelView(), TrainingView(), ExportView()]
 
 __all__ = ["MODEL", "TRANSLATION", "VIEWS", "View", "ViewContext", "current_translation"]

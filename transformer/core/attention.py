@@ -59,6 +59,18 @@ class TransportedNorms(nn.Module):
         return torch.einsum("bhtk,dhk->bhtd", values, columns).norm(dim=-1)
 
 
+class Vectors(nn.Module):
+    """Passes its input through unchanged, so a forward hook can record it: the queries or the keys of each head,
+    (B, H, T, hs), recorded in a teacher-forced pass (analysis/query_key.py). Probe name: kind + "_queries"/"_keys"."""
+
+    def __init__(self, probe: str):
+        super().__init__()
+        self.probe = probe
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x
+
+
 def explicit_attention(q, k, v, mask, attend: nn.Module, dropout_p: float = 0.0):
     """Returns (output (B, H, Tq, hs), probabilities (B, H, Tq, Tk))."""
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
@@ -83,6 +95,7 @@ class MultiHeadAttention(nn.Module):
         self.out_proj = nn.Linear(d, d)
         self.attend = AttentionProbabilities(kind)
         self.transported = TransportedNorms(kind)
+        self.query_vectors, self.key_vectors = Vectors(f"{kind}_queries"), Vectors(f"{kind}_keys")
         self.attention_dropout = config.attention_dropout
         self.fused = True  # like nanoGPT's `self.flash`; tests switch it off to compare the two paths
 
@@ -110,6 +123,8 @@ class MultiHeadAttention(nn.Module):
         dropout_p = self.attention_dropout if self.training else 0.0
         if is_recorded(self.transported):
             self.transported(values, self.out_proj.weight)
+        if is_recorded(self.query_vectors):
+            self.query_vectors(q), self.key_vectors(keys)
         if self.fused and not is_recorded(self.attend):
             out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, dropout_p=dropout_p)
         else:

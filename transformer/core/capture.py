@@ -24,7 +24,7 @@ from collections import defaultdict
 import torch
 from torch import nn
 
-from .probes import ATTENTION_KINDS, NORM_PROBES, PROBES, active_recordings, check_probe_names
+from .probes import ATTENTION_KINDS, PROBES, TEACHER_FORCED_PROBES, active_recordings, check_probe_names
 
 
 class Recording:
@@ -74,7 +74,7 @@ AttentionRecord = Recording  # the name the first version of the package exporte
 @contextlib.contextmanager
 def record(model: nn.Module, names=ATTENTION_KINDS):
     """Records every module whose `probe` is one of `names` while the block runs, in this context only."""
-    names = check_probe_names(names, (*PROBES, *NORM_PROBES))
+    names = check_probe_names(names, (*PROBES, *TEACHER_FORCED_PROBES))
     points = [m for m in model.modules() if getattr(m, "probe", None) in names]
     if not points:
         raise ValueError(f"the model has no modules for the probes {list(names)}")

@@ -47,9 +47,12 @@ PROBES: dict[str, Probe] = {p.name: p for p in (
           "position: the token it predicted", "feature"),
 )}
 ATTENTION_KINDS = tuple(name for name, probe in PROBES.items() if probe.attention)
-# recorded only in a teacher-forced pass (analysis/norms.py), never while decoding: per attention kind, the norm
-# of what each head moves from each key position, (layers, B, heads, keys); see attention.TransportedNorms
+# recorded only in a teacher-forced pass, never while decoding: per attention kind, the norm of what each head moves
+# from each key position, (layers, B, heads, keys) (attention.TransportedNorms, analysis/norms.py); each head's
+# queries and keys, (layers, B, heads, positions, head size) (attention.Vectors, analysis/query_key.py)
 NORM_PROBES = tuple(f"{kind}_norms" for kind in ATTENTION_KINDS)
+VECTOR_PROBES = tuple(f"{kind}_{part}" for kind in ATTENTION_KINDS for part in ("queries", "keys"))
+TEACHER_FORCED_PROBES = NORM_PROBES + VECTOR_PROBES
 
 # the recordings open in this context; each knows the ids of the modules it listens to
 active_recordings: ContextVar[tuple] = ContextVar("active_recordings", default=())
