@@ -57,7 +57,7 @@ def build_demo(registry: Registry, views: list[View] | None = None) -> tuple[gr.
                     strategy = controls.strategy_radio(decoding[0])
                     settings = controls.setting_inputs(*decoding)
                     new_seed = gr.Button("New seed, run again", size="sm", elem_id="new-seed",
-                                         visible="seed" in settings and settings["seed"].visible)
+                                         visible="sample.seed" in settings and settings["sample.seed"].visible)
                     max_length = controls.max_length_slider()
                     prefix = controls.prefix_box()
                     heads_off = controls.heads_off_box()
@@ -79,6 +79,8 @@ def build_demo(registry: Registry, views: list[View] | None = None) -> tuple[gr.
                     with gr.Tab(view.title, id=view.name) as tab:
                         ui.add(view.build(context), owner=view.name)
                     ui.tabs[view.name] = tab
+        footer = gr.Markdown(elem_id="footer")
+        ui.add({"footer": footer})
         ui.open_tab = gr.State(next((v.name for v in views if v.placement == "tab"), ""))
         ui.state_names = ["sentence", "layer", "head"] + [name for view in views for name in view.controls]
         wire(ui, demo)

@@ -23,6 +23,9 @@ fi
 # the project itself, editable: the README's package example then runs from any directory (tested)
 .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps -e .
 
+# the float16-weight kernel, compiled once before anything uses it (the tests then load the cached build)
+.venv/bin/python -c "from transformer.core.half_linear import KERNEL; KERNEL.wait(); print('float16 kernel:', KERNEL.status)"
+
 # the live view's data module (explorer/static/live_data.js) under Node's own test runner, against a fixture
 # Python computes from a real translation
 if ! command -v node >/dev/null 2>&1; then

@@ -97,6 +97,11 @@ def test_translate_shows_translation_tokens_and_timing(page):
 
     expect(page.locator("#summary")).to_contain_text("translated in")
     page.screenshot(path=str(SCREENSHOTS / "translate.png"), full_page=False)
+    # the footer names the decoding path this server takes: the float16-weight kernel, or float32 and why
+    from transformer.core.half_linear import KERNEL
+
+    footer = page.locator("#footer").inner_text()
+    assert ("through the compiled kernel" in footer) == (KERNEL.status == "ready"), (footer, KERNEL.status)
 
 
 def test_step_through_decoding(page):

@@ -1,7 +1,10 @@
 """The float16 weight copies (core/half_linear.py): the compiled kernel against F.linear on the float32 weights,
 decoding with and without them, and the cases that must fall back to F.linear."""
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -142,3 +145,28 @@ def test_a_build_lock_left_by_a_process_that_ended_mid_build_does_not_stall_the_
         (folder / "lock").unlink(missing_ok=True)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == EXTENSION
+
+
+def test_a_process_killed_during_the_build_leaves_the_next_process_its_kernel(tmp_path):
+    """A process killed while compiling (its compiler with it) leaves torch's lock file behind; a new process
+    still builds and gets the kernel instead of waiting on that lock and decoding on float32 without a word."""
+    if torch.backends.cpu.get_cpu_capability() not in ("AVX2", "AVX512"):
+        pytest.skip("the kernel needs AVX2; F.linear is used instead")
+    env = {**os.environ, "TORCH_EXTENSIONS_DIR": str(tmp_path)}
+    lock = tmp_path / f"{EXTENSION}-torch{torch.__version__}" / "lock"
+    builder = subprocess.Popen([sys.executable, "-c", "from transformer.core.half_linear import KERNEL; "
+                                "KERNEL.start(); import time; time.sleep(600)"],
+                               env=env, cwd=Path(__file__).parents[1], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not lock.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert lock.exists(), "the build never started"
+    finally:
+        os.killpg(builder.pid, signal.SIGKILL)  # the process and the compiler it started
+        builder.wait()
+    assert lock.exists() and not list(lock.parent.glob("*.so"))  # killed mid-build, as the bug left it
+    script = "from transformer.core.half_linear import KERNEL; KERNEL.wait(); print(KERNEL.status)"
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300,
+                          cwd=Path(__file__).parents[1])
+    assert done.stdout.strip() == "ready", done.stderr[-2000:]
