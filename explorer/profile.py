@@ -35,6 +35,7 @@ class ModelProfile:
     head_importance: dict | None  # head_importance.json, when `python -m transformer.analysis.importance` wrote one
     alignment: dict | None  # alignment.json, when `python -m transformer.analysis.alignment_eval` wrote one
     split_head_stats: dict | None  # head_stats.json: per-head statistics over val (analysis/corpus_stats.py)
+    faithfulness: dict | None = None  # faithfulness.json: the deletion test of each attribution (analysis/faithfulness.py)
 
     def source_norms(self, src_ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
         """For one input: (size of each scaled token embedding, size of each positional vector)."""
@@ -59,6 +60,7 @@ def profile_model(translator: Translator) -> ModelProfile:
         head_importance=read_json_file(translator.source / "head_importance.json") if translator.source else None,
         alignment=read_json_file(translator.source / "alignment.json") if translator.source else None,
         split_head_stats=read_json_file(translator.source / "head_stats.json") if translator.source else None,
+        faithfulness=read_json_file(translator.source / "faithfulness.json") if translator.source else None,
     )
 
 

@@ -47,6 +47,7 @@ class HeadsView(View):
         table = gr.Dataframe(label="Every head of this sentence (click a column to sort)", elem_id="head-table",
                              interactive=False)
         importance = gr.Plot(label="Head importance (val BLEU drop when masked alone)", elem_id="head-importance")
+        faithfulness = gr.Markdown(elem_id="faithfulness-text")
         alignment_text = gr.Markdown(elem_id="alignment-text")
         alignment_links = gr.HTML("", elem_id="alignment-links")
         gr.Markdown("**Switch heads off** (Michel et al., 2019): their outputs are zeroed while the sentence is "
@@ -57,7 +58,7 @@ class HeadsView(View):
         ablate = gr.Button("Translate with these heads off", elem_id="ablate-button")
         ablation = gr.Markdown(elem_id="ablation-text")
         return {"head_statistic": statistic, "head_grids": grids, "head_grids_val": split_grids, "head_table": table, "head_importance": importance,
-                "alignment_text": alignment_text, "alignment_links": alignment_links,
+                "faithfulness_text": faithfulness, "alignment_text": alignment_text, "alignment_links": alignment_links,
                 **{f"off_{kind}": box for kind, box in toggles.items()}, "ablate_button": ablate,
                 "ablation_text": ablation}
 
@@ -65,7 +66,9 @@ class HeadsView(View):
         translation = current_translation(result, state)
         out = {}
         if changed in ("model", TRANSLATION):
-            out["head_importance"] = importance_figure(context.profiles[result.model_key if result else context.model_key])
+            profile = context.profiles[result.model_key if result else context.model_key]
+            out["head_importance"] = importance_figure(profile)
+            out["faithfulness_text"] = faithfulness_markdown(profile.faithfulness)
         if translation is None or changed not in (TRANSLATION, "sentence", "head_statistic"):
             return out
         out |= alignment_outputs(context.profiles[result.model_key].alignment, translation)
@@ -183,3 +186,18 @@ def alignment_outputs(report: dict | None, translation) -> dict:
             f"reference is {literal(reference['what'])}: {literal(reference['aligner'])} {literal(str(reference['version']))}. "
             "Its links for this sentence:")
     return {"alignment_text": text, "alignment_links": alignment_svg(words.src_words, words.tgt_words, links)}
+
+
+def faithfulness_markdown(report: dict | None) -> str:
+    """The checkpoint's deletion test (faithfulness.json) as a table, most faithful first."""
+    if not report:
+        return ("**Which explanation to trust?** No deletion test for this checkpoint "
+                "(`python -m transformer.analysis.faithfulness` writes one).")
+    rows = sorted(report["table"], key=lambda row: -row["aopc"])
+    lines = ["| method | AOPC | log-probability after deleting 0, 1, 2, … source pieces |", "|---|---|---|"]
+    lines += [f"| {row['method']} | **{row['aopc']:.3f}** | {', '.join(f'{v:.2f}' for v in row['curve'])} |" for row in rows]
+    return (f"**Which explanation to trust?** Deleting the source pieces a method calls most important (replaced by "
+            f"`<unk>`) should hurt the produced word most: AOPC is the mean drop in its log-probability over 1–"
+            f"{report['steps']} deletions, on {report['sentences']} {literal(report['split'])} sentences "
+            f"({report['pieces']:,} output pieces). Higher is more faithful; a method below random says little.\n\n"
+            + "\n".join(lines))
