@@ -1,6 +1,7 @@
 """The live attention view in the browser: on the first screen, drawn client-side (no request when switching),
 a lines view that follows a hovered token and toggles heads, and every token labelled at phone width."""
 import re
+from pathlib import Path
 
 import pytest
 
@@ -131,6 +132,16 @@ def test_the_saved_live_view_opens_from_disk_and_switches_heads_offline(browser,
     assert max(abs(a - b) for a, b in zip(cells, recorded.ravel())) <= 1 / 255 + 1e-3
     live.locator("select.ae-measure").select_option("norms")
     assert "weighted norms" in live.locator(".ae-title").inner_text()
+    # the drawing as a figure file: SVG with the tokens as text, and PNG
+    with page.expect_download() as download:
+        live.locator("button.ae-download[data-format='svg']").click()
+    svg = Path(download.value.path()).read_text(encoding="utf-8")
+    assert download.value.suggested_filename == "attention-encoder_self-heatmap-layer1-head2-norms.svg"
+    assert svg.startswith("<svg") and 'xmlns="http://www.w3.org/2000/svg"' in svg
+    assert svg.count('class="ae-cell"') == recorded.size and translation.src_tokens[0] in svg
+    with page.expect_download() as download:
+        live.locator("button.ae-download[data-format='png']").click()
+    assert Path(download.value.path()).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert fetched == []
     page.close()
 

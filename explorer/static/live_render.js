@@ -202,6 +202,48 @@ function overview(root) {
   root.appendChild(grid);
 }
 
+// The drawing as a file for a paper or a slide: the SVG with its text styled inline (the page's CSS does not
+// travel with it), or a PNG of it at twice the size.
+function svgText(svg) {
+  const clone = svg.cloneNode(true);
+  clone.setAttribute("xmlns", SVG);
+  const style = document.createElementNS(SVG, "style");
+  style.textContent = "text { font: 11px sans-serif; fill: #1f2937; } .ae-focus { font-weight: 700; }";
+  clone.insertBefore(style, clone.firstChild);
+  return new XMLSerializer().serializeToString(clone);
+}
+
+function save(url, name) {
+  const a = node("a", {href: url, download: name});
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+}
+
+function downloads(root) {
+  const svg = root.querySelector("svg.ae-heatmap, svg.ae-lines");
+  if (!svg) return;
+  const name = `attention-${view.kind}-${view.mode}` + (view.layer === "overview" ? "" : `-layer${view.layer + 1}`) +
+    (view.head === "mean" ? "-mean" : `-head${view.head + 1}`) + (view.measure === "norms" ? "-norms" : "");
+  const bar = node("div", {class: "ae-downloads"}, "Download: ");
+  const asSvg = node("button", {type: "button", class: "ae-download", "data-format": "svg"}, "SVG");
+  asSvg.addEventListener("click", () => save(URL.createObjectURL(new Blob([svgText(svg)], {type: "image/svg+xml"})), name + ".svg"));
+  const asPng = node("button", {type: "button", class: "ae-download", "data-format": "png"}, "PNG");
+  asPng.addEventListener("click", () => {
+    const image = new Image(), width = Number(svg.getAttribute("width")), height = Number(svg.getAttribute("height"));
+    image.onload = () => {
+      const canvas = node("canvas", {width: 2 * width, height: 2 * height}), context = canvas.getContext("2d");
+      context.fillStyle = "#ffffff";
+      context.fillRect(0, 0, canvas.width, canvas.height);
+      context.drawImage(image, 0, 0, canvas.width, canvas.height);
+      save(canvas.toDataURL("image/png"), name + ".png");
+    };
+    image.src = "data:image/svg+xml;charset=utf-8," + encodeURIComponent(svgText(svg));
+  });
+  bar.append(asSvg, " ", asPng);
+  root.appendChild(bar);
+}
+
 function draw() {
   const root = element.querySelector(".ae-live");
   if (!root) return;
@@ -210,6 +252,7 @@ function draw() {
   if (!view.payload) { root.appendChild(node("div", {class: "ae-empty"}, "Translate a sentence to see its attention here.")); return; }
   toolbar(root);
   if (view.layer === "overview") overview(root); else if (view.mode === "lines") lines(root); else heatmap(root);
+  downloads(root);
   root.dataset.state = JSON.stringify({kind: view.kind, layer: view.layer, head: view.head, mode: view.mode, step: view.step});
   root.dataset.measure = view.measure;
 }
