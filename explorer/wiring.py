@@ -10,11 +10,11 @@ from collections.abc import Callable
 
 import gradio as gr
 
-from transformer.core.half_linear import KERNEL
 from transformer.decoding.strategies import all_settings
 
 from . import controls
 from .api import run_request, summary, wire_api
+from .page import PLOT_SVG_JS, decoding_path
 from .registry import Registry
 from .request import Request, RequestError
 from .session import ModelService
@@ -200,15 +200,7 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
     wire_controls(ui)
     wire_link(ui, demo)
     demo.load(decoding_path, None, c["footer"], api_visibility="private", show_progress="hidden", queue=False)
-
-
-def decoding_path() -> str:
-    """The footer: which path this server's CPU decoding takes, and why when it is not the fast one."""
-    status = KERNEL.status
-    if status == "ready":
-        return "CPU decoding reads float16 copies of the weights through the compiled kernel (float32 arithmetic)."
-    return (f"CPU decoding runs float32 `F.linear`: the float16-weight kernel is {literal(status)} "
-            "(the same numbers, about 2× slower per step; see the README's Speed section).")
+    demo.load(None, None, None, js=PLOT_SVG_JS)
 
 
 def wire_tab(ui: Wiring, view: View) -> None:

@@ -1,4 +1,6 @@
 """Why this word, in the browser: a what-if from another candidate, a click on a tree node, the logit lens."""
+from pathlib import Path
+
 import pytest
 
 from transformer import Translator
@@ -58,6 +60,13 @@ def test_why_this_word_and_not_another_candidate(page):
     expected = Translator.from_pretrained(SHIPPED)
     assert bars == len(expected.source_ids(SENTENCE)[0]) + 1  # every source piece, and <s> at step 1
     page.locator("#contrast-plot").screenshot(path=str(SCREENSHOTS / "why-not.png"))
+    # every plotly figure downloads as SVG beside plotly's own PNG
+    page.locator("#contrast-plot .js-plotly-plot").hover()
+    with page.expect_download() as download:
+        page.locator("#contrast-plot [data-title='Download plot as SVG']").click()
+    svg = Path(download.value.path()).read_text(encoding="utf-8")
+    assert download.value.suggested_filename.endswith(".svg") and svg.startswith("<svg") and "push on log p(X)" in svg
+    assert page.locator("#contrast-plot [data-title='Download plot as a PNG']").count() == 1
 
 
 def test_a_tree_node_opens_its_hypothesis_step(page):

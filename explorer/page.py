@@ -1,0 +1,41 @@
+"""What the page adds around the views: the footer that names this server's decoding path, and a "Download plot
+as SVG" button on every plotly figure (plotly's own toolbar has PNG)."""
+from __future__ import annotations
+
+from transformer.core.half_linear import KERNEL
+
+from .text import literal
+
+
+def decoding_path() -> str:
+    """The footer: which path this server's CPU decoding takes, and why when it is not the fast one."""
+    status = KERNEL.status
+    if status == "ready":
+        return "CPU decoding reads float16 copies of the weights through the compiled kernel (float32 arithmetic)."
+    return (f"CPU decoding runs float32 `F.linear`: the float16-weight kernel is {literal(status)} "
+            "(the same numbers, about 2× slower per step; see the README's Speed section).")
+
+
+# Runs once in the browser: every plotly figure's toolbar gets "Download plot as SVG" beside plotly's own PNG
+# button (the figures are drawn by the Plotly that Gradio bundles, which it exposes as window.Plotly).
+PLOT_SVG_JS = """
+() => {
+  const add = () => {
+    if (!window.Plotly) return;
+    for (const plot of document.querySelectorAll('.js-plotly-plot')) {
+      const png = plot.querySelector('.modebar-btn[data-title="Download plot as a PNG"]');
+      if (!png || png.parentNode.querySelector('[data-title="Download plot as SVG"]')) continue;
+      const button = png.cloneNode(true);
+      button.setAttribute('data-title', 'Download plot as SVG');
+      button.addEventListener('click', event => {
+        event.stopPropagation();
+        const owner = plot.closest('[id]');
+        window.Plotly.downloadImage(plot, {format: 'svg', filename: owner ? owner.id : 'figure'});
+      });
+      png.parentNode.insertBefore(button, png.nextSibling);
+    }
+  };
+  new MutationObserver(add).observe(document.body, {childList: true, subtree: true});
+  add();
+}
+"""
