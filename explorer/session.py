@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import torch
 
 from transformer import Translation
+from transformer.analysis.alti import add_contributions
 from transformer.analysis.attribution import Attribution, attribute
 from transformer.analysis.contrastive import Contrast, contrastive_input_x_gradient
 from transformer.analysis.norms import add_norms
@@ -60,8 +61,9 @@ def run(registry: Registry, request: Request) -> RunResult:
         notices.append("CUDA ran out of memory for this request: translated on the CPU.")
         translations = translate_with(translator)
     elapsed = (time.perf_counter() - started) * 1000
-    for translation in translations:  # one teacher-forced pass each, so every view can show weighted norms too
+    for translation in translations:  # teacher-forced passes, so every view can show weighted norms and ALTI+
         add_norms(translator.model, translation)
+        add_contributions(translator.model, translation)
     cut = [i + 1 for i, t in enumerate(translations) if t.truncated]
     if cut:
         notices.append(f"Line(s) {cut} exceeded the model's {translator.model.config.max_len - 1} source tokens: "

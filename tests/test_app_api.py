@@ -64,6 +64,12 @@ def test_details_hold_the_numbers_behind_the_plots(server, reference):
     for kind in ("encoder_self", "decoder_self", "cross"):
         np.testing.assert_allclose(np.array(sentence["attention"][kind]["weights"]), getattr(expected.attention, kind), atol=1e-5)
     assert [s["token"] for s in sentence["steps"]] == expected.tgt_tokens
+    # ALTI+: each prediction's contributions over the source and the decoder inputs (tests/test_alti.py checks them)
+    alti = sentence["contributions"]
+    assert alti["cols"] == expected.src_tokens + expected.decoder_input_tokens and alti["rows"] == expected.tgt_tokens
+    np.testing.assert_allclose(np.array(alti["matrix"]).sum(1), 1, atol=1e-5)
+    np.testing.assert_allclose(alti["source_share"], np.array(alti["matrix"])[:, : len(expected.src_tokens)].sum(1),
+                               atol=1e-5)
     # norm-based attention beside the weights: ‖f(x_key)‖ from value vectors rebuilt in tests/test_norms.py
     from .test_norms import independent_vectors
 

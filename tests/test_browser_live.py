@@ -146,6 +146,30 @@ def test_the_saved_live_view_opens_from_disk_and_switches_heads_offline(browser,
     page.close()
 
 
+def test_the_source_share_strip_and_the_alti_kind(browser, server_url):  # noqa: F811
+    """Under the translation: each output piece with the share of its prediction that came from the source
+    (ALTI+); and ALTI+ as one more kind in the live view, a row per prediction over source and decoder inputs."""
+    import numpy as np
+
+    from transformer.analysis.alti import alti_plus
+
+    page = translated_page(browser, server_url, 1400, 900)
+    live = page.locator("#live-attention")
+    reference = Translator.from_pretrained(SHIPPED)
+    expected = reference.translate(SENTENCE, **recorded(reference))
+    alti = alti_plus(reference.model, expected.src_ids, expected.tgt_ids)
+    shares = [float(s) for s in live.locator(".ae-share").evaluate_all("spans => spans.map(s => s.dataset.share)")]
+    assert live.locator(".ae-share").all_text_contents() == expected.tgt_tokens
+    np.testing.assert_allclose(shares, alti.source_share, atol=2e-3)
+    live.locator("select.ae-kind").select_option("alti")
+    live.locator("select.ae-layer").select_option(str(reference.model.config.n_layers - 1))
+    cells = [float(w) for w in live.locator(".ae-cell").evaluate_all("cells => cells.map(c => c.dataset.weight)")]
+    assert len(cells) == alti.matrix.size
+    assert max(abs(a - b) for a, b in zip(cells, alti.matrix.ravel())) <= 1 / 255 + 1e-3
+    assert live.locator(".ae-col-label").all_text_contents() == expected.src_tokens + expected.decoder_input_tokens
+    page.close()
+
+
 def test_lines_follow_a_hovered_token_and_heads_toggle(browser, server_url):  # noqa: F811
     page = translated_page(browser, server_url, 1400, 900)
     live = page.locator("#live-attention")

@@ -20,7 +20,7 @@ function decodeWeights(payload) {  // {kind: Float32Array (L, H, rows, cols) row
 function weightedNorms(payload, weights) {
   const out = {}, LH = payload.layers * payload.heads;
   for (const [kind, map] of Object.entries(payload.kinds)) {
-    if (!map.norms) continue;
+    if (!map.norms) continue;  // kinds without norms (ALTI+) have no such reading
     const R = map.rows.length, C = map.cols.length, w = weights[kind], values = new Float32Array(w.length);
     for (let lh = 0; lh < LH; lh++) for (let r = 0; r < R; r++) {
       const row = (lh * R + r) * C;
@@ -36,15 +36,18 @@ function weightedNorms(payload, weights) {
 // (rows x cols) weights of one head, or the mean over heads ("mean"), cut to the decoding step (1-based; null:
 // the whole output) and, with merge, pieces merged to words: mean over a word's query pieces, sum over its keys
 function matrix(payload, weights, kind, layer, head, step = null, merge = false) {
-  const map = payload.kinds[kind], R = map.rows.length, C = map.cols.length, H = payload.heads;
+  const map = payload.kinds[kind], R = map.rows.length, C = map.cols.length, H = map.heads || payload.heads;
   const values = weights[kind];
-  const heads = head === "mean" ? [...Array(H).keys()] : [head];
+  const heads = head === "mean" || head >= H ? [...Array(H).keys()] : [head];  // a kind of one "head": that one
   let m = map.rows.map((_, r) => map.cols.map((_, c) =>
     heads.reduce((s, h) => s + values[((layer * H + h) * R + r) * C + c], 0) / heads.length));
   let rows = map.rows, cols = map.cols, rowWords = map.row_words, colWords = map.col_words;
   if (step && kind !== "encoder_self") {  // at step k the target side is the prefix so far
     m = m.slice(0, step); rows = rows.slice(0, step); rowWords = prefixWords(rowWords, step);
-    if (kind === "decoder_self") { m = m.map(row => row.slice(0, step)); cols = cols.slice(0, step); colWords = prefixWords(colWords, step); }
+    if (map.step_cols !== undefined) {  // its target-side columns after the first step_cols: the prefix so far too
+      const keep = map.step_cols + step;
+      m = m.map(row => row.slice(0, keep)); cols = cols.slice(0, keep); colWords = prefixWords(colWords, keep);
+    }
   }
   if (merge) {
     const summed = m.map(row => colWords.groups.map(g => g.reduce((s, c) => s + row[c], 0)));

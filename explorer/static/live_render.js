@@ -39,6 +39,21 @@ function load() {
   }
 }
 
+// ALTI+ (Ferrando et al., 2022): how much of each output piece's prediction came from the source, the rest from the
+// words before it, as a strip of the output with each piece's share filled in from the bottom
+function shares(root) {
+  const p = view.payload;
+  if (!p.source_share) return;
+  const strip = node("div", {class: "ae-shares"}, "From the source (ALTI+): ");
+  p.tgt.forEach((token, t) => {
+    const share = p.source_share[t], percent = Math.round(100 * share);
+    strip.appendChild(node("span", {class: "ae-share", "data-share": share.toFixed(3),
+      title: `${token}: ${percent}% from the source, ${100 - percent}% from the words before it`,
+      style: `background: linear-gradient(to top, rgba(37, 99, 235, 0.35) ${percent}%, transparent ${percent}%)`}, token));
+  });
+  root.appendChild(strip);
+}
+
 function select(label, options, value, onChange, cls) {
   const wrap = node("label", {class: "ae-field"}, label + " ");
   const el = node("select", {class: cls});
@@ -121,7 +136,8 @@ function heatmap(root) {
     if (cellNode) tip.textContent = `query ${rows[cellNode.dataset.row]} → key ${cols[cellNode.dataset.col]}: ${cellNode.dataset.weight}`;
   });
   const p = view.payload;
-  const which = view.head === "mean" ? `mean of ${p.heads} heads` : p.head_labels[view.head].toLowerCase();
+  const which = map.heads === 1 ? "every head, through the layers so far" :
+    view.head === "mean" ? `mean of ${p.heads} heads` : p.head_labels[view.head].toLowerCase();
   root.appendChild(node("div", {class: "ae-title"}, `${map.title}: ${p.layer_labels[view.layer].toLowerCase()}, ${which}` +
     (view.step ? `, step ${view.step}` : "") + (view.merge ? " (words)" : "") +
     (view.measure === "norms" ? " · weighted norms ‖α·f(x)‖, each row scaled to sum to 1" : "")));
@@ -134,7 +150,7 @@ function heatmap(root) {
 }
 
 function lines(root) {
-  const p = view.payload, map = p.kinds[view.kind], H = p.heads, gap = 20, width = 420;
+  const p = view.payload, map = p.kinds[view.kind], H = map.heads || p.heads, gap = 20, width = 420;
   const heads = [...Array(H).keys()];
   const per = heads.map(h => matrix(p, values(), view.kind, view.layer, h, view.step, view.merge));
   const {rows, cols} = per[0];
@@ -188,8 +204,9 @@ function overview(root) {
   const p = view.payload, map = p.kinds[view.kind];
   root.appendChild(node("div", {class: "ae-title"}, `${map.title}: every layer × head (click a tile to open it)` +
     (view.measure === "norms" ? " · weighted norms" : "")));
-  const grid = node("div", {class: "ae-grid", style: `grid-template-columns: repeat(${p.heads}, auto)`});
-  for (let l = 0; l < p.layers; l++) for (let h = 0; h < p.heads; h++) {
+  const H = map.heads || p.heads;
+  const grid = node("div", {class: "ae-grid", style: `grid-template-columns: repeat(${H}, auto)`});
+  for (let l = 0; l < p.layers; l++) for (let h = 0; h < H; h++) {
     const {m, rows, cols} = matrix(p, values(), view.kind, l, h, view.step, view.merge), cell = Math.max(3, Math.floor(120 / Math.max(cols.length, rows.length)));
     const tile = node("button", {type: "button", class: "ae-tile", "data-layer": l, "data-head": h, title: `${p.layer_labels[l]}, ${p.head_labels[h].toLowerCase()}`});
     tile.appendChild(node("span", {class: "ae-tile-title"}, p.tile_labels[l][h]));
@@ -250,6 +267,7 @@ function draw() {
   load();
   root.replaceChildren();
   if (!view.payload) { root.appendChild(node("div", {class: "ae-empty"}, "Translate a sentence to see its attention here.")); return; }
+  shares(root);
   toolbar(root);
   if (view.layer === "overview") overview(root); else if (view.mode === "lines") lines(root); else heatmap(root);
   downloads(root);

@@ -36,10 +36,21 @@ def live_payload(translation, start: dict | None = None) -> dict:
                        "row_title": recorded.row_title, "col_title": recorded.col_title,
                        "row_words": words(recorded.rows), "col_words": words(recorded.cols),
                        "q": quantised(recorded.values)}  # (L, H, rows, cols), row-major
+        if kind == "decoder_self":  # at a decoding step its keys are cut to the prefix too, from column 0
+            kinds[kind]["step_cols"] = 0
         if translation.norms is not None:  # ‖f(x_key)‖ per layer, head and key: the browser weighs α by it
             kinds[kind]["norms"] = translation.norms[kind].round(4).ravel().tolist()  # (L, H, cols)
     layers, heads = translation.recorded["cross"].values.shape[:2]
+    alti = translation.contributions
+    if alti is not None:  # one more kind: ALTI+ contributions after each decoder layer, one "head"
+        cols = translation.src_tokens + translation.decoder_input_tokens
+        kinds["alti"] = {"title": "ALTI+ contributions", "rows": translation.tgt_tokens, "cols": cols,
+                         "row_title": "the token it predicted", "col_title": "source pieces, then the decoder inputs",
+                         "row_words": words(translation.tgt_tokens), "col_words": words(cols), "heads": 1,
+                         "step_cols": len(translation.src_tokens), "q": quantised(alti.layers[:, None])}
     return {"src": translation.src_tokens, "tgt": translation.tgt_tokens, "layers": layers, "heads": heads,
+            # per output piece, the share of its prediction that came from the source (ALTI+), or None
+            "source_share": None if alti is None else alti.source_share.round(3).tolist(),
             "layer_labels": [layer_label(layer).capitalize() for layer in range(layers)],
             "head_labels": [head_label(head).capitalize() for head in range(heads)],
             "tile_labels": [[f"L{shown(layer)} H{shown(head)}" for head in range(heads)] for layer in range(layers)],

@@ -17,6 +17,7 @@ sys.path.insert(0, str(ROOT))
 
 from explorer.views.live_payload import live_payload  # noqa: E402
 from transformer import Translator  # noqa: E402
+from transformer.analysis.alti import add_contributions  # noqa: E402
 from transformer.analysis.norms import add_norms  # noqa: E402
 from transformer.decoding.words import merge_to_words  # noqa: E402
 
@@ -27,24 +28,30 @@ CASES = [("encoder_self", 0, 1, None, False), ("encoder_self", 2, "mean", None, 
          ("cross", 1, 2, 5, True), ("cross", 0, "mean", 2, False), ("cross", 2, "mean", 8, True),
          ("decoder_self", 2, 1, 17, True)]
 # the same views in norm-based attention (the weights times the payload's norms, each row scaled to sum to 1)
+ALTI_CASES = [("alti", 2, "mean", None, False), ("alti", 1, 0, 4, True), ("alti", 0, "mean", 6, False)]
 NORM_CASES = [("encoder_self", 1, 2, None, False), ("cross", 2, "mean", None, True), ("decoder_self", 1, 0, 5, True),
               ("cross", 0, 3, 4, False)]
 
 
 def expected(translation, payload, kind: str, layer: int, head, step, merge: bool, measure="weights") -> dict:
-    recorded = translation.recorded[kind]
-    values = np.clip(np.rint(recorded.values * 255), 0, 255) / 255  # what the bytes hold
+    if kind == "alti":  # ALTI+ contributions after each decoder layer, as one "head"; columns: source, then prefix
+        raw, rows, cols = (translation.contributions.layers[:, None], list(translation.tgt_tokens),
+                           translation.src_tokens + translation.decoder_input_tokens)
+    else:
+        recorded = translation.recorded[kind]
+        raw, rows, cols = recorded.values, list(recorded.rows), list(recorded.cols)
+    values = np.clip(np.rint(raw * 255), 0, 255) / 255  # what the bytes hold
     if measure == "norms":
         layers, heads, _, keys = values.shape
         norms = np.array(payload["kinds"][kind]["norms"]).reshape(layers, heads, 1, keys)
         values = values * norms
         values = values / np.maximum(values.sum(axis=-1, keepdims=True), 1e-30)
     matrix = values[layer].mean(axis=0) if head == "mean" else values[layer, head]
-    rows, cols = list(recorded.rows), list(recorded.cols)
     if step and kind != "encoder_self":
         matrix, rows = matrix[:step], rows[:step]
-        if kind == "decoder_self":
-            matrix, cols = matrix[:, :step], cols[:step]
+        if kind in ("decoder_self", "alti"):  # the decoder inputs so far (after the source, for ALTI+)
+            keep = step + (len(translation.src_tokens) if kind == "alti" else 0)
+            matrix, cols = matrix[:, :keep], cols[:keep]
     if merge:
         matrix, rows, cols = merge_to_words(matrix, rows, cols)
     return {"kind": kind, "layer": layer, "head": head, "step": step, "merge": merge, "measure": measure,
@@ -54,10 +61,12 @@ def expected(translation, payload, kind: str, layer: int, head, step, merge: boo
 def main(out: str) -> None:
     translator = Translator.from_pretrained(ROOT / "checkpoints" / "en-de")
     translation = add_norms(translator.model, translator.translate(SENTENCE, capture=True))
+    add_contributions(translator.model, translation)
     payload = live_payload(translation)
     fixture = {"sentence": SENTENCE, "payload": payload,
                "cases": [expected(translation, payload, *case) for case in CASES]
-               + [expected(translation, payload, *case, measure="norms") for case in NORM_CASES]}
+               + [expected(translation, payload, *case, measure="norms") for case in NORM_CASES]
+               + [expected(translation, payload, *case) for case in ALTI_CASES]}
     Path(out).write_text(json.dumps(fixture, ensure_ascii=False), encoding="utf-8")
 
 

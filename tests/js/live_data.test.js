@@ -15,7 +15,7 @@ const norms = weightedNorms(payload, weights);
 
 test("the bytes decode to one weight per layer, head, row and column", () => {
   for (const [kind, map] of Object.entries(payload.kinds)) {
-    assert.equal(weights[kind].length, payload.layers * payload.heads * map.rows.length * map.cols.length, kind);
+    assert.equal(weights[kind].length, payload.layers * (map.heads || payload.heads) * map.rows.length * map.cols.length, kind);
   }
 });
 
@@ -31,14 +31,24 @@ for (const c of fixture.cases) {
 }
 
 test("weighted norms: every kind, each row a share summing to 1, and not the weights themselves", () => {
-  for (const [kind, map] of Object.entries(payload.kinds)) {
-    const C = map.cols.length, rows = norms[kind].length / C;
+  assert.deepEqual(Object.keys(norms), ["encoder_self", "decoder_self", "cross"]);  // ALTI+ has no norms reading
+  for (const kind of Object.keys(norms)) {
+    const C = payload.kinds[kind].cols.length, rows = norms[kind].length / C;
     for (let r = 0; r < rows; r++) {
       const sum = norms[kind].slice(r * C, (r + 1) * C).reduce((a, b) => a + b, 0);
       assert.ok(Math.abs(sum - 1) < 1e-4, `${kind} row ${r} sums to ${sum}`);
     }
     assert.ok(norms[kind].some((v, i) => Math.abs(v - weights[kind][i]) > 1e-3), kind);
   }
+});
+
+test("ALTI+: every prediction's contributions sum to 1 over the source and the decoder inputs", () => {
+  const map = payload.kinds.alti, C = map.cols.length;
+  for (let r = 0; r < weights.alti.length / C; r++) {
+    const sum = weights.alti.slice(r * C, (r + 1) * C).reduce((a, b) => a + b, 0);
+    assert.ok(Math.abs(sum - 1) < C / 255, `row ${r} sums to ${sum}`);  // bytes round each cell by up to 1/510
+  }
+  assert.equal(payload.source_share.length, payload.tgt.length);
 });
 
 test("some case merges pieces into fewer words", () => {

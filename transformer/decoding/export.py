@@ -29,6 +29,12 @@ def translation_dict(translation: Translation) -> dict:
             "nodes": [{"step": n.depth + 1, **asdict(n)} for n in translation.tree.nodes]},
         "attention": None,
     }
+    alti = translation.contributions
+    out["contributions"] = None if alti is None else {  # ALTI+ (analysis/alti.py), filled on request
+        "method": "ALTI+ (Ferrando et al., 2022): each prediction's contributions from each source piece, then each "
+                  "decoder input; rows sum to 1",
+        "rows": translation.tgt_tokens, "cols": translation.src_tokens + translation.decoder_input_tokens,
+        "matrix": alti.matrix.round(6).tolist(), "source_share": alti.source_share.round(6).tolist()}
     lens = translation.logit_lens
     out["logit_lens"] = None if lens is None else {
         "axes": ["layer", "step"], "topk": lens.topk, "chosen_prob": lens.chosen_prob.round(6).tolist(),

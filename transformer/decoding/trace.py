@@ -96,6 +96,9 @@ class Translation:
     # per attention kind, (layers, heads, keys): the norm of what each head moves from each key (norm-based
     # attention, Kobayashi et al., 2020); analysis/norms.py fills it on request
     norms: dict[str, np.ndarray] | None = None
+    # ALTI+ (analysis/alti.py Contributions): how much of each prediction came from each source piece and each
+    # decoder input, through the layers; filled on request
+    contributions: object | None = None
 
     @property
     def decoder_input_tokens(self) -> list[str]:

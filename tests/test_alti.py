@@ -1,0 +1,101 @@
+"""ALTI+ (analysis/alti.py): the decomposition rebuilds each sub-layer's output exactly, and the contributions
+equal a brute-force computation written here with loops over positions and heads, layer by layer."""
+import numpy as np
+import pytest
+import torch
+
+from transformer import Transformer
+from transformer.analysis.alti import alti_plus
+from transformer.core.capture import capture_attention
+from transformer.tokenizer import BOS_ID
+
+from .conftest import tiny_config
+
+SRC = [5, 7, 3, 9, 2]
+TGT = [4, 8, 6, 2]
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(7)
+    return Transformer(tiny_config(n_layers=2)).eval()
+
+
+def states(model):
+    """Every attention sub-layer's input and output, the encoder's output, and the attention weights."""
+    seen, handles = {}, []
+    for layer in model.encoder_layers:
+        handles.append(layer.attention_residual.register_forward_hook(
+            lambda m, i, o, key=("enc", layer): seen.__setitem__(key, (i[0][0].double(), o[0].double()))))
+    for layer in model.decoder_layers:
+        for name in ("self", "cross"):
+            module = getattr(layer, f"{name}_attention_residual")
+            handles.append(module.register_forward_hook(
+                lambda m, i, o, key=(name, layer): seen.__setitem__(key, (i[0][0].double(), o[0].double()))))
+    handles.append(model.encoder_norm.register_forward_hook(lambda m, i, o: seen.__setitem__("memory", o[0].double())))
+    with torch.no_grad(), capture_attention(model) as attention:
+        model(torch.tensor([SRC]), torch.tensor([[BOS_ID] + TGT[:-1]]))
+    for handle in handles:
+        handle.remove()
+    return seen, attention
+
+
+def brute_force(attention_module, weights, x_norm, x, y, memory=None):
+    """Contributions (Q, K) of one sub-layer with explicit loops: per query i, per key j, per head h. With `memory`,
+    a cross-attention: column 0 is the residual, then each source position."""
+    w = attention_module.in_proj.weight.double()
+    b = attention_module.in_proj.bias.double()
+    w_o = attention_module.out_proj.weight.double()
+    d, heads = x.shape[1], attention_module.n_heads
+    hs = d // heads
+    keys_input = x_norm if memory is None else memory
+    out = np.zeros((x.shape[0], keys_input.shape[0] + (memory is not None)))
+    for i in range(x.shape[0]):
+        terms = []
+        if memory is not None:
+            terms.append(x[i])
+        for j in range(keys_input.shape[0]):
+            term = torch.zeros(d, dtype=torch.float64)
+            for h in range(heads):
+                value = keys_input[j] @ w[2 * d + h * hs: 2 * d + (h + 1) * hs].T + b[2 * d + h * hs: 2 * d + (h + 1) * hs]
+                term += weights[h, i, j].double() * (w_o[:, h * hs:(h + 1) * hs] @ value)
+            if memory is None and j == i:
+                term = term + x[i]
+            terms.append(term)
+        # the decomposition is exact: the terms and the output bias rebuild the sub-layer's output
+        np.testing.assert_allclose((sum(terms) + attention_module.out_proj.bias.double()).numpy(), y[i].numpy(), atol=1e-5)
+        raw = [max(0.0, float(y[i].abs().sum() - (y[i] - t).abs().sum())) for t in terms]
+        out[i] = np.array(raw) / sum(raw)
+    return out
+
+
+@torch.no_grad()
+def test_contributions_equal_a_brute_force_rollout(model):
+    seen, attention = states(model)
+    rollout = np.eye(len(SRC))
+    for index, layer in enumerate(model.encoder_layers):
+        x, y = seen[("enc", layer)]
+        c = brute_force(layer.self_attention, attention.encoder_self[index, 0], layer.attention_residual.norm(x.float()).double(), x, y)
+        rollout = c @ rollout
+    rows = np.hstack([np.zeros((len(TGT), len(SRC))), np.eye(len(TGT))])
+    source_rows = np.hstack([rollout, np.zeros((len(SRC), len(TGT)))])
+    for index, layer in enumerate(model.decoder_layers):
+        x, y = seen[("self", layer)]
+        rows = brute_force(layer.self_attention, attention.decoder_self[index, 0], layer.self_attention_residual.norm(x.float()).double(),
+                           x, y) @ rows
+        x, y = seen[("cross", layer)]
+        shares = brute_force(layer.cross_attention, attention.cross[index, 0], None, x, y, memory=seen["memory"])
+        rows = shares[:, :1] * rows + shares[:, 1:] @ source_rows
+    result = alti_plus(model, SRC, TGT)
+    np.testing.assert_allclose(result.matrix, rows, atol=1e-8)
+    np.testing.assert_allclose(result.matrix.sum(1), 1, atol=1e-9)
+    np.testing.assert_allclose(result.source_share, rows[:, : len(SRC)].sum(1), atol=1e-9)
+    assert ((result.source_share > 0) & (result.source_share < 1)).all()
+    # a prediction draws on no decoder input after its own position (the causal mask)
+    assert np.allclose(np.triu(result.matrix[:, len(SRC):], k=1), 0)
+
+
+def test_a_post_norm_model_is_refused():
+    model = Transformer(tiny_config(norm="post")).eval()
+    with pytest.raises(ValueError, match="pre-norm"):
+        alti_plus(model, SRC, TGT)

@@ -1,0 +1,122 @@
+"""Source and target-prefix contributions to every prediction: ALTI+ (Ferrando et al., 2022, "Towards Opening the
+Black Box of Neural Machine Translation: Source and Target Contributions to the Model", EMNLP), built on ALTI
+(Ferrando et al., 2022, "Measuring the Mixing of Contextual Information in the Transformer").
+
+Each attention sub-layer writes y_i = x_i + sum_j T_i(x_j) + b_o into the residual stream, where
+T_i(x_j) = sum_h α_ij^h f_h(x_j) is what the heads move from position j (f_h: the head's value vector through its
+columns of the output projection, of the normalised x_j in these pre-norm layers) and x_i itself is carried by
+the residual. ALTI measures each term by how close it is to the result, in the L1 norm:
+
+    c_ij = max(0, ||y_i||_1 - ||y_i - T_i(x_j)||_1),  the residual term counted at j = i,
+
+and normalises each row to sum to 1. Layers compose by matrix products (rollout), the feed-forward blocks and
+layer norms being read as position-wise, as in the papers. For the decoder ALTI+ keeps, for every position, one row
+over [source pieces, decoder inputs]: self-attention mixes the rows of the positions it reads; cross-attention
+splits a position between its residual (its row so far) and the encoder outputs (their rows of the encoder's
+own rollout over the source). The result's row t says how much of the prediction at step t came from each source
+piece and each decoder input (<s>, then the output before it); its source part summed is the source share.
+
+Approximations, as stated in the view: the output bias b_o is left out of the terms (it belongs to no token), and
+the layer norms inside the sub-layers count as part of f (pre-norm: ||x_i + ...|| is not renormalised).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ..core.capture import capture_attention
+from ..core.head_mask import heads_masked
+from ..core.model import Transformer
+from ..tokenizer import BOS_ID
+
+
+@dataclass
+class Contributions:
+    matrix: np.ndarray  # (T, S + T): each prediction's contributions from the source pieces, then the decoder inputs
+    source_share: np.ndarray  # (T,) the part from the source
+    layers: np.ndarray  # (L, T, S + T): the same after each decoder layer (the last one is `matrix`)
+
+
+def head_vectors(attention, x: torch.Tensor) -> torch.Tensor:
+    """(H, K, D): each head's value vector of each key position of x (K, D), through its output columns."""
+    d, heads = x.size(-1), attention.n_heads
+    hs = d // heads
+    weight, bias = attention.in_proj.weight.to(x.dtype), attention.in_proj.bias.to(x.dtype)
+    values = (x @ weight[2 * d:].T + bias[2 * d:]).view(-1, heads, hs)  # (K, H, hs)
+    columns = attention.out_proj.weight.to(x.dtype).view(d, heads, hs)  # (D, H, hs)
+    return torch.einsum("khs,dhs->hkd", values, columns)
+
+
+def alti_rows(y: torch.Tensor, terms: torch.Tensor) -> torch.Tensor:
+    """y (Q, D) and terms (Q, K, D) -> (Q, K) ALTI contributions, each row summing to 1."""
+    distances = (y[:, None, :] - terms).abs().sum(-1)  # (Q, K)
+    contributions = (y.abs().sum(-1, keepdim=True) - distances).clamp(min=0)
+    return contributions / contributions.sum(-1, keepdim=True).clamp(min=1e-12)
+
+
+def block_terms(attention, weights: torch.Tensor, keys_input: torch.Tensor) -> torch.Tensor:
+    """(Q, K, D): sum over heads of α_ij^h f_h(x_j), weights (H, Q, K), keys_input (K, D) what the values read."""
+    return torch.einsum("hqk,hkd->qkd", weights, head_vectors(attention, keys_input))
+
+
+@torch.no_grad()
+def alti_plus(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_off=None) -> Contributions:
+    """ALTI+ contributions of every prediction of the output `tgt_ids` (no BOS), teacher-forced."""
+    if model.config.norm != "pre":
+        raise ValueError("alti_plus reads pre-norm layers (x + f(LN(x))); this model is post-norm")
+    src = torch.tensor([src_ids], device=model.device)
+    tgt = torch.tensor([[BOS_ID] + list(tgt_ids[:-1])], device=model.device)
+    seen = {}  # residual module -> (its input x, its output y), and the encoder's normalised output
+
+    def keep(module, inputs, output):
+        seen[module] = (inputs[0][0].double(), output[0].double())
+
+    residuals = [layer.attention_residual for layer in model.encoder_layers] + [
+        r for layer in model.decoder_layers for r in (layer.self_attention_residual, layer.cross_attention_residual)]
+    handles = [r.register_forward_hook(keep) for r in residuals]
+    handles.append(model.encoder_norm.register_forward_hook(lambda m, i, o: seen.__setitem__("memory", o[0].double())))
+    try:
+        with heads_masked(model, heads_off), capture_attention(model) as attention:
+            model(src, tgt)
+    finally:
+        for handle in handles:
+            handle.remove()
+    source, target = len(src_ids), len(tgt_ids)
+
+    def mixing(layer_attention, residual, weights, keys_from=None):
+        """(Q, K) contributions of one sub-layer: the residual term added on the diagonal (self-attention)."""
+        x, y = seen[residual]
+        terms = block_terms(layer_attention, weights.double(), residual.norm(x.float()).double() if keys_from is None else keys_from)
+        terms = terms.clone()
+        terms[torch.arange(len(x)), torch.arange(len(x))] += x
+        return alti_rows(y, terms)
+
+    rollout = torch.eye(source, dtype=torch.float64, device=model.device)
+    for index, layer in enumerate(model.encoder_layers):
+        rollout = mixing(layer.self_attention, layer.attention_residual, attention.encoder_self[index, 0]) @ rollout
+    rows = torch.cat([torch.zeros(target, source, dtype=torch.float64, device=model.device),
+                      torch.eye(target, dtype=torch.float64, device=model.device)], dim=1)  # (T, S + T)
+    from_source = torch.cat([rollout, torch.zeros(source, target, dtype=torch.float64, device=model.device)], dim=1)
+    per_layer = []
+    for index, layer in enumerate(model.decoder_layers):
+        rows = mixing(layer.self_attention, layer.self_attention_residual, attention.decoder_self[index, 0]) @ rows
+        x, y = seen[layer.cross_attention_residual]
+        terms = block_terms(layer.cross_attention, attention.cross[index, 0].double(), seen["memory"])  # (T, S, D)
+        shares = alti_rows(y, torch.cat([x[:, None, :], terms], dim=1))  # (T, 1 + S): the residual, then each source
+        rows = shares[:, :1] * rows + shares[:, 1:] @ from_source
+        per_layer.append(rows)
+    matrix = rows.cpu().numpy()
+    return Contributions(matrix, matrix[:, :source].sum(1), torch.stack(per_layer).cpu().numpy())
+
+
+def add_contributions(model: Transformer, translation) -> object:
+    """Fills `translation.contributions` (a pre-norm model's; a post-norm one gets None), with its heads off."""
+    translation.contributions = (alti_plus(model, translation.src_ids, translation.tgt_ids,
+                                           translation.settings.get("heads_off") or None)
+                                 if model.config.norm == "pre" else None)
+    return translation
+
+
+__all__ = ["Contributions", "add_contributions", "alti_plus"]
