@@ -11,7 +11,7 @@ baseline every method must beat.
 
 Methods: the cross-attention of the checkpoint's best alignment head (alignment.json; else the last layer's head
 mean), the mean of every layer and head, attention rollout (rollout.py), norm-based attention (norms.py, mean of
-every layer and head), input x gradient (attribution.py), and random.
+every layer and head), ALTI+'s source contributions (alti.py), input x gradient (attribution.py), and random.
 """
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ from ..corpus.data import read_parallel_or_exit
 from ..decoding.trace import Translation
 from ..decoding.translator import Translator
 from ..tokenizer import BOS_ID, UNK_ID
+from .alti import alti_plus
 from .attribution import input_x_gradient
 from .cli import add_checkpoint_and_data, add_hardware, check_data_dir
 from .norms import add_norms
@@ -39,7 +40,7 @@ from .rollout import source_rollout
 
 RESULT_FILE = "faithfulness.json"
 METHODS = ("attention, best alignment head", "attention, mean of layers and heads", "attention rollout",
-           "norm-based attention", "input x gradient", "random")
+           "norm-based attention", "ALTI+", "input x gradient", "random")
 
 
 def method_scores(model: Transformer, translation: Translation, best_head: tuple[int, int] | None,
@@ -54,8 +55,9 @@ def method_scores(model: Transformer, translation: Translation, best_head: tuple
         METHODS[1]: cross.mean((0, 1)),
         METHODS[2]: source_rollout(translation.recorded["encoder_self"].values, cross),
         METHODS[3]: translation.weighted_norms("cross").mean((0, 1)),
-        METHODS[4]: input_x_gradient(model, translation.src_ids, translation.tgt_ids).scores,
-        METHODS[5]: rng.random(cross.shape[2:]),
+        METHODS[4]: alti_plus(model, translation.src_ids, translation.tgt_ids).matrix[:, : cross.shape[3]],
+        METHODS[5]: input_x_gradient(model, translation.src_ids, translation.tgt_ids).scores,
+        METHODS[6]: rng.random(cross.shape[2:]),
     }
 
 
