@@ -163,7 +163,7 @@ def test_a_prefix_forces_the_start_on_both_endpoints(server, reference):
     forced = [s["forced"] for s in sentence["steps"]]
     assert forced[:2] == [True, True] and not any(forced[2:])
     lens = sentence["logit_lens"]
-    assert np.array(lens["chosen_prob"]).shape == (3, len(sentence["tgt_tokens"]))
+    assert np.array(lens["chosen_prob"]).shape == (reference.model.config.n_layers, len(sentence["tgt_tokens"]))
     final = np.array(lens["chosen_prob"])[-1]
     np.testing.assert_allclose(final, [s["prob"] for s in sentence["steps"]], atol=1e-4)  # last layer = the output
     with pytest.raises(Exception, match=r"prefix is \d+ pieces long; the maximum output length is 3"):

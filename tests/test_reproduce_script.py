@@ -77,7 +77,14 @@ def test_last_stage_matches_the_shipped_checkpoint(pair):
                                                                   metrics["tokenizer"]["vocab_size"])
     recorded = shlex.split(training["command"])
     assert recorded[:3] == ["python", "-m", "transformer.train"]
-    assert learned_settings(last) == learned_settings(build_parser().parse_args(recorded[3:]))
+    original = build_parser().parse_args(recorded[3:])
+    # folders are compared by name (the runs lived on other machines), the device is where it ran, and a
+    # tokenizer file given to the original (built from the same training split) is the vocabulary asked for here
+    where = ("out", "data_dir", "init_from", "device", "tokenizer", "vocab_size")
+    assert {k: v for k, v in learned_settings(last).items() if k not in where} == {
+        k: v for k, v in learned_settings(original).items() if k not in where}
+    for name in ("out", "data_dir"):
+        assert Path(getattr(last, name)).name == Path(getattr(original, name)).name, name
 
 
 def test_a_stopped_stage_resumes(tmp_path):

@@ -21,6 +21,7 @@ the layer norms inside the sub-layers count as part of f (pre-norm: ||x_i + ...|
 """
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,6 +31,9 @@ from ..core.capture import capture_attention
 from ..core.head_mask import heads_masked
 from ..core.model import Transformer
 from ..tokenizer import BOS_ID
+
+
+_pass: ContextVar = ContextVar("alti_pass", default=None)  # the alti_plus call whose hooks listen in this context
 
 
 @dataclass
@@ -69,18 +73,26 @@ def alti_plus(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_
     src = torch.tensor([src_ids], device=model.device)
     tgt = torch.tensor([[BOS_ID] + list(tgt_ids[:-1])], device=model.device)
     seen = {}  # residual module -> (its input x, its output y), and the encoder's normalised output
+    listening = object()  # the hooks keep only this call's pass: other requests may run the same model meanwhile
 
     def keep(module, inputs, output):
-        seen[module] = (inputs[0][0].double(), output[0].double())
+        if _pass.get() is listening:
+            seen[module] = (inputs[0][0].double(), output[0].double())
+
+    def keep_memory(module, inputs, output):
+        if _pass.get() is listening:
+            seen["memory"] = output[0].double()
 
     residuals = [layer.attention_residual for layer in model.encoder_layers] + [
         r for layer in model.decoder_layers for r in (layer.self_attention_residual, layer.cross_attention_residual)]
     handles = [r.register_forward_hook(keep) for r in residuals]
-    handles.append(model.encoder_norm.register_forward_hook(lambda m, i, o: seen.__setitem__("memory", o[0].double())))
+    handles.append(model.encoder_norm.register_forward_hook(keep_memory))
+    token = _pass.set(listening)
     try:
         with heads_masked(model, heads_off), capture_attention(model) as attention:
             model(src, tgt)
     finally:
+        _pass.reset(token)
         for handle in handles:
             handle.remove()
     source, target = len(src_ids), len(tgt_ids)
