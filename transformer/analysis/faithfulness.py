@@ -74,11 +74,12 @@ def deletion_curve(model: Transformer, src_ids: list[int], tgt_ids: list[int], s
             sources[k, t, order[t, :k]] = UNK_ID
     src = torch.tensor(sources.reshape(-1, length), device=model.device)
     tgt_in = torch.tensor([[BOS_ID] + list(tgt_ids[:-1])], device=model.device).expand(src.size(0), -1)
-    log_probs = model(src, tgt_in).float().log_softmax(-1)  # (rows, T, V)
-    rows = torch.arange(src.size(0), device=model.device).view(steps + 1, outputs)
-    positions = torch.arange(outputs, device=model.device)
-    chosen = torch.tensor(tgt_ids, device=model.device)
-    return log_probs[rows, positions, chosen[None].expand(steps + 1, -1)].cpu().numpy()
+    logits = model(src, tgt_in)  # (rows, T, V); row (k, t) is read at position t only
+    rows = torch.arange(src.size(0), device=model.device)
+    positions = torch.arange(outputs, device=model.device).repeat(steps + 1)
+    log_probs = logits[rows, positions].float().log_softmax(-1)  # (rows, V)
+    chosen = torch.tensor(tgt_ids, device=model.device).repeat(steps + 1)
+    return log_probs[rows, chosen].view(steps + 1, outputs).cpu().numpy()
 
 
 def aopc(curve: np.ndarray) -> float:
