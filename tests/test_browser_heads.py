@@ -94,5 +94,12 @@ def test_the_best_alignment_head_is_named_with_its_links(page):
     text = page.locator("#alignment-text").inner_text()
     assert f"layer {best['layer']}, head {best['head']}" in text and f"{best['aer']:.3f}" in text
     assert "not human annotation" in text
+    norms = report["best_head_by_measure"]["norms"]["attention"]
+    assert f"norm-based attention ‖α·f(x)‖ (Kobayashi et al., 2020), the best head is layer {norms['layer']}" in text
+    # which explanation to trust: the checkpoint's deletion test, every method with its AOPC
+    faithfulness = json.loads((SHIPPED / "faithfulness.json").read_text())
+    table = page.locator("#faithfulness-text").inner_text()
+    for row in faithfulness["table"]:
+        assert row["method"] in table and f"{row['aopc']:.3f}" in table
     words = len([w for w in page.locator("#translation textarea").input_value().split() if w])
     assert 1 <= page.locator("#alignment-links line").count() <= words + 1

@@ -6,7 +6,7 @@ import pytest
 from transformer import Translator
 
 from .conftest import SHIPPED, recorded
-from .test_browser import CHROMIUM, TIMEOUT, browser, open_translated, server_url  # noqa: F401
+from .test_browser import CHROMIUM, SCREENSHOTS, TIMEOUT, browser, open_translated, server_url  # noqa: F401
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium missing (scripts/test.sh installs it)")]
@@ -32,6 +32,7 @@ def test_a_heatmap_row_opens_its_query_key_breakdown(browser, server_url):  # no
     reference = Translator.from_pretrained(SHIPPED)
     expected = reference.translate(SENTENCE, capture=True, **recorded(reference)).recorded["cross"].values[1, 2, row]
     np.testing.assert_allclose(weights, expected, atol=2e-4)
+    page.locator("#qk-plot").screenshot(path=str(SCREENSHOTS / "query-key.png"))
     # the view's own controls: another query of the same head, by the button
     page.get_by_label("Query token", exact=True).click()
     page.locator("li[data-testid='dropdown-option']").first.click()
