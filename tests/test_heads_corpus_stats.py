@@ -66,8 +66,10 @@ def test_the_heads_view_draws_the_checkpoint_reports(tmp_path):
 
     folder = tmp_path / "en-de"
     shutil.copytree(SHIPPED, folder)
-    heads = [(kind, layer, head) for kind in ("encoder_self", "decoder_self", "cross") for layer in range(3)
-             for head in range(4)]
+    config = json.loads((SHIPPED / "config.json").read_text())
+    layers, n_heads = config["model"]["n_layers"], config["model"]["n_heads"]
+    heads = [(kind, layer, head) for kind in ("encoder_self", "decoder_self", "cross") for layer in range(layers)
+             for head in range(n_heads)]
     drops = {h: round(0.1 * i - 1.0, 2) for i, h in enumerate(heads)}
     importances = [HeadImportance(h, 30.0 - drops[h], -1.5, drops[h], 0.01 * i) for i, h in enumerate(heads)]
     curve = [PruningPoint(k, None if k == 0 else heads[k - 1], 30.0 - k) for k in range(len(heads) + 1)]
@@ -77,5 +79,5 @@ def test_the_heads_view_draws_the_checkpoint_reports(tmp_path):
     figure = ui.render_named([ui.view("heads")], None, ui.default_state(), "en-de", MODEL)["head_importance"]
     z = np.asarray(figure.data[0].z, dtype=np.float64)
     for (kind, layer, head), drop in drops.items():  # row per (kind, layer), a blank row between kinds
-        row = ("encoder_self", "decoder_self", "cross").index(kind) * 4 + layer
+        row = ("encoder_self", "decoder_self", "cross").index(kind) * (layers + 1) + layer
         assert z[row, head] == pytest.approx(drop, abs=1e-4)
