@@ -116,7 +116,7 @@ function heatmap(root) {
     svg.appendChild(node("text", {x, y: top - 6, transform: `rotate(-60 ${x} ${top - 6})`, class: "ae-col-label"}, c, true));
   });
   // one head's pieces: a row label opens the query·key breakdown of that query (the page's Query · key tab)
-  const breakable = typeof trigger === "function" && view.head !== "mean" && !view.merge;
+  const breakable = typeof trigger === "function" && view.head !== "mean" && !view.merge && !map.heads;  // not ALTI+
   rows.forEach((r, i) => {
     const text = node("text", {x: left - 6, y: top + i * cell + cell * 0.7, "text-anchor": "end",
                                class: "ae-row-label" + (breakable ? " ae-breakable" : "")}, r, true);

@@ -31,7 +31,7 @@ class QueryKeyView(View):
         plot = gr.Plot(label="Query, keys, products, scores and weights", elem_id="qk-plot")
         clicked = gr.State((0, 0))  # (layer, head) of the live heatmap's clicked row
         return {"qk_kind": kind, "qk_query": query, "qk_button": go, "qk_text": text, "qk_plot": plot,
-                "qk_head_layer": clicked}
+                "qk_layer_head": clicked}
 
     def render(self, result, state, context, changed):
         translation = current_translation(result, state)
@@ -84,16 +84,16 @@ class QueryKeyView(View):
             return {ui.result_state: result, c["tabs"]: gr.Tabs(selected=self.name), c["qk_kind"]: kind,
                     c["qk_text"]: "Computing…",
                     c["qk_query"]: gr.update(choices=query_choices(translation, kind), value=query),
-                    c["qk_head_layer"]: (int(evt.layer), int(evt.head))}
+                    c["qk_layer_head"]: (int(evt.layer), int(evt.head))}
 
-        def drawn(result, sentence, kind, query, head_layer):
-            layer, head = head_layer
+        def drawn(result, sentence, kind, query, layer_head):
+            layer, head = layer_head
             return ui.by_component(self.show(ui, result, sentence, kind, layer, head, int(query)))
 
         c["live_attention"].select(clicked, [ui.result_state, c["sentence"]], [ui.result_state] + [
-                                   c[name] for name in ("tabs", "qk_kind", "qk_text", "qk_query", "qk_head_layer")],
+                                   c[name] for name in ("tabs", "qk_kind", "qk_text", "qk_query", "qk_layer_head")],
                                    api_visibility="private").then(
-            drawn, [ui.result_state, c["sentence"], c["qk_kind"], c["qk_query"], c["qk_head_layer"]],
+            drawn, [ui.result_state, c["sentence"], c["qk_kind"], c["qk_query"], c["qk_layer_head"]],
             [c["qk_text"], c["qk_plot"]], api_visibility="private")
 
 
