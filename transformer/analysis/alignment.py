@@ -169,3 +169,10 @@ def diagonal_alignment(n_source: int, n_target: int) -> Alignment:
 def best(rows: Sequence[dict], **where) -> dict:
     """The row of lowest AER among those matching `where` (ties: the first in table order)."""
     return min((row for row in rows if all(row[key] == value for key, value in where.items())), key=lambda r: r["aer"])
+
+
+def scored(predicted: Sequence[Alignment], sure: Sequence[Alignment], **labels) -> dict:
+    """A table row: the labels, then the corpus AER, precision and recall of `predicted` against the sure links."""
+    precision, recall = precision_recall(predicted, sure)
+    return {**labels, "aer": round(corpus_alignment_error_rate(predicted, sure), 4), "precision": round(precision, 4),
+            "recall": round(recall, 4)}

@@ -1,5 +1,6 @@
-"""How well cross-attention aligns words: AER of every cross-attention head, every layer's head average, read the
-plain way (Garg et al., 2019) and the Shift-Att way (Chen et al., 2020), against a statistical aligner.
+"""How well cross-attention aligns words: AER of every cross-attention head and every layer's head average, read
+the plain way (Garg et al., 2019) and the Shift-Att way (Chen et al., 2020), from the weights and from norm-based
+attention (Kobayashi et al., 2020), against a statistical aligner.
 
     python -m transformer.analysis.alignment_eval --checkpoint checkpoints/en-de
     python -m transformer.analysis.alignment_eval --checkpoint checkpoints/de-en --symmetrization intersection
@@ -54,10 +55,9 @@ from .alignment import (
     Alignment,
     align,
     best,
-    corpus_alignment_error_rate,
     diagonal_alignment,
-    precision_recall,
     read_pharaoh,
+    scored,
     shift_align,
     write_pharaoh,
 )
@@ -165,23 +165,14 @@ def score_readings(model, sentences: Sequence[PieceSentence], reference: Sequenc
             column.append(links)
         if progress is not None and ((index + 1) % batch_size == 0 or index + 1 == len(sentences)):
             progress(index + 1)
-    rows = []
-    for reading, alignments in zip(table, predicted):
-        precision, recall = precision_recall(alignments, reference)
-        rows.append({"reading": "head" if reading.head is not None else "layer average",
-                     "layer": shown(reading.layer), "head": None if reading.head is None else shown(reading.head),
-                     "method": reading.method, "measure": reading.measure,
-                     "aer": round(corpus_alignment_error_rate(alignments, reference), 4),
-                     "precision": round(precision, 4), "recall": round(recall, 4)})
-    return rows
+    return [scored(alignments, reference, reading="head" if reading.head is not None else "layer average",
+                   layer=shown(reading.layer), head=None if reading.head is None else shown(reading.head),
+                   method=reading.method, measure=reading.measure) for reading, alignments in zip(table, predicted)]
 
 
 def diagonal_row(sentences: Sequence[PieceSentence], reference: Sequence[Alignment]) -> dict:
     alignments = [diagonal_alignment(len(words_of(s.src_pieces)), len(words_of(s.tgt_pieces))) for s in sentences]
-    precision, recall = precision_recall(alignments, reference)
-    return {"reading": "diagonal baseline", "layer": None, "head": None, "method": None,
-            "aer": round(corpus_alignment_error_rate(alignments, reference), 4),
-            "precision": round(precision, 4), "recall": round(recall, 4)}
+    return scored(alignments, reference, reading="diagonal baseline", layer=None, head=None, method=None)
 
 
 def check_reference(reference: Sequence[Alignment], sentences: Sequence[PieceSentence]) -> None:
