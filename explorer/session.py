@@ -61,9 +61,10 @@ def run(registry: Registry, request: Request) -> RunResult:
         notices.append("CUDA ran out of memory for this request: translated on the CPU.")
         translations = translate_with(translator)
     elapsed = (time.perf_counter() - started) * 1000
-    for translation in translations:  # teacher-forced passes, so every view can show weighted norms and ALTI+
-        add_norms(translator.model, translation)
+    for translation in translations:  # one teacher-forced pass each: ALTI+ and, from it, the weighted norms
         add_contributions(translator.model, translation)
+        if translation.norms is None:  # a post-norm model has no ALTI+ reading
+            add_norms(translator.model, translation)
     cut = [i + 1 for i, t in enumerate(translations) if t.truncated]
     if cut:
         notices.append(f"Line(s) {cut} exceeded the model's {translator.model.config.max_len - 1} source tokens: "

@@ -41,6 +41,7 @@ class Contributions:
     matrix: np.ndarray  # (T, S + T): each prediction's contributions from the source pieces, then the decoder inputs
     source_share: np.ndarray  # (T,) the part from the source
     layers: np.ndarray  # (L, T, S + T): the same after each decoder layer (the last one is `matrix`)
+    norms: dict[str, np.ndarray]  # kind -> (L, H, keys) ‖f_h(x_j)‖ from the same pass (norms.py's reading)
 
 
 def head_vectors(attention, x: torch.Tensor) -> torch.Tensor:
@@ -60,9 +61,9 @@ def alti_rows(y: torch.Tensor, terms: torch.Tensor) -> torch.Tensor:
     return contributions / contributions.sum(-1, keepdim=True).clamp(min=1e-12)
 
 
-def block_terms(attention, weights: torch.Tensor, keys_input: torch.Tensor) -> torch.Tensor:
-    """(Q, K, D): sum over heads of α_ij^h f_h(x_j), weights (H, Q, K), keys_input (K, D) what the values read."""
-    return torch.einsum("hqk,hkd->qkd", weights, head_vectors(attention, keys_input))
+def block_terms(weights: torch.Tensor, vectors: torch.Tensor) -> torch.Tensor:
+    """(Q, K, D): sum over heads of α_ij^h f_h(x_j), weights (H, Q, K), vectors (H, K, D) from `head_vectors`."""
+    return torch.einsum("hqk,hkd->qkd", weights, vectors)
 
 
 @torch.no_grad()
@@ -96,38 +97,51 @@ def alti_plus(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_
         for handle in handles:
             handle.remove()
     source, target = len(src_ids), len(tgt_ids)
+    norms = {kind: [] for kind in ("encoder_self", "decoder_self", "cross")}  # ‖f_h(x_j)‖, a by-product
 
-    def mixing(layer_attention, residual, weights, keys_from=None):
-        """(Q, K) contributions of one sub-layer: the residual term added on the diagonal (self-attention)."""
+    def moved(kind, layer_attention, keys_input):
+        """(H, K, D) what each head moves from each key; its norms are norm-based attention's (norms.py)."""
+        vectors = head_vectors(layer_attention, keys_input)
+        norms[kind].append(vectors.norm(dim=-1))
+        return vectors
+
+    def mixing(kind, layer_attention, residual, weights):
+        """(Q, K) contributions of a self-attention sub-layer: the residual term added on the diagonal."""
         x, y = seen[residual]
-        terms = block_terms(layer_attention, weights.double(), residual.norm(x.float()).double() if keys_from is None else keys_from)
-        terms = terms.clone()
+        terms = block_terms(weights.double(), moved(kind, layer_attention, residual.norm(x.float()).double()))
         terms[torch.arange(len(x)), torch.arange(len(x))] += x
         return alti_rows(y, terms)
 
     rollout = torch.eye(source, dtype=torch.float64, device=model.device)
     for index, layer in enumerate(model.encoder_layers):
-        rollout = mixing(layer.self_attention, layer.attention_residual, attention.encoder_self[index, 0]) @ rollout
+        rollout = mixing("encoder_self", layer.self_attention, layer.attention_residual,
+                         attention.encoder_self[index, 0]) @ rollout
     rows = torch.cat([torch.zeros(target, source, dtype=torch.float64, device=model.device),
                       torch.eye(target, dtype=torch.float64, device=model.device)], dim=1)  # (T, S + T)
     from_source = torch.cat([rollout, torch.zeros(source, target, dtype=torch.float64, device=model.device)], dim=1)
     per_layer = []
     for index, layer in enumerate(model.decoder_layers):
-        rows = mixing(layer.self_attention, layer.self_attention_residual, attention.decoder_self[index, 0]) @ rows
+        rows = mixing("decoder_self", layer.self_attention, layer.self_attention_residual,
+                      attention.decoder_self[index, 0]) @ rows
         x, y = seen[layer.cross_attention_residual]
-        terms = block_terms(layer.cross_attention, attention.cross[index, 0].double(), seen["memory"])  # (T, S, D)
+        terms = block_terms(attention.cross[index, 0].double(), moved("cross", layer.cross_attention, seen["memory"]))
         shares = alti_rows(y, torch.cat([x[:, None, :], terms], dim=1))  # (T, 1 + S): the residual, then each source
         rows = shares[:, :1] * rows + shares[:, 1:] @ from_source
         per_layer.append(rows)
     matrix = rows.cpu().numpy()
-    return Contributions(matrix, matrix[:, :source].sum(1), torch.stack(per_layer).cpu().numpy())
+    return Contributions(matrix, matrix[:, :source].sum(1), torch.stack(per_layer).cpu().numpy(),
+                         {kind: torch.stack(v).float().cpu().numpy() for kind, v in norms.items()})
 
 
 def add_contributions(model: Transformer, translation) -> object:
-    """Fills `translation.contributions` (a pre-norm model's; a post-norm one gets None), with its heads off."""
-    translation.contributions = (alti_plus(model, translation.src_ids, translation.tgt_ids,
-                                           translation.settings.get("heads_off") or None)
-                                 if model.config.norm == "pre" else None)
+    """Fills `translation.contributions` and, from the same pass, `translation.norms` (a pre-norm model's; a
+    post-norm one gets no contributions and keeps its norms as they were), with its heads off."""
+    if model.config.norm != "pre":
+        translation.contributions = None
+        return translation
+    translation.contributions = alti_plus(model, translation.src_ids, translation.tgt_ids,
+                                          translation.settings.get("heads_off") or None)
+    translation.norms = translation.contributions.norms
     return translation
 
 
