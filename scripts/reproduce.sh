@@ -37,7 +37,7 @@ first="--n-layers 4 --vocab-size 12000 --dropout 0.2 --epochs 300 --max-tokens 8
 case $pair in
     en-de) stages=(
         "en-de-s1|3056|--data-dir $mix --src en --tgt de $first"
-        "en-de-s2|1915|--data-dir $mix --src en --tgt de --init-from $runs/en-de-s1 --dropout 0.2 --epochs 40 --max-tokens 8000 --lr 0.0006 --warmup 300") ;;
+        "en-de-s2|2330|--data-dir $mix --src en --tgt de --init-from $runs/en-de-s1 --dropout 0.2 --epochs 40 --max-tokens 8000 --lr 0.0006 --warmup 300 --average 2") ;;
     de-en) stages=(
         "de-en|3022|--data-dir $mix --src de --tgt en $first") ;;
     *) echo "the first argument names the shipped model to retrain: en-de or de-en, got '$pair'" >&2
