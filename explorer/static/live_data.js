@@ -1,31 +1,41 @@
 // The live view's data work, pure functions of the payload (explorer/views/live_payload.py) and nothing else:
-// the weights decoded from bytes, norm-based attention from them, one head or the mean over heads, the prefix at a decoding step, and pieces
-// merged to words with the groups and labels the payload carries (transformer/decoding/words.py made them).
+// the weights inflated from bytes, norm-based attention from them, one head or the mean over heads, the prefix at a
+// decoding step, and pieces merged to words with the groups and labels the payload carries
+// (transformer/decoding/words.py made them).
 // No DOM here: tests/js/live_data.test.js runs these with `node --test` against fixtures Python exports.
 
-function decodeWeights(payload) {  // {kind: Float32Array (L, H, rows, cols) row-major}, bytes / 255
+// base64 of deflated bytes (live_payload.py's packed) to values in [0, 1], inflated by the browser's own
+// DecompressionStream (Node has it too)
+async function unpack(text) {
+  const binary = atob(text), bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate"));
+  const inflated = new Uint8Array(await new Response(stream).arrayBuffer());
+  const values = new Float32Array(inflated.length);
+  for (let i = 0; i < inflated.length; i++) values[i] = inflated[i] / 255;
+  return values;
+}
+
+async function decodeWeights(payload) {  // {kind: Float32Array (L, H, rows, cols) row-major}
   const weights = {};
-  for (const [kind, map] of Object.entries(payload.kinds)) {
-    const bytes = atob(map.q);
-    const values = new Float32Array(bytes.length);
-    for (let i = 0; i < bytes.length; i++) values[i] = bytes.charCodeAt(i) / 255;
-    weights[kind] = values;
-  }
+  for (const [kind, map] of Object.entries(payload.kinds)) weights[kind] = await unpack(map.q);
   return weights;
 }
 
 // Norm-based attention (Kobayashi et al., 2020): α_ij ‖f(x_j)‖, the weight times the norm of what the head moves
-// from key j (the payload's norms), each query row then scaled to sum to 1 so it reads on the weights' colour
-// scale: the share of what the query received that came from each key. {kind: Float32Array} like decodeWeights.
-function weightedNorms(payload, weights) {
+// from key j (the payload's norms, relative to the head's largest), each query row then scaled to sum to 1 so it
+// reads on the weights' colour scale: the share of what the query received that came from each key.
+// {kind: Float32Array} like decodeWeights.
+async function weightedNorms(payload, weights) {
   const out = {}, LH = payload.layers * payload.heads;
   for (const [kind, map] of Object.entries(payload.kinds)) {
     if (!map.norms) continue;  // kinds without norms (ALTI+) have no such reading
+    const norms = await unpack(map.norms);
     const R = map.rows.length, C = map.cols.length, w = weights[kind], values = new Float32Array(w.length);
     for (let lh = 0; lh < LH; lh++) for (let r = 0; r < R; r++) {
       const row = (lh * R + r) * C;
       let sum = 0;
-      for (let c = 0; c < C; c++) { values[row + c] = w[row + c] * map.norms[lh * C + c]; sum += values[row + c]; }
+      for (let c = 0; c < C; c++) { values[row + c] = w[row + c] * norms[lh * C + c]; sum += values[row + c]; }
       if (sum > 0) for (let c = 0; c < C; c++) values[row + c] /= sum;
     }
     out[kind] = values;

@@ -1,12 +1,12 @@
 // The live attention view's drawing: every kind, layer, head and step of one translation, drawn here in the
-// browser from one compact payload (weights quantised to bytes, base64), so that switching never asks the server.
+// browser from one compact payload (weights quantised to bytes, deflated, base64), so that switching never asks the server.
 // Runs as the js_on_load of a gr.HTML component, after live_data.js (the data work: decodeWeights, matrix,
 // colour): `element`, `props` and `watch` come from Gradio. Labels come from the payload, set with textContent,
 // never as markup.
 const SVG = "http://www.w3.org/2000/svg";
 const HEAD_COLOURS = ["#2563eb", "#f97316", "#16a34a", "#db2777", "#7c3aed", "#0891b2", "#ca8a04", "#dc2626"];
 const view = {kind: null, layer: null, head: "mean", mode: "heatmap", step: null, merge: false, focus: null,
-              measure: "weights", headsOff: new Set(), payload: null, weights: {}, norms: {}};
+              measure: "weights", headsOff: new Set(), payload: null, decoding: null, weights: {}, norms: {}};
 const MEASURES = [["Attention weights α", "weights"], ["Weighted norms ‖α·f(x)‖", "norms"]];
 
 function values() {  // what the maps show: the weights, or norm-based attention where the payload has norms
@@ -20,23 +20,37 @@ function node(tag, attributes = {}, text = null, svg = false) {
   return el;
 }
 
+// Whether the payload's numbers are ready to draw. A new payload is inflated first (asynchronously), then drawn;
+// the old picture stays until then, and a payload overtaken by a newer one is dropped.
 function load() {
   const payload = props.value;
-  if (!payload || !payload.kinds) { view.payload = null; return; }
-  if (payload !== view.payload) {
-    view.payload = payload;
-    view.weights = decodeWeights(payload);
-    view.norms = weightedNorms(payload, view.weights);
-    const start = payload.start || {};
-    const opening = view.layer === null || start.restore;  // the first translation, or a shared link: its view
-    view.kind = !opening && payload.kinds[view.kind] ? view.kind : (start.kind || "cross");
-    view.layer = !opening && view.layer !== "overview" && view.layer < payload.layers ? view.layer
-      : (start.layer ?? payload.layers - 1);
-    if (opening && start.head !== undefined) view.head = start.head;
-    if (view.head !== "mean" && view.head >= payload.heads) view.head = "mean";
-    view.step = opening && start.step && start.step < payload.tgt.length ? start.step : null;
-    view.focus = null;
+  if (!payload || !payload.kinds) { view.payload = view.decoding = null; return true; }
+  if (payload === view.payload) return true;
+  if (payload !== view.decoding) {
+    view.decoding = payload;
+    decodeWeights(payload).then(async weights => {
+      const norms = await weightedNorms(payload, weights);
+      if (view.decoding !== payload) return;
+      adopt(payload, weights, norms);
+      draw();
+    });
   }
+  return false;
+}
+
+function adopt(payload, weights, norms) {  // a decoded payload becomes the view's, opening where it says
+  view.payload = payload;
+  view.weights = weights;
+  view.norms = norms;
+  const start = payload.start || {};
+  const opening = view.layer === null || start.restore;  // the first translation, or a shared link: its view
+  view.kind = !opening && payload.kinds[view.kind] ? view.kind : (start.kind || "cross");
+  view.layer = !opening && view.layer !== "overview" && view.layer < payload.layers ? view.layer
+    : (start.layer ?? payload.layers - 1);
+  if (opening && start.head !== undefined) view.head = start.head;
+  if (view.head !== "mean" && view.head >= payload.heads) view.head = "mean";
+  view.step = opening && start.step && start.step < payload.tgt.length ? start.step : null;
+  view.focus = null;
 }
 
 // ALTI+ (Ferrando et al., 2022): how much of each output piece's prediction came from the source, the rest from the
@@ -264,7 +278,7 @@ function downloads(root) {
 function draw() {
   const root = element.querySelector(".ae-live");
   if (!root) return;
-  load();
+  if (!load()) return;
   root.replaceChildren();
   if (!view.payload) { root.appendChild(node("div", {class: "ae-empty"}, "Translate a sentence to see its attention here.")); return; }
   shares(root);

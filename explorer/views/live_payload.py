@@ -1,11 +1,13 @@
 """Everything the live view draws, sent to the browser once per translation: every attention kind, layer
 and head with the labels the trace carries, weights quantised to bytes (1/255 steps, invisible in a
-colour scale) and base64-encoded, so a 30-token sentence costs tens of kilobytes, not megabytes. The norms of
-what each head moves from each key come along (a few hundred numbers), so the browser draws norm-based attention
-‖α f(x)‖ (Kobayashi et al., 2020) from the same weights."""
+colour scale), deflated (zlib: most weights are near 0, so they shrink to about 40%) and base64-encoded, so a
+30-token sentence costs about 30 KB. The norms of what each head moves from each key come along the same way, so
+the browser draws norm-based attention ‖α f(x)‖ (Kobayashi et al., 2020) from the same weights. The browser
+inflates them with its own DecompressionStream (static/live_data.js)."""
 from __future__ import annotations
 
 import base64
+import zlib
 
 import numpy as np
 
@@ -14,8 +16,16 @@ from transformer.core.probes import ATTENTION_KINDS
 from transformer.decoding.words import word_groups, word_label
 
 
-def quantised(values: np.ndarray) -> str:
-    return base64.b64encode(np.clip(np.rint(values * 255), 0, 255).astype(np.uint8).tobytes()).decode("ascii")
+def packed(values: np.ndarray) -> str:
+    """values in [0, 1] as bytes (1/255 steps), deflated, base64: what static/live_data.js's unpack reads."""
+    quantised = np.clip(np.rint(values * 255), 0, 255).astype(np.uint8)
+    return base64.b64encode(zlib.compress(quantised.tobytes(), 9)).decode("ascii")
+
+
+def relative_norms(norms: np.ndarray) -> np.ndarray:
+    """(L, H, cols) norms over each head's largest: norm-based attention scales each row to sum to 1, so only a
+    head's norms relative to each other matter, and bytes keep them to 1/255 of its largest."""
+    return norms / np.maximum(norms.max(axis=-1, keepdims=True), 1e-30)
 
 
 def words(pieces: list[str]) -> dict:
@@ -35,11 +45,11 @@ def live_payload(translation, start: dict | None = None) -> dict:
         kinds[kind] = {"title": recorded.title.split(" (")[0], "rows": recorded.rows, "cols": recorded.cols,
                        "row_title": recorded.row_title, "col_title": recorded.col_title,
                        "row_words": words(recorded.rows), "col_words": words(recorded.cols),
-                       "q": quantised(recorded.values)}  # (L, H, rows, cols), row-major
+                       "q": packed(recorded.values)}  # (L, H, rows, cols), row-major
         if kind == "decoder_self":  # at a decoding step its keys are cut to the prefix too, from column 0
             kinds[kind]["step_cols"] = 0
         if translation.norms is not None:  # ‖f(x_key)‖ per layer, head and key: the browser weighs α by it
-            kinds[kind]["norms"] = translation.norms[kind].round(4).ravel().tolist()  # (L, H, cols)
+            kinds[kind]["norms"] = packed(relative_norms(translation.norms[kind]))  # (L, H, cols)
     layers, heads = translation.recorded["cross"].values.shape[:2]
     alti = translation.contributions
     if alti is not None:  # one more kind: ALTI+ contributions after each decoder layer, one "head"
@@ -47,7 +57,7 @@ def live_payload(translation, start: dict | None = None) -> dict:
         kinds["alti"] = {"title": "ALTI+ contributions", "rows": translation.tgt_tokens, "cols": cols,
                          "row_title": "the token it predicted", "col_title": "source pieces, then the decoder inputs",
                          "row_words": words(translation.tgt_tokens), "col_words": words(cols), "heads": 1,
-                         "step_cols": len(translation.src_tokens), "q": quantised(alti.layers[:, None])}
+                         "step_cols": len(translation.src_tokens), "q": packed(alti.layers[:, None])}
     return {"src": translation.src_tokens, "tgt": translation.tgt_tokens, "layers": layers, "heads": heads,
             # per output piece, the share of its prediction that came from the source (ALTI+), or None
             "source_share": None if alti is None else alti.source_share.round(3).tolist(),

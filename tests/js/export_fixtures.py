@@ -6,8 +6,10 @@ transformer/decoding/words.py, independently of the JavaScript.
 """
 from __future__ import annotations
 
+import base64
 import json
 import sys
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -43,7 +45,9 @@ def expected(translation, payload, kind: str, layer: int, head, step, merge: boo
     values = np.clip(np.rint(raw * 255), 0, 255) / 255  # what the bytes hold
     if measure == "norms":
         layers, heads, _, keys = values.shape
-        norms = np.array(payload["kinds"][kind]["norms"]).reshape(layers, heads, 1, keys)
+        # what the browser reads: the norms as bytes relative to each head's largest
+        packed = np.frombuffer(zlib.decompress(base64.b64decode(payload["kinds"][kind]["norms"])), dtype=np.uint8)
+        norms = packed.reshape(layers, heads, 1, keys) / 255
         values = values * norms
         values = values / np.maximum(values.sum(axis=-1, keepdims=True), 1e-30)
     matrix = values[layer].mean(axis=0) if head == "mean" else values[layer, head]
@@ -58,6 +62,13 @@ def expected(translation, payload, kind: str, layer: int, head, step, merge: boo
             "m": matrix.tolist(), "rows": rows, "cols": cols}
 
 
+def full_precision_norms(translation, kind: str) -> list:
+    """‖α_ij f(x_j)‖ of every layer and head in float64, each row scaled to sum to 1, flattened row-major."""
+    recorded = translation.recorded[kind]
+    values = recorded.values.astype(np.float64) * translation.norms[kind].astype(np.float64)[:, :, None, :]
+    return (values / values.sum(axis=-1, keepdims=True)).ravel().tolist()
+
+
 def main(out: str) -> None:
     translator = Translator.from_pretrained(ROOT / "checkpoints" / "en-de")
     translation = add_norms(translator.model, translator.translate(SENTENCE, capture=True))
@@ -66,7 +77,10 @@ def main(out: str) -> None:
     fixture = {"sentence": SENTENCE, "payload": payload,
                "cases": [expected(translation, payload, *case) for case in CASES]
                + [expected(translation, payload, *case, measure="norms") for case in NORM_CASES]
-               + [expected(translation, payload, *case) for case in ALTI_CASES]}
+               + [expected(translation, payload, *case) for case in ALTI_CASES],
+               # norm-based attention at full precision, before any quantising: the bytes must stay close to it
+               "full_precision_norms": {kind: full_precision_norms(translation, kind)
+                                        for kind in ("encoder_self", "decoder_self", "cross")}}
     Path(out).write_text(json.dumps(fixture, ensure_ascii=False), encoding="utf-8")
 
 

@@ -10,8 +10,11 @@ const fixturePath = process.env.LIVE_FIXTURE;
 if (!fixturePath) throw new Error("LIVE_FIXTURE must name the file tests/js/export_fixtures.py wrote");
 const fixture = JSON.parse(fs.readFileSync(path.resolve(fixturePath), "utf-8"));
 const payload = fixture.payload;
-const weights = decodeWeights(payload);
-const norms = weightedNorms(payload, weights);
+let weights, norms;  // inflated once, before the tests run
+test.before(async () => {
+  weights = await decodeWeights(payload);
+  norms = await weightedNorms(payload, weights);
+});
 
 test("the bytes decode to one weight per layer, head, row and column", () => {
   for (const [kind, map] of Object.entries(payload.kinds)) {
@@ -39,6 +42,14 @@ test("weighted norms: every kind, each row a share summing to 1, and not the wei
       assert.ok(Math.abs(sum - 1) < 1e-4, `${kind} row ${r} sums to ${sum}`);
     }
     assert.ok(norms[kind].some((v, i) => Math.abs(v - weights[kind][i]) > 1e-3), kind);
+  }
+});
+
+test("weighted norms from the bytes stay within 0.02 of the full-precision computation", () => {
+  for (const [kind, exact] of Object.entries(fixture.full_precision_norms)) {
+    assert.equal(norms[kind].length, exact.length, kind);
+    const worst = exact.reduce((m, v, i) => Math.max(m, Math.abs(v - norms[kind][i])), 0);
+    assert.ok(worst < 0.02, `${kind}: largest difference ${worst}`);
   }
 });
 
