@@ -44,7 +44,8 @@ def model_card(metrics: dict, checkpoint: str) -> str:
         f"1/√step, label smoothing {training['label_smoothing']}, gradient clipping {training['clip_norm']}, bfloat16 "
         f"autocast; **{training['wall_minutes']} min** on {training['hardware']} (torch {training['torch']}).",
         f"- **Final weights**: {metrics['selection']['kind']} of epoch(s) {metrics['selection']['epochs']} "
-        f"(greedy val BLEU {metrics['selection']['val_bleu']}).",
+        f"(greedy val BLEU {metrics['selection']['val_bleu']})"
+        + (f": {metrics['selection']['note']}." if metrics['selection'].get("note") else "."),
         f"- **Decoding for the scores**: {decoding['strategy']}, beam {decoding['beam_size']}, length penalty "
         f"{decoding['length_penalty']}.",
     ]
