@@ -1,11 +1,15 @@
 """Load test: many simultaneous API clients against one server, on loopback only.
 
-    python bench/load_test.py [--clients 16] [--requests 200] [--max-seconds 600]
+    python bench/load_test.py [--clients 32] [--requests 200] [--endpoint translate_trace] [--max-seconds 600]
 
 Starts `python app.py` on a free loopback port, computes every distinct request's response alone
 (sequentially), then sends `--requests` requests from `--clients` threads at once with mixed settings
 and checks each response against the one it got alone: the translation and every attention weight.
-Prints JSON: requests, concurrency, failures, mismatches, p50/p95 latency, the server's peak RSS.
+Prints JSON: requests, concurrency, failures, mismatches, p50/p95 latency, requests/s, the server's peak RSS.
+
+--endpoint: translate_trace (default) is what a class pressing Translate gets: the translation and the
+compact trace the live view draws (every kind, layer and head, norms and ALTI+); translate_details is every
+number at full precision; translate is the text alone.
 """
 from __future__ import annotations
 
@@ -13,13 +17,17 @@ import argparse
 import json
 import os
 import random
+import resource
 import socket
 import statistics
 import subprocess
 import sys
 import threading
 import time
+import http.client
+import urllib.parse
 import urllib.request
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -68,22 +76,81 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def cpu_seconds(pid: int | None = None) -> float:
+    """CPU time (user + system) a process has used: the server's by pid, or this one's (the clients)."""
+    if pid is None:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def request_plan(total: int, seed: int = 0) -> list[tuple[str, dict]]:
     rng = random.Random(seed)
     return [(rng.choice(SENTENCES), rng.choice(SETTINGS)) for _ in range(total)]
 
 
-def fingerprint(details: dict) -> str:
-    """The translation and every number behind the plots, as one comparable string."""
-    return json.dumps([(s["text"], s["tgt_ids"], s["attention"]) for s in details["sentences"]], sort_keys=True)
+ENDPOINTS = ("translate_trace", "translate_details", "translate")
 
 
-def run_load_test(url: str, clients: int, plan: list[tuple[str, dict]], max_seconds: float) -> dict:
-    from gradio_client import Client
+def fingerprint(endpoint: str, response: dict) -> str:
+    """The translation and every number the endpoint returns behind the plots, as one comparable string."""
+    if endpoint == "translate_details":
+        return json.dumps([(s["text"], s["tgt_ids"], s["attention"]) for s in response["sentences"]], sort_keys=True)
+    return json.dumps([response["translations"], response.get("traces")], sort_keys=True)
 
+
+class HttpClient:
+    """Gradio's HTTP API with nothing on top, as one visitor: POST the arguments to /gradio_api/call/NAME with this
+    client's own session (a browser sends one too: the server then builds its per-visitor state once, not per
+    request), then read the event stream until its result. A classroom's browsers run on their own machines; here
+    the clients share the server's cores, so they must cost little (gradio_client spent as much CPU as the server)."""
+
+    def __init__(self, url: str):
+        parsed = urllib.parse.urlsplit(url)
+        self.connection = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=120)
+        self.session = uuid.uuid4().hex
+        self.parameters = {}  # per endpoint: [(name, default)] in the endpoint's order
+
+    def request(self, method: str, path: str, body: dict | None = None) -> bytes:
+        data = None if body is None else json.dumps(body).encode("utf-8")
+        self.connection.request(method, path, body=data, headers={"Content-Type": "application/json"})
+        response = self.connection.getresponse()
+        payload = response.read()
+        if response.status != 200:
+            raise RuntimeError(f"HTTP {response.status} from {path}: {payload[:200]!r}")
+        return payload
+
+    def predict(self, text: str, api_name: str, **arguments) -> dict:
+        if api_name not in self.parameters:
+            info = json.loads(self.request("GET", "/gradio_api/info"))["named_endpoints"][api_name]["parameters"]
+            self.parameters[api_name] = [(p["parameter_name"], p.get("parameter_default")) for p in info]
+        arguments["text"] = text
+        unknown = set(arguments) - {name for name, _ in self.parameters[api_name]}
+        if unknown:
+            raise ValueError(f"{api_name} has no parameter {sorted(unknown)}")
+        data = [arguments.get(name, default) for name, default in self.parameters[api_name]]
+        name = api_name.strip("/")
+        event = json.loads(self.request("POST", f"/gradio_api/call/{name}", {"data": data, "session_hash": self.session}))
+        stream = self.request("GET", f"/gradio_api/call/{name}/{event['event_id']}").decode("utf-8")
+        kind = None
+        for line in stream.splitlines():
+            if line.startswith("event: "):
+                kind = line[len("event: "):]
+            elif line.startswith("data: ") and kind in ("complete", "error"):
+                result = json.loads(line[len("data: "):])
+                if kind == "error":
+                    raise RuntimeError(f"the server answered with an error: {result}")
+                return result[0]
+        raise RuntimeError(f"no result in the event stream of {api_name}")
+
+
+def run_load_test(url: str, clients: int, plan: list[tuple[str, dict]], max_seconds: float,
+                  endpoint: str = "translate_trace", server_pid: int | None = None) -> dict:
+    api_name = "/" + endpoint
     distinct = {json.dumps([text, settings], sort_keys=True): (text, settings) for text, settings in plan}
-    single = Client(url, verbose=False)
-    alone = {key: fingerprint(single.predict(text, **settings, api_name="/translate_details"))
+    single = HttpClient(url)
+    alone = {key: fingerprint(endpoint, single.predict(text, **settings, api_name=api_name))
              for key, (text, settings) in distinct.items()}
     local = threading.local()
     deadline = time.perf_counter() + max_seconds
@@ -97,46 +164,60 @@ def run_load_test(url: str, clients: int, plan: list[tuple[str, dict]], max_seco
                 skipped += 1
             return
         if not hasattr(local, "client"):
-            local.client = Client(url, verbose=False)
+            local.client = HttpClient(url)
         text, settings = item
         started = time.perf_counter()
         try:
-            details = local.client.predict(text, **settings, api_name="/translate_details")
+            response = local.client.predict(text, **settings, api_name=api_name)
         except Exception as error:  # noqa: BLE001  (every failure is counted and reported)
             with lock:
                 failures.append(f"{type(error).__name__}: {error}")
             return
         elapsed = (time.perf_counter() - started) * 1000
-        same = fingerprint(details) == alone[json.dumps([text, settings], sort_keys=True)]
+        same = fingerprint(endpoint, response) == alone[json.dumps([text, settings], sort_keys=True)]
         with lock:
             latencies.append(elapsed)
             if not same:
                 mismatches.append((text, settings))
 
     started = time.perf_counter()
+    server_cpu, client_cpu = (cpu_seconds(server_pid) if server_pid else 0.0), cpu_seconds()
     with ThreadPoolExecutor(max_workers=clients) as pool:
         list(pool.map(send, plan))
     wall = time.perf_counter() - started
+    # where the 2 cores went while the clients were at it: the server's and the clients' (this process) CPU time
+    server_cpu = round(cpu_seconds(server_pid) - server_cpu, 1) if server_pid else None
+    client_cpu = round(cpu_seconds() - client_cpu, 1)
     ordered = sorted(latencies)
     return {
-        "requests": len(plan), "completed": len(latencies), "skipped_by_time_limit": skipped, "concurrency": clients,
+        "endpoint": endpoint, "requests": len(plan), "completed": len(latencies), "skipped_by_time_limit": skipped, "concurrency": clients,
         "distinct_requests": len(distinct), "failures": len(failures), "failure_examples": failures[:3],
         "mismatches": len(mismatches), "p50_ms": round(statistics.median(ordered)) if ordered else None,
         "p95_ms": round(ordered[max(0, int(0.95 * len(ordered)) - 1)]) if ordered else None,
-        "wall_s": round(wall, 1), "requests_per_s": round(len(latencies) / wall, 2) if wall else None,
+        "wall_s": round(wall, 1), "server_cpu_s": server_cpu, "client_cpu_s": client_cpu, "requests_per_s": round(len(latencies) / wall, 2) if wall else None,
     }
+
+
+def positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--clients", type=int, default=16)
-    parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--clients", type=positive, default=32, help="simultaneous clients (default: 32)")
+    parser.add_argument("--requests", type=positive, default=200, help="requests in all (default: 200)")
+    parser.add_argument("--endpoint", choices=ENDPOINTS, default="translate_trace",
+                        help="the API endpoint every client calls (default: translate_trace, what the page gets)")
     parser.add_argument("--max-seconds", type=float, default=600, help="stop sending after this long")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     process, url = start_server()
     try:
-        report = run_load_test(url, args.clients, request_plan(args.requests, args.seed), args.max_seconds)
+        report = run_load_test(url, args.clients, request_plan(args.requests, args.seed), args.max_seconds,
+                               args.endpoint, process.pid)
         report["server_peak_rss_mb"] = peak_rss_mb(process.pid)
     finally:
         process.terminate()

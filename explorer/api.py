@@ -1,5 +1,6 @@
-"""The app's API: /translate (the translation and its summary) and /translate_details (every number behind the
-plots). Both take the request's named arguments (request.py) and return a dict; a bad argument's message names it."""
+"""The app's API: /translate (the translation and its summary), /translate_trace (what the page's live view gets: the
+compact trace) and /translate_details (every number behind the plots, at full precision). Each takes the request's
+named arguments (request.py) and returns a dict; a bad argument's message names it."""
 from __future__ import annotations
 
 import json
@@ -13,6 +14,7 @@ from .heads_off import format_heads_off
 from .request import DEFAULT_MAX_LENGTH, Request, RequestError
 from .session import ModelService, RunResult
 from .text import literal
+from .views.live_payload import live_payload
 
 log = logging.getLogger("attention-explorer")
 
@@ -49,14 +51,22 @@ def translation_json(result: RunResult) -> dict:
             "link": "?" + result.request.to_link()}
 
 
-def endpoint(ui, respond):
+def trace_json(result: RunResult) -> dict:
+    """Translate each line; returns the translation and, per line, the compact trace the page's live view draws:
+    every attention kind, layer and head as bytes (1/255 steps, zlib-deflated, base64) with its labels, the
+    norms behind norm-based attention and ALTI+ contributions. /translate_details has the same at full precision."""
+    return translation_json(result) | {"traces": [live_payload(t) for t in result.translations]}
+
+
+def endpoint(ui, respond, analyses: bool = True):
     """An API endpoint: the request's named arguments in, `respond(result)` (a dict) out. `settings` are the
-    chosen strategy's own ({"beam_size": 3}); a strategy or setting left out is the model's recorded decoding."""
+    chosen strategy's own ({"beam_size": 3}); a strategy or setting left out is the model's recorded decoding.
+    `analyses`: whether the response needs the logit lens, ALTI+ and the norms (session.run)."""
 
     def run_endpoint(text: str, model: str = None, device: str = "cpu", strategy: str = None, settings: dict = None,
                      max_length: int = DEFAULT_MAX_LENGTH, prefix: str = None, heads_off: str = None) -> dict:
         return respond(run_request(ui.service, lambda: Request.from_api(
-            ui.registry, text, model, device, strategy, settings, max_length, prefix, heads_off)))
+            ui.registry, text, model, device, strategy, settings, max_length, prefix, heads_off), analyses))
 
     run_endpoint.__doc__ = respond.__doc__
     return run_endpoint
@@ -75,7 +85,7 @@ def contrast_json(translation, contrast, foil: str) -> dict:
 def one_translation(ui, sentence, text, model, device, strategy, settings, max_length, prefix, heads_off):
     """(result, its translation of line `sentence`, from 1) for the endpoints that explain one sentence."""
     result = run_request(ui.service, lambda: Request.from_api(
-        ui.registry, text, model, device, strategy, settings, max_length, prefix, heads_off))
+        ui.registry, text, model, device, strategy, settings, max_length, prefix, heads_off), analyses=False)
     if not isinstance(sentence, int) or not 1 <= sentence <= len(result.translations):
         raise gr.Error(f"sentence must be in [1, {len(result.translations)}], got {sentence!r}")
     return result, result.translations[sentence - 1]
@@ -130,16 +140,17 @@ def query_key_endpoint(ui):
 def wire_api(ui) -> None:
     """Registers the endpoints on the page being built; `ui` is the page's Wiring. The view state (layer,
     head, each view's controls) belongs to the page and is no argument here."""
-    gr.api(endpoint(ui, translation_json), api_name="translate")
+    gr.api(endpoint(ui, translation_json, analyses=False), api_name="translate")
+    gr.api(endpoint(ui, trace_json), api_name="translate_trace")
     gr.api(endpoint(ui, details_json), api_name="translate_details")
     gr.api(why_not_endpoint(ui), api_name="why_not")
     gr.api(query_key_endpoint(ui), api_name="query_key")
 
 
-def run_request(service: ModelService, build) -> RunResult:
+def run_request(service: ModelService, build, analyses: bool = True) -> RunResult:
     """Builds the request (`build()`) and runs it; errors become messages for the visitor, naming the field."""
     try:
-        result = service.run(build())
+        result = service.run(build(), analyses)
     except RequestError as error:
         raise gr.Error(str(error)) from error
     except Exception as error:  # one visitor's failure must not take the server down

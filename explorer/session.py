@@ -39,8 +39,10 @@ class RunResult:
         return get_strategy(self.strategy).label
 
 
-def run(registry: Registry, request: Request) -> RunResult:
-    """Translates a checked request (see request.py) with every attention map and the logit lens recorded."""
+def run(registry: Registry, request: Request, analyses: bool = True) -> RunResult:
+    """Translates a checked request (see request.py) with every attention map recorded and, with `analyses`, the
+    logit lens, ALTI+ and the weighted norms the page's views read (a caller that wants only the text skips them:
+    they never change the translation)."""
     served = registry.get(request.model)
     translator, notice = served.on(request.device)
     notices = [notice] if notice else []
@@ -48,7 +50,7 @@ def run(registry: Registry, request: Request) -> RunResult:
 
     def translate_with(chosen):
         return chosen.translate_batch(list(request.lines), strategy=request.strategy, max_length=request.max_length,
-                                      capture=True, prefix=request.prefix, logit_lens=True, heads_off=heads_off,
+                                      capture=True, prefix=request.prefix, logit_lens=analyses, heads_off=heads_off,
                                       **request.settings)
 
     started = time.perf_counter()
@@ -61,7 +63,7 @@ def run(registry: Registry, request: Request) -> RunResult:
         notices.append("CUDA ran out of memory for this request: translated on the CPU.")
         translations = translate_with(translator)
     elapsed = (time.perf_counter() - started) * 1000
-    for translation in translations:  # one teacher-forced pass each: ALTI+ and, from it, the weighted norms
+    for translation in translations if analyses else []:  # one teacher-forced pass each: ALTI+ and the norms
         add_contributions(translator.model, translation)
         if translation.norms is None:  # a post-norm model has no ALTI+ reading
             add_norms(translator.model, translation)
@@ -86,8 +88,8 @@ class ModelService:
     def __init__(self, registry: Registry):
         self.registry = registry
 
-    def run(self, request: Request) -> RunResult:
-        return run(self.registry, request)
+    def run(self, request: Request, analyses: bool = True) -> RunResult:
+        return run(self.registry, request, analyses)
 
     def translator_of(self, result: RunResult):
         """The model that translated `result`, on the device it ran on."""

@@ -1,4 +1,7 @@
 """The app's named API endpoints through gradio_client, against a launched server."""
+import base64
+import json
+import zlib
 from urllib.parse import parse_qsl
 
 import numpy as np
@@ -79,6 +82,36 @@ def test_details_hold_the_numbers_behind_the_plots(server, reference):
         np.testing.assert_allclose(norms, np.linalg.norm(vectors[kind], axis=-1), rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(sentence["attention"][kind]["weighted_norms"],
                                    getattr(expected.attention, kind) * norms[:, :, None, :], atol=1e-4)
+
+
+def unpacked(text: str, shape) -> np.ndarray:
+    """A trace's bytes as the browser reads them: base64, then zlib, then one byte per value in 1/255 steps."""
+    return np.frombuffer(zlib.decompress(base64.b64decode(text)), dtype=np.uint8).reshape(shape) / 255
+
+
+def test_the_trace_is_what_the_page_draws_within_one_byte_of_the_full_numbers(server, reference):
+    _, client = server
+    lines = [SENTENCE, "Two girls are dancing."]
+    trace = client.predict("\n".join(lines), api_name="/translate_trace")
+    details = client.predict("\n".join(lines), api_name="/translate_details")["sentences"]
+    expected = reference.translate_batch(lines, capture=True, **recorded(reference))
+    assert trace["translations"] == [t.text for t in expected] and len(trace["traces"]) == 2
+    for payload, sentence, translation in zip(trace["traces"], details, expected):
+        assert payload["src"] == translation.src_tokens and payload["tgt"] == translation.tgt_tokens
+        for kind in ("encoder_self", "decoder_self", "cross"):
+            weights = getattr(translation.attention, kind)
+            assert payload["kinds"][kind]["rows"] == sentence["attention"][kind]["rows"]
+            assert np.abs(unpacked(payload["kinds"][kind]["q"], weights.shape) - weights).max() <= 1 / 510 + 1e-6
+            # norms go relative to each head's largest: the same ratios as the full-precision norms
+            norms = np.array(sentence["attention"][kind]["norms"])
+            relative = unpacked(payload["kinds"][kind]["norms"], norms.shape)
+            np.testing.assert_allclose(relative, norms / norms.max(axis=-1, keepdims=True), atol=1 / 510 + 1e-6)
+        matrix = np.array(sentence["contributions"]["matrix"])  # ALTI+ after the last layer is the full matrix
+        alti = unpacked(payload["kinds"]["alti"]["q"], (-1, len(translation.tgt_tokens), matrix.shape[1]))
+        assert np.abs(alti[-1] - matrix).max() <= 1 / 510 + 1e-6
+        np.testing.assert_allclose(payload["source_share"], sentence["contributions"]["source_share"], atol=1e-3)
+    # the compact trace is several times smaller than the same numbers at full precision
+    assert len(json.dumps(trace["traces"][0])) * 4 < len(json.dumps(details[0]))
 
 
 @pytest.mark.parametrize("args, message", [

@@ -52,7 +52,10 @@ torch::Tensor linear(torch::Tensor x, torch::Tensor weight, c10::optional<torch:
   return y;
 }
 
+// The GIL is released for the call, as torch's own operators do: the server decodes several requests at once in
+// threads, and holding it here would let only one of them multiply at a time.
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("linear", &linear, "x (rows, K) float32 @ weight (N, K) float16 ^T + bias (N) float32 -> (rows, N) float32",
-        pybind11::arg("x"), pybind11::arg("weight"), pybind11::arg("bias") = pybind11::none());
+        pybind11::arg("x"), pybind11::arg("weight"), pybind11::arg("bias") = pybind11::none(),
+        pybind11::call_guard<pybind11::gil_scoped_release>());
 }
