@@ -12,7 +12,7 @@ from transformer.decoding.export import to_json
 
 from .heads_off import format_heads_off
 from .request import DEFAULT_MAX_LENGTH, Request, RequestError
-from .session import ModelService, RunResult
+from .session import ALTI, EVERY_ANALYSIS, ModelService, RunResult
 from .text import literal
 from .views.live_payload import live_payload
 
@@ -58,10 +58,10 @@ def trace_json(result: RunResult) -> dict:
     return translation_json(result) | {"traces": [live_payload(t) for t in result.translations]}
 
 
-def endpoint(ui, respond, analyses: bool = True):
+def endpoint(ui, respond, analyses: frozenset[str] = EVERY_ANALYSIS):
     """An API endpoint: the request's named arguments in, `respond(result)` (a dict) out. `settings` are the
     chosen strategy's own ({"beam_size": 3}); a strategy or setting left out is the model's recorded decoding.
-    `analyses`: whether the response needs the logit lens, ALTI+ and the norms (session.run)."""
+    `analyses`: what the response reads besides the attention maps (session.run)."""
 
     def run_endpoint(text: str, model: str = None, device: str = "cpu", strategy: str = None, settings: dict = None,
                      max_length: int = DEFAULT_MAX_LENGTH, prefix: str = None, heads_off: str = None) -> dict:
@@ -79,13 +79,25 @@ def contrast_json(translation, contrast, foil: str) -> dict:
             "method": "contrastive input x gradient of log p(chosen) - log p(foil) (Yin and Neubig, 2022)",
             "source": [{"token": t, "score": round(float(v), 6)} for t, v in zip(translation.src_tokens, contrast.source)],
             "prefix": [{"token": t, "score": round(float(v), 6)}
-                       for t, v in zip(translation.decoder_input_tokens, contrast.prefix)]}
+                       for t, v in zip(translation.decoder_input_tokens, contrast.prefix)],
+            "alti_logit": None if contrast.layers is None else layers_json(translation, contrast.layers)}
+
+
+def layers_json(translation, layers) -> dict:
+    """The log-odds read through the layers (analysis/alti_logit.py): each input's share; with `biases` they sum to
+    the log-odds exactly."""
+    return {"method": "ALTI-Logit (Ferrando et al., 2023): each input's share of log p(chosen) - log p(foil), "
+                      "through the layers; the shares and the biases sum to the log-odds",
+            "source": [{"token": t, "score": round(float(v), 6)} for t, v in zip(translation.src_tokens, layers.source)],
+            "prefix": [{"token": t, "score": round(float(v), 6)}
+                       for t, v in zip(translation.decoder_input_tokens, layers.prefix)],
+            "biases": round(layers.biases, 6)}
 
 
 def one_translation(ui, sentence, text, model, device, strategy, settings, max_length, prefix, heads_off):
     """(result, its translation of line `sentence`, from 1) for the endpoints that explain one sentence."""
     result = run_request(ui.service, lambda: Request.from_api(
-        ui.registry, text, model, device, strategy, settings, max_length, prefix, heads_off), analyses=False)
+        ui.registry, text, model, device, strategy, settings, max_length, prefix, heads_off), analyses=frozenset())
     if not isinstance(sentence, int) or not 1 <= sentence <= len(result.translations):
         raise gr.Error(f"sentence must be in [1, {len(result.translations)}], got {sentence!r}")
     return result, result.translations[sentence - 1]
@@ -140,14 +152,14 @@ def query_key_endpoint(ui):
 def wire_api(ui) -> None:
     """Registers the endpoints on the page being built; `ui` is the page's Wiring. The view state (layer,
     head, each view's controls) belongs to the page and is no argument here."""
-    gr.api(endpoint(ui, translation_json, analyses=False), api_name="translate")
-    gr.api(endpoint(ui, trace_json), api_name="translate_trace")
+    gr.api(endpoint(ui, translation_json, analyses=frozenset()), api_name="translate")
+    gr.api(endpoint(ui, trace_json, analyses=frozenset({ALTI})), api_name="translate_trace")
     gr.api(endpoint(ui, details_json), api_name="translate_details")
     gr.api(why_not_endpoint(ui), api_name="why_not")
     gr.api(query_key_endpoint(ui), api_name="query_key")
 
 
-def run_request(service: ModelService, build, analyses: bool = True) -> RunResult:
+def run_request(service: ModelService, build, analyses: frozenset[str] = EVERY_ANALYSIS) -> RunResult:
     """Builds the request (`build()`) and runs it; errors become messages for the visitor, naming the field."""
     try:
         result = service.run(build(), analyses)

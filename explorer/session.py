@@ -11,6 +11,7 @@ import torch
 
 from transformer import Translation
 from transformer.analysis.alti import add_contributions
+from transformer.analysis.alti_logit import alti_logit
 from transformer.analysis.attribution import Attribution, attribute
 from transformer.analysis.contrastive import Contrast, contrastive_input_x_gradient
 from transformer.analysis.norms import add_norms
@@ -39,10 +40,16 @@ class RunResult:
         return get_strategy(self.strategy).label
 
 
-def run(registry: Registry, request: Request, analyses: bool = True) -> RunResult:
-    """Translates a checked request (see request.py) with every attention map recorded and, with `analyses`, the
-    logit lens, ALTI+ and the weighted norms the page's views read (a caller that wants only the text skips them:
-    they never change the translation)."""
+# what a run adds to its translations besides the attention maps, for callers that read it (none of them ever
+# changes a translation): the logit lens (recorded while decoding), and ALTI+ with the weighted norms (one
+# teacher-forced pass per translation)
+LENS, ALTI = "logit lens", "ALTI+ and norms"
+EVERY_ANALYSIS = frozenset({LENS, ALTI})
+
+
+def run(registry: Registry, request: Request, analyses: frozenset[str] = EVERY_ANALYSIS) -> RunResult:
+    """Translates a checked request (see request.py) with every attention map recorded and the `analyses` the
+    caller reads (the page's views read them all)."""
     served = registry.get(request.model)
     translator, notice = served.on(request.device)
     notices = [notice] if notice else []
@@ -50,7 +57,7 @@ def run(registry: Registry, request: Request, analyses: bool = True) -> RunResul
 
     def translate_with(chosen):
         return chosen.translate_batch(list(request.lines), strategy=request.strategy, max_length=request.max_length,
-                                      capture=True, prefix=request.prefix, logit_lens=analyses, heads_off=heads_off,
+                                      capture=True, prefix=request.prefix, logit_lens=LENS in analyses, heads_off=heads_off,
                                       **request.settings)
 
     started = time.perf_counter()
@@ -63,7 +70,7 @@ def run(registry: Registry, request: Request, analyses: bool = True) -> RunResul
         notices.append("CUDA ran out of memory for this request: translated on the CPU.")
         translations = translate_with(translator)
     elapsed = (time.perf_counter() - started) * 1000
-    for translation in translations if analyses else []:  # one teacher-forced pass each: ALTI+ and the norms
+    for translation in translations if ALTI in analyses else []:  # one teacher-forced pass each: ALTI+ and the norms
         add_contributions(translator.model, translation)
         if translation.norms is None:  # a post-norm model has no ALTI+ reading
             add_norms(translator.model, translation)
@@ -88,7 +95,7 @@ class ModelService:
     def __init__(self, registry: Registry):
         self.registry = registry
 
-    def run(self, request: Request, analyses: bool = True) -> RunResult:
+    def run(self, request: Request, analyses: frozenset[str] = EVERY_ANALYSIS) -> RunResult:
         return run(self.registry, request, analyses)
 
     def translator_of(self, result: RunResult):
@@ -120,16 +127,22 @@ class ModelService:
 
     def contrast(self, result: RunResult, translation: Translation, step: int, foil: str) -> Contrast:
         """Why `translation` chose its piece at 1-based `step` and not the piece `foil`: contrastive input x
-        gradient of the log-odds, with the result's heads switched off as it was translated."""
+        gradient of the log-odds and, read through the layers, its ALTI-Logit, with the result's heads switched off
+        as it was translated."""
         translator = self.translator_of(result)
         if not 1 <= step <= len(translation.tgt_ids):
             raise ValueError(f"step must be in [1, {len(translation.tgt_ids)}] for this translation, got {step}")
         foil_id = translator.tokenizer.piece_to_id(foil)
         if translator.tokenizer.id_to_piece(foil_id) != foil:
             raise ValueError(f"{foil!r} is not a piece of this model's vocabulary")
-        with heads_masked(translator.model, list(result.request.heads_off) or None):
-            return contrastive_input_x_gradient(translator.model, translation.src_ids, translation.tgt_ids, step - 1,
-                                                foil_id)
+        heads_off = list(result.request.heads_off) or None
+        with heads_masked(translator.model, heads_off):
+            contrast = contrastive_input_x_gradient(translator.model, translation.src_ids, translation.tgt_ids,
+                                                    step - 1, foil_id)
+        if translator.model.config.norm == "pre":  # ALTI-Logit reads pre-norm layers, as ALTI+ does
+            contrast.layers = alti_logit(translator.model, translation.src_ids, translation.tgt_ids, step - 1, foil_id,
+                                         heads_off)
+        return contrast
 
     def query_key(self, result: RunResult, translation: Translation, kind: str, layer: int, head: int,
                   query: int) -> QueryKey:

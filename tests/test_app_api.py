@@ -274,6 +274,12 @@ def test_why_not_explains_a_step_against_a_candidate(server, reference):
     np.testing.assert_allclose([s["score"] for s in out["source"]], contrast.source, atol=1e-5)
     assert out["log_odds"] == pytest.approx(np.log(expected.steps[step - 1].prob) - np.log(
         dict(expected.steps[step - 1].topk)[foil]), abs=1e-3)  # the step's own recorded probabilities
+    # read through the layers: ALTI-Logit's shares (tests/test_alti_logit.py checks them by brute force) and the
+    # biases add up to the same log-odds
+    layers = out["alti_logit"]
+    assert [s["token"] for s in layers["source"]] == expected.src_tokens
+    total = sum(s["score"] for s in layers["source"] + layers["prefix"]) + layers["biases"]
+    assert total == pytest.approx(out["log_odds"], abs=1e-4)
     with pytest.raises(Exception, match=r"step must be in \[1, \d+\]"):
         client.predict(SENTENCE, foil, 999, api_name="/why_not")
     with pytest.raises(Exception, match=r"not a piece of this model's vocabulary"):

@@ -40,15 +40,21 @@ def source_attention_bar(weights: np.ndarray, source_labels: list[str], title: s
 
 
 def contrast_bar(source_scores: np.ndarray, source_labels: list[str], prefix_scores: np.ndarray,
-                 prefix_labels: list[str], title: str) -> go.Figure:
+                 prefix_labels: list[str], title: str, layers=None) -> go.Figure:
     """Why X and not Y: each input's push on the log-odds, source pieces then the decoder inputs so far; bars
-    right of zero favour X, left of zero Y."""
+    right of zero favour X, left of zero Y. `layers`: (source, prefix) ALTI-Logit shares of the same log-odds,
+    drawn as a second bar beside each input's."""
     labels = [f"{label(s)} (source)" for s in source_labels] + [f"{label(p)} (so far)" for p in prefix_labels]
     scores = rounded(np.concatenate([source_scores, prefix_scores]))
     positions = list(range(len(labels)))
     colours = [MUTED] * len(source_labels) + [ACCENT] * len(prefix_labels)
     figure = go.Figure(go.Bar(x=scores, y=positions, orientation="h", marker_color=colours, customdata=labels,
-                              hovertemplate="%{customdata}: %{x:+.3f}<extra></extra>"))
+                              name="input × gradient", hovertemplate="%{customdata}: %{x:+.3f}<extra>input × gradient</extra>"))
+    if layers is not None:
+        figure.add_trace(go.Bar(x=rounded(np.concatenate(layers)), y=positions, orientation="h", customdata=labels,
+                                name="ALTI-Logit (through the layers)", marker_color=colours, marker_pattern_shape="/",
+                                hovertemplate="%{customdata}: %{x:+.3f}<extra>ALTI-Logit</extra>"))
+        figure.update_layout(barmode="group", showlegend=True, legend={"orientation": "h", "y": -0.15})
     figure.update_yaxes(tickmode="array", tickvals=positions, ticktext=labels, autorange="reversed")
-    figure.update_xaxes(zeroline=True, title={"text": "push on log p(X) − log p(Y)  (input × gradient)"})
-    return base_layout(figure, title, height=120 + 22 * len(labels))
+    figure.update_xaxes(zeroline=True, title={"text": "push on log p(X) − log p(Y)"})
+    return base_layout(figure, title, height=140 + (36 if layers is not None else 22) * len(labels))

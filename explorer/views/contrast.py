@@ -1,6 +1,7 @@
 """Why X and not Y, under the step view: pick a candidate the model did not choose at this step, and see which
 source pieces and which words already written pushed the choice towards the chosen word or towards that one
-(contrastive input × gradient of the log-odds, analysis/contrastive.py, asked of the session service)."""
+(contrastive input × gradient of the log-odds, analysis/contrastive.py, and its ALTI-Logit through the layers,
+analysis/alti_logit.py, asked of the session service)."""
 from __future__ import annotations
 
 import gradio as gr
@@ -32,8 +33,17 @@ def explained(translation, contrast, foil: str) -> dict:
             f"first-order push on it (input × gradient; right: towards “{literal(chosen)}”, left: towards "
             f"“{literal(foil)}”); the strongest is “{literal(strongest[0])}” ({strongest[1]:+.2f}). Source total "
             f"{contrast.source.sum():+.2f}, the words so far {contrast.prefix.sum():+.2f}.")
+    layers = contrast.layers
+    if layers is not None:
+        decisive = max(zip([*translation.src_tokens, *prefix], [*layers.source, *layers.prefix]), key=lambda x: x[1])
+        text += (f" Read through the layers (hatched bars: ALTI-Logit, Ferrando et al., 2023, each input's share of "
+                 f"the log-odds, as ALTI+ traces what each position is made of; feed-forward blocks and layer norms "
+                 f"shared by its proportions), the source carries **{layers.source.sum():+.2f}**, the words so far "
+                 f"{layers.prefix.sum():+.2f} and the biases {layers.biases:+.2f}, adding up to the log-odds; "
+                 f"the input that most favours “{literal(chosen)}” is “{literal(decisive[0])}” ({decisive[1]:+.2f}).")
     figure = contrast_bar(contrast.source, translation.src_tokens, contrast.prefix, prefix,
-                          f"Step {step}: “{chosen}” rather than “{foil}”")
+                          f"Step {step}: “{chosen}” rather than “{foil}”",
+                          None if layers is None else (layers.source, layers.prefix))
     return {"contrast_text": text, "contrast_plot": figure}
 
 

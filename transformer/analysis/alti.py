@@ -66,9 +66,21 @@ def block_terms(weights: torch.Tensor, vectors: torch.Tensor) -> torch.Tensor:
     return torch.einsum("hqk,hkd->qkd", weights, vectors)
 
 
+@dataclass
+class Rollout:
+    """One teacher-forced pass read the ALTI+ way, for alti_plus and the readings built on it (alti_logit.py).
+    Rows are over [source pieces, decoder inputs] (S + T columns); layers count from 0."""
+    seen: dict  # residual module -> (its input x, its output y) for position 0.. of the one sentence, float64
+    weights: dict[str, torch.Tensor]  # kind -> (L, 1, H, Q, K) the pass's attention, switched-off heads at 0
+    from_source: torch.Tensor  # (S, S + T) each encoder output's contributions (the encoder's rollout)
+    before: list[torch.Tensor]  # per decoder layer (T, S + T): contributions to each position's input of the layer
+    after: list[torch.Tensor]  # per decoder layer (T, S + T): the same after its cross-attention (= its output)
+    norms: dict[str, np.ndarray]  # kind -> (L, H, keys) ‖f_h(x_j)‖
+
+
 @torch.no_grad()
-def alti_plus(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_off=None) -> Contributions:
-    """ALTI+ contributions of every prediction of the output `tgt_ids` (no BOS), teacher-forced."""
+def rollout(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_off=None) -> Rollout:
+    """The pass and the layer-by-layer contributions of ALTI+ for the output `tgt_ids` (no BOS), teacher-forced."""
     if model.config.norm != "pre":
         raise ValueError("alti_plus reads pre-norm layers (x + f(LN(x))); this model is post-norm")
     src = torch.tensor([src_ids], device=model.device)
@@ -85,17 +97,21 @@ def alti_plus(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_
             seen["memory"] = output[0].double()
 
     residuals = [layer.attention_residual for layer in model.encoder_layers] + [
-        r for layer in model.decoder_layers for r in (layer.self_attention_residual, layer.cross_attention_residual)]
+        r for layer in model.decoder_layers
+        for r in (layer.self_attention_residual, layer.cross_attention_residual, layer.feed_forward_residual)]
     handles = [r.register_forward_hook(keep) for r in residuals]
     handles.append(model.encoder_norm.register_forward_hook(keep_memory))
     token = _pass.set(listening)
     try:
         with heads_masked(model, heads_off), capture_attention(model) as attention:
-            model(src, tgt)
+            model.layers_pass(src, tgt)
     finally:
         _pass.reset(token)
         for handle in handles:
             handle.remove()
+    weights = {kind: attention[kind] for kind in ("encoder_self", "decoder_self", "cross")}
+    for kind, layer, head in heads_off or ():  # a switched-off head's weights are recorded, but it moves nothing
+        weights[kind][layer, :, head] = 0
     source, target = len(src_ids), len(tgt_ids)
     norms = {kind: [] for kind in ("encoder_self", "decoder_self", "cross")}  # ‖f_h(x_j)‖, a by-product
 
@@ -112,25 +128,33 @@ def alti_plus(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_
         terms[torch.arange(len(x)), torch.arange(len(x))] += x
         return alti_rows(y, terms)
 
-    rollout = torch.eye(source, dtype=torch.float64, device=model.device)
+    encoder = torch.eye(source, dtype=torch.float64, device=model.device)
     for index, layer in enumerate(model.encoder_layers):
-        rollout = mixing("encoder_self", layer.self_attention, layer.attention_residual,
-                         attention.encoder_self[index, 0]) @ rollout
+        encoder = mixing("encoder_self", layer.self_attention, layer.attention_residual,
+                         weights["encoder_self"][index, 0]) @ encoder
     rows = torch.cat([torch.zeros(target, source, dtype=torch.float64, device=model.device),
                       torch.eye(target, dtype=torch.float64, device=model.device)], dim=1)  # (T, S + T)
-    from_source = torch.cat([rollout, torch.zeros(source, target, dtype=torch.float64, device=model.device)], dim=1)
-    per_layer = []
+    from_source = torch.cat([encoder, torch.zeros(source, target, dtype=torch.float64, device=model.device)], dim=1)
+    before, after = [], []
     for index, layer in enumerate(model.decoder_layers):
+        before.append(rows)
         rows = mixing("decoder_self", layer.self_attention, layer.self_attention_residual,
-                      attention.decoder_self[index, 0]) @ rows
+                      weights["decoder_self"][index, 0]) @ rows
         x, y = seen[layer.cross_attention_residual]
-        terms = block_terms(attention.cross[index, 0].double(), moved("cross", layer.cross_attention, seen["memory"]))
+        terms = block_terms(weights["cross"][index, 0].double(), moved("cross", layer.cross_attention, seen["memory"]))
         shares = alti_rows(y, torch.cat([x[:, None, :], terms], dim=1))  # (T, 1 + S): the residual, then each source
         rows = shares[:, :1] * rows + shares[:, 1:] @ from_source
-        per_layer.append(rows)
-    matrix = rows.cpu().numpy()
-    return Contributions(matrix, matrix[:, :source].sum(1), torch.stack(per_layer).cpu().numpy(),
-                         {kind: torch.stack(v).float().cpu().numpy() for kind, v in norms.items()})
+        after.append(rows)
+    return Rollout(seen, weights, from_source, before, after,
+                   {kind: torch.stack(v).float().cpu().numpy() for kind, v in norms.items()})
+
+
+def alti_plus(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_off=None) -> Contributions:
+    """ALTI+ contributions of every prediction of the output `tgt_ids` (no BOS), teacher-forced."""
+    traced = rollout(model, src_ids, tgt_ids, heads_off)
+    matrix = traced.after[-1].cpu().numpy()
+    return Contributions(matrix, matrix[:, :len(src_ids)].sum(1), torch.stack(traced.after).cpu().numpy(),
+                         traced.norms)
 
 
 def add_contributions(model: Transformer, translation) -> object:
@@ -145,4 +169,4 @@ def add_contributions(model: Transformer, translation) -> object:
     return translation
 
 
-__all__ = ["Contributions", "add_contributions", "alti_plus"]
+__all__ = ["Contributions", "Rollout", "add_contributions", "alti_plus", "rollout"]

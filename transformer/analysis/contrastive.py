@@ -32,6 +32,7 @@ class Contrast:
     log_odds: float  # log p(chosen) - log p(foil) at that step
     source: np.ndarray  # (S,) score per source piece
     prefix: np.ndarray  # (step + 1,) score per decoder input: <s>, then the output before the step
+    layers: object = None  # the same log-odds read through the layers (alti_logit.LogitContrast), where filled
 
 
 def contrastive_input_x_gradient(model: Transformer, src_ids: list[int], tgt_ids: list[int], step: int,

@@ -34,7 +34,7 @@ def transported_norms(model: Transformer, src_ids: list[int], tgt_ids: list[int]
     src = torch.tensor([src_ids], device=device)
     tgt = torch.tensor([[BOS_ID] + list(tgt_ids[:-1])], device=device)
     with torch.no_grad(), heads_masked(model, heads_off), record(model, NORM_PROBES) as recording:
-        model(src, tgt)
+        model.layers_pass(src, tgt)
     return {kind: recording[f"{kind}_norms"][:, 0].float().cpu().numpy() for kind in ATTENTION_KINDS}
 
 

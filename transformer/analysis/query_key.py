@@ -51,7 +51,7 @@ def query_key(model: Transformer, src_ids: list[int], tgt_ids: list[int], kind: 
     tgt = torch.tensor([[BOS_ID] + list(tgt_ids[:-1])], device=model.device)
     names = [f"{kind}_queries", f"{kind}_keys"]
     with torch.no_grad(), heads_masked(model, heads_off), record(model, names) as recording:
-        model(src, tgt)
+        model.layers_pass(src, tgt)
     q = recording[names[0]][layer, 0, head, query].double()  # (hs,)
     k = recording[names[1]][layer, 0, head].double()  # (K, hs)
     if kind == "decoder_self":

@@ -120,12 +120,23 @@ class Transformer(nn.Module):
 
     def decode(self, memory, src_mask, tgt, tgt_mask=None) -> torch.Tensor:
         """Teacher-forced decoding of the whole target prefix: (B, T) -> logits (B, T, V)."""
+        return self.generator(self.decoder_norm(self.decoder_layers_output(memory, src_mask, tgt, tgt_mask)))
+
+    def decoder_layers_output(self, memory, src_mask, tgt, tgt_mask=None) -> torch.Tensor:
+        """(B, T) -> the last decoder layer's output (B, T, D), before the final norm and the output projection."""
         if tgt_mask is None:
             tgt_mask = padding_mask(tgt, self.config.pad_id) & causal_mask(tgt.size(1), tgt.device)
         x = self.embed(tgt, self.tgt_embed)
         for layer in self.decoder_layers:
             x = layer(x, memory, src_mask, tgt_mask)
-        return self.generator(self.decoder_norm(x))
+        return x
+
+    def layers_pass(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+        """Runs the source (B, S) and the target prefix (B, T) through every layer, teacher-forced, and stops
+        before the final norm and the output projection: for analyses that read the layers through hooks or
+        probes, since the (T, V) logits cost the most of a pass. Returns the last decoder layer's output."""
+        src_mask = padding_mask(src, self.config.pad_id)
+        return self.decoder_layers_output(self.encode(src, src_mask), src_mask, tgt)
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
         src_mask = padding_mask(src, self.config.pad_id)
