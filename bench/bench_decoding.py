@@ -1,23 +1,36 @@
-"""Decoding speed against a peer: our model beside a Hugging Face MarianMTModel of the same size, one process,
-interleaved rounds, medians. Prints JSON.
+"""Decoding speed against peers: our model beside a Hugging Face MarianMTModel of the same size and that Marian
+converted to CTranslate2, one process, interleaved rounds, medians. Prints JSON.
 
     python bench/bench_decoding.py [--checkpoint checkpoints/en-de] [--rounds 30] [--corpus-limit N] [--base COMMIT]
+                                   [--no-ctranslate2] [--no-throughput]
 
 --base COMMIT also times the package as it was at that commit (a git worktree imported as `transformer_base`),
 in the same interleaved rounds, after checking that it decodes the same tokens: "before_over_ours" is what the
 changes since then bought.
 
 Ours: the shipped checkpoint through `Translator` (tokenizer, weights) and the strategy functions, ids in and
-decoded ids (with their trace) out. Marian: `transformers.MarianMTModel` with random weights and our sizes
-(d_model 256, 3 + 3 layers, 4 heads, feed-forward 1024, ReLU, 8,000 shared and tied embeddings, sinusoidal
-positions, eager attention), `generate()` ids in, ids out. Both read an 18-token source (ours: the sentence
-below through our tokenizer; Marian: random ids of the same length, ending in EOS) and produce the SAME number
-of output tokens: ours decodes freely (it stops at its own EOS) and that length is forced on Marian with
-min_new_tokens = max_new_tokens, which also forbids an earlier EOS; forced_eos_token_id is off.
+decoded ids (with their trace) out. Marian: `transformers.MarianMTModel` with random weights (--seed) and the
+checkpoint's sizes (for en-de: d_model 256, 4 + 4 layers, 4 heads, feed-forward 1024, ReLU, 12,000 shared and
+tied embeddings, sinusoidal positions, eager attention), `generate()` ids in, ids out. Both read an 18-token
+source (ours: the sentence below through our tokenizer; Marian: random ids of the same length, ending in EOS) and
+produce the SAME number of output tokens: ours decodes freely (it stops at its own EOS) and that length is
+forced on Marian with min_new_tokens = max_new_tokens, which also forbids an earlier EOS; forced_eos_token_id is
+off.
 
 Figures, median milliseconds, per output token, and Marian / ours:
   greedy; greedy with attention captured (ours: the three attention probes; Marian: output_attentions=True,
   return_dict_in_generate=True); beam 4 with attention captured.
+CTranslate2 (bench/ct2_peer.py): the same random-weight Marian, saved with save_pretrained beside a placeholder
+word-level tokenizer and converted offline by CTranslate2's own TransformersConverter, as float32 and as int8 (its
+int8 CPU mode, computed as int8_float32), then run by ctranslate2.Translator on the CPU with intra_threads = torch's
+threads and inter_threads 1: translate_batch on one source of random tokens of the same length ending in EOS, with
+max_decoding_length = min_decoding_length = our output length, so it produces exactly that many tokens and EOS
+cannot end it earlier (checked, as for Marian). Rows: float32 greedy with and without return_attention=True, int8
+greedy with and without, float32 beam 4 with attention, int8 beam 4 without. Its "ratios" are its ms per output
+token over ours for the project's targets ("targets": at least that much): float32 greedy with attention over ours
+greedy with capture, int8 greedy over ours greedy, float32 beam 4 with attention over ours beam 4 with capture.
+Its attention is far less than our capture: one head of the last layer's cross-attention, against every head of
+every layer of all three kinds. --no-ctranslate2 leaves it out.
 Ours with float32 weights: the same checkpoint with `use_half_weights(False)`, every layer through F.linear on
 float32 weights (core/half_linear.py), same tokens checked: "float32_weights_over_ours" is what reading the
 float16 copies buys. The kernel is compiled (or loaded from its cache) before anything is timed.
@@ -26,14 +39,16 @@ costs), kept from the earlier version of this benchmark. Its other rows are drop
 uncached capture say nothing the uncached greedy row does not, and the 30-token random-weight row was there
 only because the old 15-token sentence was short; the 22-token output here is the long case.
 Throughput: beam 4 over all of test_2016_flickr.en, batches of 64 sorted by length (translate_corpus, as
-`python -m transformer.evaluate` does), sentences per second. Marian has none: with random weights its output
-lengths would be whatever max_new_tokens says, not a translation's.
+`python -m transformer.evaluate` does), sentences per second. The peers have none: with random weights their
+output lengths would be whatever the forced length says, not a translation's.
 
-The two differ where their designs do: ours is pre-norm with a final LayerNorm and records the top-10
-candidates of every step (and, in beam search, every expansion in its tree); Marian is post-norm. Ours' beam
-search runs until 4 hypotheses have ended, which can take more decoder steps than the winner's length
-("decoder_steps"); Marian's runs exactly the forced length. Without transformers installed
-(pip install -r bench/requirements.txt) only our figures are printed, with the reason.
+Ours and the peers differ where their designs do: ours is pre-norm with a final LayerNorm and records the top-10
+candidates of every step (and, in beam search, every expansion in its tree); Marian, and so its CTranslate2
+conversion, is post-norm. Ours' beam search runs until 4 hypotheses have ended, which can take more decoder steps
+than the winner's length ("decoder_steps"); Marian's and CTranslate2's run exactly the forced length.
+"half_weights" says which path ours decoded on (the float16 kernel or F.linear in float32) and why. Without
+transformers or ctranslate2 installed (pip install -r bench/requirements.txt) the peers that need them are
+skipped, with the reason.
 """
 from __future__ import annotations
 
@@ -53,13 +68,14 @@ sys.path.insert(0, str(ROOT))
 
 from base_package import base_package  # noqa: E402
 from transformer import Translator  # noqa: E402
-from transformer.core.half_linear import KERNEL  # noqa: E402
+from transformer.core.half_linear import KERNEL, MAX_ROWS  # noqa: E402
 from transformer.core.probes import ATTENTION_KINDS  # noqa: E402
 from transformer.decoding.strategies.beam import beam_search  # noqa: E402
 from transformer.decoding.strategies.greedy import GreedySettings, decode_greedy  # noqa: E402
 from transformer.tokenizer import BOS_ID, EOS_ID, PAD_ID  # noqa: E402
 from transformer.corpus.data import default_data_dir  # noqa: E402
 from transformer.corpus.scoring import translate_corpus  # noqa: E402
+from ct2_peer import load_peer, report_block  # noqa: E402  (bench/, beside this script)
 
 SENTENCE = "A young man in a red jacket is riding his bicycle along a crowded city street."  # 17 pieces + EOS
 BEAM = 4
@@ -138,6 +154,19 @@ def marian_output_length(output) -> tuple[int, bool]:
     return generated.numel(), bool((generated == EOS_ID).any())
 
 
+def half_weights_path(model) -> dict:
+    """Which path our linear layers decoded on, after KERNEL.wait(): the float16 kernel or F.linear in float32."""
+    layers = sum(getattr(module, "half_weight", None) is not None for module in model.modules())
+    if KERNEL.module is not None and layers:
+        path = (f"float16 weights through the half_linear kernel wherever a call has at most {MAX_ROWS} rows (every "
+                "cached decoding step here: 1 row greedy, 4 in beam 4); F.linear in float32 for the encoder's pass "
+                "over the source and uncached steps past that length")
+    else:
+        path = "float32 weights through F.linear: " + (KERNEL.status if KERNEL.module is None
+                                                     else "no layer holds a float16 copy")
+    return {"path": path, "kernel": KERNEL.status, "layers": layers}
+
+
 def decoder_steps(decoded) -> int:
     """Decoder steps a search ran: its tree's depth (beam search goes on past the winner's end)."""
     return max(node.depth for node in decoded.tree) + 1 if decoded.tree else len(decoded.token_ids)
@@ -181,7 +210,10 @@ def main() -> None:
     parser.add_argument("--corpus-limit", type=int, default=None,
                         help="translate only the first N sentences for throughput (default: all)")
     parser.add_argument("--no-throughput", action="store_true", help="skip the corpus throughput run")
-    parser.add_argument("--seed", type=int, default=0, help="Marian's random weights and source ids")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="random weights of Marian (and of CTranslate2, converted from it); the peers' source ids")
+    parser.add_argument("--no-ctranslate2", action="store_true",
+                        help="skip the CTranslate2 peer (it is skipped anyway without transformers or ctranslate2)")
     parser.add_argument("--base", default=None,
                         help="also time the package at this git commit (the previous path), interleaved (default: off)")
     args = parser.parse_args()
@@ -207,8 +239,7 @@ def measure(args, base) -> dict:
         "sentence": SENTENCE, "source_tokens": len(source_ids), "rounds": args.rounds,
         "cpu": platform.processor() or platform.machine(), "torch": torch.__version__,
         "torch_threads": torch.get_num_threads(),
-        "half_weights": {"kernel": KERNEL.status,
-                         "layers": sum(getattr(m, "half_weight", None) is not None for m in model.modules())},
+        "half_weights": half_weights_path(model),
         "ours": {"checkpoint": str(args.checkpoint), "trainable_parameters": trainable_parameters(model),
                  "translation": translator.tokenizer.decode(decoded["greedy"].token_ids),
                  "output_tokens": lengths, "decoder_steps": {name: decoder_steps(decoded[name]) for name in COMPARED}},
@@ -229,6 +260,17 @@ def measure(args, base) -> dict:
                             "output_tokens": lengths, "decoder_steps": lengths}
     else:
         report["marian"] = {"skipped": why_not}
+
+    if args.no_ctranslate2:
+        ct2, ct2_why = None, "--no-ctranslate2"
+    elif not built:
+        ct2, ct2_why = None, f"it converts the random-weight Marian, which needs transformers: {why_not}"
+    else:
+        ct2, ct2_why = load_peer(marian, len(source_ids), lengths, args.seed)
+    if ct2:
+        runs.update({("ctranslate2", name): run for name, run in ct2.runs.items()})
+    else:
+        report["ctranslate2"] = {"skipped": ct2_why}
 
     float32_runs = ours_runs(float32_model, source_ids)
     for name in COMPARED:
@@ -252,6 +294,8 @@ def measure(args, base) -> dict:
             report[side]["median_ms"] = side_medians
             report[side]["ms_per_output_token"] = {name: round(side_medians[name] / lengths[name], 3)
                                                    for name in COMPARED}
+    if ct2:
+        report["ctranslate2"] = report_block(ct2, lengths, medians)
     if built:
         report["marian_over_ours"] = {name: round(medians["marian", name] / medians["ours", name], 2)
                                       for name in COMPARED}

@@ -1,0 +1,167 @@
+"""CTranslate2 as a peer in bench_decoding.py: the same random-weight MarianMTModel, saved with save_pretrained and
+converted by CTranslate2's own `TransformersConverter`, once in float32 and once in int8, and run through
+`ctranslate2.Translator.translate_batch` with the output length forced to ours.
+
+The converter loads the Marian with the `AutoTokenizer` beside it and takes the vocabulary, EOS and UNK from it,
+so a word-level tokenizer of placeholder tokens is written next to the weights (offline: no download, no
+sentencepiece model). Its Marian loader assumes Marian's own layout, where <pad> is the last id and the decoder
+starts from a zero embedding: it drops the last vocabulary entry and the last row of the tied embedding and output
+projection, whatever that entry is, and always starts the decoder from zeros. So the last placeholder is named
+<pad>, and the converted model has one vocabulary row fewer than ours (11,999 of 12,000) and starts decoding from
+zeros rather than from the BOS embedding the Hugging Face Marian here uses: the same work per step, not the same
+numbers.
+"""
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from transformer.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+
+# "int8" is CTranslate2's int8 CPU mode: int8 weights and matmuls, everything else in float32 (the loaded
+# translator reports it as compute type int8_float32)
+QUANTIZATIONS = ("float32", "int8")
+EOS, UNK = "</s>", "<unk>"
+
+
+@dataclass(frozen=True)
+class Row:
+    quantization: str
+    beam: int
+    attention: bool  # return_attention=True
+    ours: str  # our row whose output length is forced on this one
+
+
+ROWS = {
+    "float32 greedy, attention": Row("float32", 1, True, "greedy, attention captured"),
+    "float32 greedy": Row("float32", 1, False, "greedy"),
+    "int8 greedy": Row("int8", 1, False, "greedy"),
+    "int8 greedy, attention": Row("int8", 1, True, "greedy, attention captured"),
+    "float32 beam 4, attention": Row("float32", 4, True, "beam 4, attention captured"),
+    "int8 beam 4": Row("int8", 4, False, "beam 4, attention captured"),
+}
+# the project's targets: CTranslate2's ms per output token over ours, at least this
+TARGETS = {"greedy_capture_vs_ct2_float32_attention": 1.5, "greedy_vs_ct2_int8": 1.0,
+           "beam4_capture_vs_ct2_float32_attention": 1.0}
+RATIOS = {  # target -> (CTranslate2 row, our row)
+    "greedy_capture_vs_ct2_float32_attention": ("float32 greedy, attention", "greedy, attention captured"),
+    "greedy_vs_ct2_int8": ("int8 greedy", "greedy"),
+    "beam4_capture_vs_ct2_float32_attention": ("float32 beam 4, attention", "beam 4, attention captured"),
+}
+
+
+@dataclass
+class Peer:
+    version: str
+    translators: dict  # quantization -> ctranslate2.Translator
+    vocabulary: list[str]  # the converted model's tokens, by id
+    threads: int
+    runs: dict  # row name -> callable returning its TranslationResult, lengths checked
+    int8_same_tokens: dict[str, bool]  # did int8 decode float32's tokens
+
+
+def load_peer(marian, source_length: int, lengths: dict[str, int], seed: int) -> tuple[Peer | None, str | None]:
+    """`marian` converted, loaded and checked to decode `lengths`, or (None, why) without ctranslate2."""
+    try:
+        import ctranslate2
+    except ImportError as error:
+        return None, f"ctranslate2 is not installed ({error}); pip install -r bench/requirements.txt"
+    threads = torch.get_num_threads()  # the same CPU threads ours and Marian get
+    translators, vocabulary = convert_and_load(ctranslate2, marian, threads)
+    runs = translation_runs(translators, source_tokens(vocabulary, source_length, seed), lengths)
+    return Peer(ctranslate2.__version__, translators, vocabulary, threads, runs, check_outputs(runs, lengths)), None
+
+
+def convert_and_load(ctranslate2, marian, threads: int) -> tuple[dict, list[str]]:
+    translators = {}
+    with tempfile.TemporaryDirectory(prefix="bench-ct2-") as work:
+        saved = Path(work) / "marian"
+        marian.save_pretrained(saved)
+        write_tokenizer(saved, marian.config.vocab_size)
+        for quantization in QUANTIZATIONS:
+            converted = Path(ctranslate2.converters.TransformersConverter(str(saved)).convert(
+                str(Path(work) / quantization), quantization=quantization))
+            # the translator reads model.bin into memory here, so the folder may go afterwards
+            translators[quantization] = ctranslate2.Translator(str(converted), device="cpu", intra_threads=threads,
+                                                               inter_threads=1)
+        vocabulary = json.loads((converted / "shared_vocabulary.json").read_text(encoding="utf-8"))
+    return translators, vocabulary
+
+
+def placeholder_tokens(vocab_size: int) -> list[str]:
+    """Token names by id: ours' special ids where ours has them, <pad> last where the converter expects it."""
+    names = [f"t{index}" for index in range(vocab_size)]
+    names[PAD_ID], names[UNK_ID], names[BOS_ID], names[EOS_ID] = "<blank>", UNK, "<s>", EOS
+    names[-1] = "<pad>"
+    return names
+
+
+def write_tokenizer(directory: Path, vocab_size: int) -> None:
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordLevel
+    from transformers import PreTrainedTokenizerFast
+
+    names = placeholder_tokens(vocab_size)
+    word_level = Tokenizer(WordLevel({name: index for index, name in enumerate(names)}, unk_token=UNK))
+    # saved with tokenizer_class PreTrainedTokenizerFast, so AutoTokenizer reads tokenizer.json, not Marian's spm
+    PreTrainedTokenizerFast(tokenizer_object=word_level, unk_token=UNK, eos_token=EOS, bos_token="<s>",
+                            pad_token="<pad>").save_pretrained(directory)
+
+
+def source_tokens(vocabulary: list[str], length: int, seed: int) -> list[str]:
+    """Random tokens ending in EOS, like the Marian peer's ids; translate_batch adds no EOS of its own."""
+    generator = torch.Generator().manual_seed(seed)
+    ids = torch.randint(4, len(vocabulary), (length - 1,), generator=generator).tolist()
+    return [vocabulary[index] for index in ids] + [EOS]
+
+
+def translation_runs(translators: dict, source: list[str], lengths: dict[str, int]) -> dict:
+    def translate(row: Row):
+        length = lengths[row.ours]
+        # min = max decoding length: exactly our output length, EOS masked until then
+        options = {"beam_size": row.beam, "return_attention": row.attention, "max_decoding_length": length,
+                   "min_decoding_length": length}
+        return lambda: translators[row.quantization].translate_batch([source], **options)[0]
+
+    return {name: translate(row) for name, row in ROWS.items()}
+
+
+def check_outputs(runs: dict, lengths: dict[str, int]) -> dict[str, bool]:
+    """Raises unless every row produced its forced length without EOS; says whether int8 kept float32's tokens."""
+    hypotheses = {}
+    for name, run in runs.items():
+        result, expected = run(), lengths[ROWS[name].ours]
+        hypothesis = result.hypotheses[0]  # return_end_token=False: an EOS would show as a short hypothesis
+        if len(hypothesis) != expected or EOS in hypothesis:
+            raise RuntimeError(f"CTranslate2 {name}: {len(hypothesis)} tokens (EOS: {EOS in hypothesis}), "
+                               f"expected {expected} without EOS")
+        if ROWS[name].attention and len(result.attention[0]) != expected:
+            raise RuntimeError(f"CTranslate2 {name}: attention for {len(result.attention[0])} of {expected} tokens")
+        hypotheses[name] = hypothesis
+    return {"greedy": hypotheses["int8 greedy"] == hypotheses["float32 greedy"],
+            "beam 4": hypotheses["int8 beam 4"] == hypotheses["float32 beam 4, attention"]}
+
+
+def report_block(peer: Peer, lengths: dict[str, int], medians: dict) -> dict:
+    """The "ctranslate2" JSON block: its timings and the target ratios, from the same interleaved medians."""
+    median_ms = {name: medians["ctranslate2", name] for name in ROWS}
+    per_token = {name: ms / lengths[ROWS[name].ours] for name, ms in median_ms.items()}
+    ours_per_token = {ours: medians["ours", ours] / lengths[ours] for _, ours in RATIOS.values()}
+    return {
+        "version": peer.version,
+        "quantizations": {quantization: f"compute type {translator.compute_type}"
+                          for quantization, translator in peer.translators.items()},
+        "intra_threads": peer.threads, "inter_threads": 1, "vocabulary": len(peer.vocabulary),
+        "output_tokens": {name: lengths[row.ours] for name, row in ROWS.items()},
+        "int8_same_tokens_as_float32": peer.int8_same_tokens,
+        "attention": "return_attention=True returns one weight vector over the source per output token: the first "
+                     "head of the last decoder layer's cross-attention (the converter's default alignment head)",
+        "median_ms": median_ms,
+        "ms_per_output_token": {name: round(ms, 3) for name, ms in per_token.items()},
+        "ratios": {target: round(per_token[ct2] / ours_per_token[ours], 2) for target, (ct2, ours) in RATIOS.items()},
+        "targets": dict(TARGETS),
+    }
