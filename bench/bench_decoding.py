@@ -1,5 +1,5 @@
-"""Decoding speed against peers: our model beside a Hugging Face MarianMTModel of the same size and that Marian
-converted to CTranslate2, one process, interleaved rounds, medians. Prints JSON.
+"""Decoding speed against peers: our model beside a Hugging Face MarianMTModel of the same size in one process,
+interleaved rounds, medians; then that Marian converted to CTranslate2, in a process of its own. Prints JSON.
 
     python bench/bench_decoding.py [--checkpoint checkpoints/en-de] [--rounds 30] [--corpus-limit N] [--base COMMIT]
                                    [--no-ctranslate2] [--no-throughput]
@@ -30,7 +30,8 @@ greedy with and without, float32 beam 4 with attention, int8 beam 4 without. Its
 token over ours for the project's targets ("targets": at least that much): float32 greedy with attention over ours
 greedy with capture, int8 greedy over ours greedy, float32 beam 4 with attention over ours beam 4 with capture.
 Its attention is far less than our capture: one head of the last layer's cross-attention, against every head of
-every layer of all three kinds. --no-ctranslate2 leaves it out.
+every layer of all three kinds. It runs in its own process after the others' rounds: in one process its OpenMP
+runtime and torch's slowed each other 2-3x. --no-ctranslate2 leaves it out.
 Ours with float32 weights: the same checkpoint with `use_half_weights(False)`, every layer through F.linear on
 float32 weights (core/half_linear.py), same tokens checked: "float32_weights_over_ours" is what reading the
 float16 copies buys. The kernel is compiled (or loaded from its cache) before anything is timed.
@@ -75,7 +76,7 @@ from transformer.decoding.strategies.greedy import GreedySettings, decode_greedy
 from transformer.tokenizer import BOS_ID, EOS_ID, PAD_ID  # noqa: E402
 from transformer.corpus.data import default_data_dir  # noqa: E402
 from transformer.corpus.scoring import translate_corpus  # noqa: E402
-from ct2_peer import load_peer, report_block  # noqa: E402  (bench/, beside this script)
+from ct2_peer import measure_in_own_process, report_block  # noqa: E402  (bench/, beside this script)
 
 SENTENCE = "A young man in a red jacket is riding his bicycle along a crowded city street."  # 17 pieces + EOS
 BEAM = 4
@@ -210,6 +211,9 @@ def main() -> None:
     parser.add_argument("--corpus-limit", type=int, default=None,
                         help="translate only the first N sentences for throughput (default: all)")
     parser.add_argument("--no-throughput", action="store_true", help="skip the corpus throughput run")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="CPU threads for every engine (default: torch's choice, all cores). On this project's "
+                             "2-core machine 1 is the fastest for all three: CTranslate2 with 2 ran 5x slower")
     parser.add_argument("--seed", type=int, default=0,
                         help="random weights of Marian (and of CTranslate2, converted from it); the peers' source ids")
     parser.add_argument("--no-ctranslate2", action="store_true",
@@ -219,6 +223,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
+    if args.threads is not None:
+        if args.threads < 1:
+            parser.error(f"--threads must be at least 1, got {args.threads}")
+        torch.set_num_threads(args.threads)
     with base_package(args.base) if args.base else contextlib.nullcontext() as base:
         print(json.dumps(measure(args, base), indent=2))
 
@@ -261,17 +269,6 @@ def measure(args, base) -> dict:
     else:
         report["marian"] = {"skipped": why_not}
 
-    if args.no_ctranslate2:
-        ct2, ct2_why = None, "--no-ctranslate2"
-    elif not built:
-        ct2, ct2_why = None, f"it converts the random-weight Marian, which needs transformers: {why_not}"
-    else:
-        ct2, ct2_why = load_peer(marian, len(source_ids), lengths, args.seed)
-    if ct2:
-        runs.update({("ctranslate2", name): run for name, run in ct2.runs.items()})
-    else:
-        report["ctranslate2"] = {"skipped": ct2_why}
-
     float32_runs = ours_runs(float32_model, source_ids)
     for name in COMPARED:
         if float32_runs[name]().token_ids != decoded[name].token_ids:
@@ -294,8 +291,13 @@ def measure(args, base) -> dict:
             report[side]["median_ms"] = side_medians
             report[side]["ms_per_output_token"] = {name: round(side_medians[name] / lengths[name], 3)
                                                    for name in COMPARED}
-    if ct2:
-        report["ctranslate2"] = report_block(ct2, lengths, medians)
+    if args.no_ctranslate2:
+        ct2, ct2_why = None, "--no-ctranslate2"
+    elif not built:
+        ct2, ct2_why = None, f"it converts the random-weight Marian, which needs transformers: {why_not}"
+    else:  # in its own process, now that ours and Marian are done (ct2_peer.py says why)
+        ct2, ct2_why = measure_in_own_process(marian, len(source_ids), lengths, args.seed, args.rounds)
+    report["ctranslate2"] = report_block(ct2, lengths, medians) if ct2 else {"skipped": ct2_why}
     if built:
         report["marian_over_ours"] = {name: round(medians["marian", name] / medians["ours", name], 2)
                                       for name in COMPARED}

@@ -10,17 +10,31 @@ projection, whatever that entry is, and always starts the decoder from zeros. So
 <pad>, and the converted model has one vocabulary row fewer than ours (11,999 of 12,000) and starts decoding from
 zeros rather than from the BOS embedding the Hugging Face Marian here uses: the same work per step, not the same
 numbers.
+
+It runs in its own process, after the interleaved rounds of the others (`measure_in_own_process`): torch and CTranslate2 each
+bring an OpenMP runtime whose threads spin after every call, and in one process on 2 cores the two slowed each
+other 2-3x (ours' greedy 1.58 -> 3.66 ms per token, Marian's 2.96 -> 9.26, CTranslate2's own figures too).
+
+    python bench/ct2_peer.py SAVED_MARIAN --source-length 18 --lengths '{"greedy": 18, ...}' --rounds 20 --threads 2
 """
 from __future__ import annotations
 
+import argparse
 import json
+import statistics
+import subprocess
+import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from transformer.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from transformer.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID  # noqa: E402
 
 # "int8" is CTranslate2's int8 CPU mode: int8 weights and matmuls, everything else in float32 (the loaded
 # translator reports it as compute type int8_float32)
@@ -54,34 +68,56 @@ RATIOS = {  # target -> (CTranslate2 row, our row)
 }
 
 
-@dataclass
-class Peer:
-    version: str
-    translators: dict  # quantization -> ctranslate2.Translator
-    vocabulary: list[str]  # the converted model's tokens, by id
-    threads: int
-    runs: dict  # row name -> callable returning its TranslationResult, lengths checked
-    int8_same_tokens: dict[str, bool]  # did int8 decode float32's tokens
-
-
-def load_peer(marian, source_length: int, lengths: dict[str, int], seed: int) -> tuple[Peer | None, str | None]:
-    """`marian` converted, loaded and checked to decode `lengths`, or (None, why) without ctranslate2."""
+def measure_in_own_process(marian, source_length: int, lengths: dict[str, int], seed: int, rounds: int) -> tuple[dict | None, str | None]:
+    """CTranslate2's medians for `ROWS`, measured in a child process (see the module's docstring) on the same
+    number of threads as ours, or (None, why) without ctranslate2."""
     try:
-        import ctranslate2
+        import ctranslate2  # noqa: F401  (only to say why, here; the child process imports it)
     except ImportError as error:
         return None, f"ctranslate2 is not installed ({error}); pip install -r bench/requirements.txt"
-    threads = torch.get_num_threads()  # the same CPU threads ours and Marian get
-    translators, vocabulary = convert_and_load(ctranslate2, marian, threads)
-    runs = translation_runs(translators, source_tokens(vocabulary, source_length, seed), lengths)
-    return Peer(ctranslate2.__version__, translators, vocabulary, threads, runs, check_outputs(runs, lengths)), None
+    with tempfile.TemporaryDirectory(prefix="bench-ct2-") as work:
+        marian.save_pretrained(Path(work) / "marian")
+        child = subprocess.run(
+            [sys.executable, __file__, str(Path(work) / "marian"), "--source-length", str(source_length),
+             "--lengths", json.dumps(lengths), "--seed", str(seed), "--rounds", str(rounds),
+             "--threads", str(torch.get_num_threads())], capture_output=True, text=True, check=False)
+    if child.returncode != 0:
+        raise RuntimeError(f"the CTranslate2 process failed: {child.stderr[-2000:]}")
+    return json.loads(child.stdout), None
 
 
-def convert_and_load(ctranslate2, marian, threads: int) -> tuple[dict, list[str]]:
+def child_main() -> None:
+    parser = argparse.ArgumentParser(description="CTranslate2's timings for bench_decoding.py, in their own process")
+    parser.add_argument("marian", type=Path, help="a MarianMTModel saved with save_pretrained")
+    parser.add_argument("--source-length", type=int, required=True)
+    parser.add_argument("--lengths", type=json.loads, required=True, help="our row -> its output tokens, JSON")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    args = parser.parse_args()
+    import ctranslate2
+
+    translators, vocabulary = convert_and_load(ctranslate2, args.marian, args.threads)
+    runs = translation_runs(translators, source_tokens(vocabulary, args.source_length, args.seed), args.lengths)
+    same = check_outputs(runs, args.lengths)
+    for run in runs.values():
+        run()  # warm-up
+    times = {name: [] for name in runs}
+    for round_number in range(args.rounds):  # every row once per round, the order reversed on odd rounds
+        for name in runs if round_number % 2 == 0 else reversed(list(runs)):
+            started = time.perf_counter()
+            runs[name]()
+            times[name].append((time.perf_counter() - started) * 1000)
+    print(json.dumps({"version": ctranslate2.__version__, "threads": args.threads, "vocabulary": len(vocabulary),
+                      "compute_types": {q: t.compute_type for q, t in translators.items()},
+                      "int8_same_tokens_as_float32": same,
+                      "median_ms": {name: round(statistics.median(v), 2) for name, v in times.items()}}))
+
+
+def convert_and_load(ctranslate2, saved: Path, threads: int) -> tuple[dict, list[str]]:
     translators = {}
     with tempfile.TemporaryDirectory(prefix="bench-ct2-") as work:
-        saved = Path(work) / "marian"
-        marian.save_pretrained(saved)
-        write_tokenizer(saved, marian.config.vocab_size)
+        write_tokenizer(saved, json.loads((saved / "config.json").read_text())["vocab_size"])
         for quantization in QUANTIZATIONS:
             converted = Path(ctranslate2.converters.TransformersConverter(str(saved)).convert(
                 str(Path(work) / quantization), quantization=quantization))
@@ -146,18 +182,20 @@ def check_outputs(runs: dict, lengths: dict[str, int]) -> dict[str, bool]:
             "beam 4": hypotheses["int8 beam 4"] == hypotheses["float32 beam 4, attention"]}
 
 
-def report_block(peer: Peer, lengths: dict[str, int], medians: dict) -> dict:
-    """The "ctranslate2" JSON block: its timings and the target ratios, from the same interleaved medians."""
-    median_ms = {name: medians["ctranslate2", name] for name in ROWS}
+def report_block(measured: dict, lengths: dict[str, int], medians: dict) -> dict:
+    """The "ctranslate2" JSON block: its timings (from its own process) and the target ratios against ours'
+    medians of the same run."""
+    median_ms = measured["median_ms"]
     per_token = {name: ms / lengths[ROWS[name].ours] for name, ms in median_ms.items()}
     ours_per_token = {ours: medians["ours", ours] / lengths[ours] for _, ours in RATIOS.values()}
     return {
-        "version": peer.version,
-        "quantizations": {quantization: f"compute type {translator.compute_type}"
-                          for quantization, translator in peer.translators.items()},
-        "intra_threads": peer.threads, "inter_threads": 1, "vocabulary": len(peer.vocabulary),
+        "version": measured["version"],
+        "quantizations": {quantization: f"compute type {kind}" for quantization, kind in measured["compute_types"].items()},
+        "intra_threads": measured["threads"], "inter_threads": 1, "vocabulary": measured["vocabulary"],
+        "process": "its own, after the interleaved rounds of ours and Marian (two OpenMP runtimes in one process "
+                   "slowed both 2-3x)",
         "output_tokens": {name: lengths[row.ours] for name, row in ROWS.items()},
-        "int8_same_tokens_as_float32": peer.int8_same_tokens,
+        "int8_same_tokens_as_float32": measured["int8_same_tokens_as_float32"],
         "attention": "return_attention=True returns one weight vector over the source per output token: the first "
                      "head of the last decoder layer's cross-attention (the converter's default alignment head)",
         "median_ms": median_ms,
@@ -165,3 +203,7 @@ def report_block(peer: Peer, lengths: dict[str, int], medians: dict) -> dict:
         "ratios": {target: round(per_token[ct2] / ours_per_token[ours], 2) for target, (ct2, ours) in RATIOS.items()},
         "targets": dict(TARGETS),
     }
+
+
+if __name__ == "__main__":
+    child_main()
