@@ -1,6 +1,6 @@
 """App speed, printed as JSON, on a 30-token sentence in headless Debian Chromium (medians of --runs):
-switch_ms (the slowest of kind, layer, head and step switches in the live view, from the input event to the
-painted frame), translate_to_views_ms (click to the translation and the live view drawn), page_load_ms,
+switch_ms (the slowest of kind, layer, head, step and weights/norms switches in the live view, from the input
+event to the painted frame), translate_to_views_ms (click to the translation and the live view drawn), page_load_ms,
 payload_kb (what one translation sends to the browser: the first screen and the open tab; every view
 as payload_all_views_kb), and the start-up time of `python app.py`.
 
@@ -129,7 +129,8 @@ def browser_ms(url: str, runs: int) -> dict:
         for name, selector, values in (("kind", "select.ae-kind", ["encoder_self", "decoder_self", "cross"]),
                                        ("layer", "select.ae-layer", ["0", "1", "2"]),
                                        ("head", "select.ae-head", ["0", "1", "2", "3", "mean"]),
-                                       ("step", "input.ae-step", ["3", "6", "9", "12", "15", "18", "21"])):
+                                       ("step", "input.ae-step", ["3", "6", "9", "12", "15", "18", "21"]),
+                                       ("measure", "select.ae-measure", ["norms", "weights"])):
             times = []
             while len(times) < runs:
                 times += page.evaluate(SWITCH_JS, [selector, values])
