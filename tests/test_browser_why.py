@@ -59,6 +59,10 @@ def test_why_this_word_and_not_another_candidate(page):
     bars = page.evaluate("() => document.querySelector('#contrast-plot .js-plotly-plot').data[0].y.length")
     expected = Translator.from_pretrained(SHIPPED)
     assert bars == len(expected.source_ids(SENTENCE)[0]) + 1  # every source piece, and <s> at step 1
+    # beside each bar, the same log-odds read through the layers (ALTI-Logit), whose shares and biases add up to it
+    layers = page.evaluate("() => document.querySelector('#contrast-plot .js-plotly-plot').data.map(t => t.name)")
+    assert layers == ["input × gradient", "ALTI-Logit (through the layers)"]
+    assert "ALTI-Logit" in page.locator("#contrast-text").inner_text()
     page.locator("#contrast-plot").screenshot(path=str(SCREENSHOTS / "why-not.png"))
     # every plotly figure downloads as SVG beside plotly's own PNG
     page.locator("#contrast-plot .js-plotly-plot").hover()
