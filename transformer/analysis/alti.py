@@ -48,8 +48,8 @@ def head_vectors(attention, x: torch.Tensor) -> torch.Tensor:
     """(H, K, D): each head's value vector of each key position of x (K, D), through its output columns."""
     d, heads = x.size(-1), attention.n_heads
     hs = d // heads
-    weight, bias = attention.in_proj.weight.to(x.dtype), attention.in_proj.bias.to(x.dtype)
-    values = (x @ weight[2 * d:].T + bias[2 * d:]).view(-1, heads, hs)  # (K, H, hs)
+    weight, bias = attention.in_proj.weight[2 * d:].to(x.dtype), attention.in_proj.bias[2 * d:].to(x.dtype)  # values'
+    values = torch.addmm(bias, x, weight.T).view(-1, heads, hs)  # (K, H, hs)
     columns = attention.out_proj.weight.to(x.dtype).view(d, heads, hs)  # (D, H, hs)
     return torch.einsum("khs,dhs->hkd", values, columns)
 
