@@ -1,11 +1,17 @@
 """Load test: many simultaneous API clients against one server, on loopback only.
 
-    python bench/load_test.py [--clients 32] [--requests 200] [--endpoint translate_trace] [--max-seconds 600]
+    python bench/load_test.py [--clients 32] [--requests 200] [--plan mixed] [--endpoint translate_trace]
 
-Starts `python app.py` on a free loopback port, computes every distinct request's response alone
-(sequentially), then sends `--requests` requests from `--clients` threads at once with mixed settings
-and checks each response against the one it got alone: the translation and every attention weight.
-Prints JSON: requests, concurrency, failures, mismatches, p50/p95 latency, requests/s, the server's peak RSS.
+Computes every distinct request's response alone (sequentially, on a server of its own with the result cache
+off), then starts `python app.py` afresh, its cache empty, and sends `--requests` requests from `--clients`
+threads at once, checking each response against the one it got alone: the translation and every attention
+weight. Prints JSON: requests, concurrency, failures, mismatches, p50/p95 latency, requests/s, the server's and
+the clients' CPU seconds, the server's peak RSS.
+
+--plan: mixed (default): greedy, beam and sampling requests on 6 sentences, 30 distinct requests in all, so the
+server's result cache answers repeats; distinct: every request a sentence of its own, so the cache never helps
+and every request is translated; same: every client the same sentence with the model's own settings, a class
+typing the sentence on the board. --result-cache N: the server's cache size (0: off; default: the app's).
 
 --endpoint: translate_trace (default) is what a class pressing Translate gets: the translation and the
 compact trace the live view draws (every kind, layer and head, norms and ALTI+); translate_details is every
@@ -51,9 +57,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(timeout_s: float = 90) -> tuple[subprocess.Popen, str]:
+def start_server(timeout_s: float = 90, result_cache: int | None = None) -> tuple[subprocess.Popen, str]:
     port = free_port()
     env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port)}
+    if result_cache is not None:
+        env["ATTENTION_EXPLORER_RESULT_CACHE"] = str(result_cache)
     process = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
     url, started = f"http://127.0.0.1:{port}/", time.perf_counter()
@@ -85,8 +93,23 @@ def cpu_seconds(pid: int | None = None) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def request_plan(total: int, seed: int = 0) -> list[tuple[str, dict]]:
+# distinct sentences: every subject with every action and place, 6 x 6 x 6 of them
+SUBJECTS = ["A man", "Two dogs", "A young woman", "The children", "An old chef", "My brother"]
+ACTIONS = ["is walking", "are playing", "is reading a book", "are sitting", "is waiting", "is singing"]
+PLACES = ["in the park.", "near the river.", "on the train.", "at the station.", "in the kitchen.", "by the sea."]
+BOARD_SENTENCE = "Where is the train station?"
+PLANS = ("mixed", "distinct", "same")
+
+
+def request_plan(total: int, seed: int = 0, plan: str = "mixed") -> list[tuple[str, dict]]:
     rng = random.Random(seed)
+    if plan == "same":
+        return [(BOARD_SENTENCE, {})] * total
+    if plan == "distinct":
+        sentences = [f"{s} {a} {p}" for s in SUBJECTS for a in ACTIONS for p in PLACES]
+        if total > len(sentences):
+            raise ValueError(f"--plan distinct has {len(sentences)} sentences: ask for at most that many requests")
+        return [(text, rng.choice(SETTINGS)) for text in rng.sample(sentences, total)]
     return [(rng.choice(SENTENCES), rng.choice(SETTINGS)) for _ in range(total)]
 
 
@@ -145,13 +168,17 @@ class HttpClient:
         raise RuntimeError(f"no result in the event stream of {api_name}")
 
 
-def run_load_test(url: str, clients: int, plan: list[tuple[str, dict]], max_seconds: float,
-                  endpoint: str = "translate_trace", server_pid: int | None = None) -> dict:
-    api_name = "/" + endpoint
+def responses_alone(url: str, plan: list[tuple[str, dict]], endpoint: str) -> dict[str, str]:
+    """Every distinct request's response, one at a time: what each must equal under load."""
     distinct = {json.dumps([text, settings], sort_keys=True): (text, settings) for text, settings in plan}
     single = HttpClient(url)
-    alone = {key: fingerprint(endpoint, single.predict(text, **settings, api_name=api_name))
-             for key, (text, settings) in distinct.items()}
+    return {key: fingerprint(endpoint, single.predict(text, **settings, api_name="/" + endpoint))
+            for key, (text, settings) in distinct.items()}
+
+
+def run_load_test(url: str, clients: int, plan: list[tuple[str, dict]], max_seconds: float, alone: dict[str, str],
+                  endpoint: str = "translate_trace", server_pid: int | None = None) -> dict:
+    api_name = "/" + endpoint
     local = threading.local()
     deadline = time.perf_counter() + max_seconds
     latencies, failures, mismatches, skipped = [], [], [], 0
@@ -191,11 +218,18 @@ def run_load_test(url: str, clients: int, plan: list[tuple[str, dict]], max_seco
     ordered = sorted(latencies)
     return {
         "endpoint": endpoint, "requests": len(plan), "completed": len(latencies), "skipped_by_time_limit": skipped, "concurrency": clients,
-        "distinct_requests": len(distinct), "failures": len(failures), "failure_examples": failures[:3],
+        "distinct_requests": len(alone), "failures": len(failures), "failure_examples": failures[:3],
         "mismatches": len(mismatches), "p50_ms": round(statistics.median(ordered)) if ordered else None,
         "p95_ms": round(ordered[max(0, int(0.95 * len(ordered)) - 1)]) if ordered else None,
         "wall_s": round(wall, 1), "server_cpu_s": server_cpu, "client_cpu_s": client_cpu, "requests_per_s": round(len(latencies) / wall, 2) if wall else None,
     }
+
+
+def non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
 
 
 def positive(text: str) -> int:
@@ -209,15 +243,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clients", type=positive, default=32, help="simultaneous clients (default: 32)")
     parser.add_argument("--requests", type=positive, default=200, help="requests in all (default: 200)")
+    parser.add_argument("--plan", choices=PLANS, default="mixed", help="which requests (default: mixed; see above)")
     parser.add_argument("--endpoint", choices=ENDPOINTS, default="translate_trace",
                         help="the API endpoint every client calls (default: translate_trace, what the page gets)")
+    parser.add_argument("--result-cache", type=non_negative, default=None,
+                        help="the server's result cache size, 0 for off (default: the app's)")
     parser.add_argument("--max-seconds", type=float, default=600, help="stop sending after this long")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    process, url = start_server()
     try:
-        report = run_load_test(url, args.clients, request_plan(args.requests, args.seed), args.max_seconds,
-                               args.endpoint, process.pid)
+        plan = request_plan(args.requests, args.seed, args.plan)
+    except ValueError as error:
+        parser.error(str(error))
+    process, url = start_server(result_cache=0)  # the responses alone, each translated
+    try:
+        alone = responses_alone(url, plan, args.endpoint)
+    finally:
+        process.terminate()
+        process.wait()
+    process, url = start_server(result_cache=args.result_cache)  # afresh: nothing cached from the pass alone
+    try:
+        report = run_load_test(url, args.clients, plan, args.max_seconds, alone, args.endpoint, process.pid)
+        report["plan"], report["result_cache"] = args.plan, args.result_cache
         report["server_peak_rss_mb"] = peak_rss_mb(process.pid)
     finally:
         process.terminate()

@@ -26,7 +26,8 @@ def summary(result: RunResult) -> str:
         described += f"{', ' if described else ''}heads off: {literal(format_heads_off(result.settings['heads_off']))}"
     if result.settings.get("prefix"):
         described += f"{', ' if described else ''}forced start “{literal(str(result.settings['prefix']))}”"
-    lines = [f"**{len(result.translations)} sentence(s)** translated in **{result.milliseconds:.0f} ms** on "
+    again = " (for an equal request moments ago; this is that answer)" if result.from_cache else ""
+    lines = [f"**{len(result.translations)} sentence(s)** translated in **{result.milliseconds:.0f} ms**{again} on "
              f"{result.device.upper()} with {result.strategy_label}{f' ({described})' if described else ''}, "
              "attention captured."]
     lines += [f"⚠️ {literal(n)}" for n in result.notices]

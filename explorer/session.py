@@ -5,7 +5,7 @@ result was translated on, with the result's own strategy and settings. Views nev
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 
@@ -22,6 +22,7 @@ from transformer.decoding.strategies import get_strategy
 
 from .registry import Registry
 from .request import Request
+from .result_cache import ResultCache, capacity_from_environment, request_key
 
 @dataclass
 class RunResult:
@@ -34,6 +35,7 @@ class RunResult:
     notices: list[str] = field(default_factory=list)
     request: Request | None = None  # what was asked: later questions about the result reuse its settings
     rendered_views: set[str] = field(default_factory=set)  # the page's views drawn for this result so far
+    from_cache: bool = False  # an equal request's result (result_cache.py), computed moments ago
 
     @property
     def strategy_label(self) -> str:
@@ -92,11 +94,17 @@ KEEP = object()  # rerun's default: the result's own heads switched off
 class ModelService:
     """Runs requests and answers the views' questions about a result (see the module's docstring)."""
 
-    def __init__(self, registry: Registry):
+    def __init__(self, registry: Registry, cache: ResultCache | None = None):
         self.registry = registry
+        self.cache = ResultCache(capacity_from_environment()) if cache is None else cache
 
     def run(self, request: Request, analyses: frozenset[str] = EVERY_ANALYSIS) -> RunResult:
-        return run(self.registry, request, analyses)
+        """`request` translated, or an equal request's result: the same translations in a RunResult of its own."""
+        result, shared = self.cache.get_or_compute(request_key(request, analyses),
+                                                   lambda: run(self.registry, request, analyses))
+        if not shared:
+            return result
+        return replace(result, request=request, notices=list(result.notices), rendered_views=set(), from_cache=True)
 
     def translator_of(self, result: RunResult):
         """The model that translated `result`, on the device it ran on."""
