@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from pathlib import Path
 
 # Gradio rebuilds its monitoring summary (a pandas table of every recent event) after each event by default: a
@@ -19,9 +20,15 @@ import gradio as gr  # noqa: E402  (after the setting above, which gradio reads 
 import torch  # noqa: E402
 
 from explorer.registry import discover  # noqa: E402
+from explorer.result_cache import capacity_from_environment  # noqa: E402
 from explorer.shell import CSS, build_demo  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent
+try:  # a bad setting is one line that names it, before anything loads
+    capacity_from_environment()
+except ValueError as error:
+    print(f"app.py: {error}", file=sys.stderr)
+    raise SystemExit(2) from None
 
 logging.basicConfig(level=logging.WARNING)
 log = logging.getLogger("attention-explorer")

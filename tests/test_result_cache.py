@@ -109,3 +109,15 @@ def test_the_service_translates_an_equal_request_once_and_gives_each_caller_its_
     assert [t.tgt_ids for t in fresh.translations] == [t.tgt_ids for t in second.translations]
     other = service.run(Request.from_api(registry, "A dog runs.", strategy="beam", settings={"beam_size": 3}))
     assert not other.from_cache and service.cache.misses == 2
+
+
+def test_the_app_refuses_a_bad_cache_setting_in_one_line():
+    import os
+    import subprocess
+    import sys
+
+    run_app = subprocess.run([sys.executable, "app.py"], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                             env={**os.environ, "ATTENTION_EXPLORER_RESULT_CACHE": "lots"})
+    assert run_app.returncode == 2
+    assert run_app.stderr.strip() == ("app.py: ATTENTION_EXPLORER_RESULT_CACHE must be a whole number of results to "
+                                      "keep (0: no cache), got 'lots'")
