@@ -1,5 +1,8 @@
 """The result cache (explorer/result_cache.py): an equal request is translated once, also when thirty arrive at
 once; each caller gets a result of its own around the same translations; failures are not kept."""
+import os
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -112,10 +115,6 @@ def test_the_service_translates_an_equal_request_once_and_gives_each_caller_its_
 
 
 def test_the_app_refuses_a_bad_cache_setting_in_one_line():
-    import os
-    import subprocess
-    import sys
-
     run_app = subprocess.run([sys.executable, "app.py"], cwd=ROOT, capture_output=True, text=True, timeout=120,
                              env={**os.environ, "ATTENTION_EXPLORER_RESULT_CACHE": "lots"})
     assert run_app.returncode == 2
