@@ -99,3 +99,11 @@ def test_a_post_norm_model_is_refused():
     model = Transformer(tiny_config(norm="post")).eval()
     with pytest.raises(ValueError, match="pre-norm"):
         alti_plus(model, SRC, TGT)
+
+
+def test_in_float32_as_the_app_runs_it_the_contributions_stay_within_1e_5_of_float64(model):
+    exact = alti_plus(model, SRC, TGT)
+    fast = alti_plus(model, SRC, TGT, dtype=torch.float32)
+    assert fast.matrix.dtype == np.float32 and exact.matrix.dtype == np.float64
+    np.testing.assert_allclose(fast.matrix, exact.matrix, atol=1e-5)
+    np.testing.assert_allclose(fast.layers, exact.layers, atol=1e-5)

@@ -70,7 +70,7 @@ def block_terms(weights: torch.Tensor, vectors: torch.Tensor) -> torch.Tensor:
 class Rollout:
     """One teacher-forced pass read the ALTI+ way, for alti_plus and the readings built on it (alti_logit.py).
     Rows are over [source pieces, decoder inputs] (S + T columns); layers count from 0."""
-    seen: dict  # residual module -> (its input x, its output y) for position 0.. of the one sentence, float64
+    seen: dict  # residual module -> (its input x, its output y) for position 0.. of the one sentence, in `dtype`
     weights: dict[str, torch.Tensor]  # kind -> (L, 1, H, Q, K) the pass's attention, switched-off heads at 0
     from_source: torch.Tensor  # (S, S + T) each encoder output's contributions (the encoder's rollout)
     before: list[torch.Tensor]  # per decoder layer (T, S + T): contributions to each position's input of the layer
@@ -79,8 +79,10 @@ class Rollout:
 
 
 @torch.no_grad()
-def rollout(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_off=None) -> Rollout:
-    """The pass and the layer-by-layer contributions of ALTI+ for the output `tgt_ids` (no BOS), teacher-forced."""
+def rollout(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_off=None,
+            dtype: torch.dtype = torch.float64) -> Rollout:
+    """The pass and the layer-by-layer contributions of ALTI+ for the output `tgt_ids` (no BOS), teacher-forced,
+    computed in `dtype` (float64 by default: the analyses; the app's live view, which shows bytes, takes float32)."""
     if model.config.norm != "pre":
         raise ValueError("alti_plus reads pre-norm layers (x + f(LN(x))); this model is post-norm")
     src = torch.tensor([src_ids], device=model.device)
@@ -90,11 +92,11 @@ def rollout(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_of
 
     def keep(module, inputs, output):
         if _pass.get() is listening:
-            seen[module] = (inputs[0][0].double(), output[0].double())
+            seen[module] = (inputs[0][0].to(dtype), output[0].to(dtype))
 
     def keep_memory(module, inputs, output):
         if _pass.get() is listening:
-            seen["memory"] = output[0].double()
+            seen["memory"] = output[0].to(dtype)
 
     residuals = [layer.attention_residual for layer in model.encoder_layers] + [
         r for layer in model.decoder_layers
@@ -124,24 +126,24 @@ def rollout(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_of
     def mixing(kind, layer_attention, residual, weights):
         """(Q, K) contributions of a self-attention sub-layer: the residual term added on the diagonal."""
         x, y = seen[residual]
-        terms = block_terms(weights.double(), moved(kind, layer_attention, residual.norm(x.float()).double()))
+        terms = block_terms(weights.to(dtype), moved(kind, layer_attention, residual.norm(x.float()).to(dtype)))
         terms[torch.arange(len(x)), torch.arange(len(x))] += x
         return alti_rows(y, terms)
 
-    encoder = torch.eye(source, dtype=torch.float64, device=model.device)
+    encoder = torch.eye(source, dtype=dtype, device=model.device)
     for index, layer in enumerate(model.encoder_layers):
         encoder = mixing("encoder_self", layer.self_attention, layer.attention_residual,
                          weights["encoder_self"][index, 0]) @ encoder
-    rows = torch.cat([torch.zeros(target, source, dtype=torch.float64, device=model.device),
-                      torch.eye(target, dtype=torch.float64, device=model.device)], dim=1)  # (T, S + T)
-    from_source = torch.cat([encoder, torch.zeros(source, target, dtype=torch.float64, device=model.device)], dim=1)
+    rows = torch.cat([torch.zeros(target, source, dtype=dtype, device=model.device),
+                      torch.eye(target, dtype=dtype, device=model.device)], dim=1)  # (T, S + T)
+    from_source = torch.cat([encoder, torch.zeros(source, target, dtype=dtype, device=model.device)], dim=1)
     before, after = [], []
     for index, layer in enumerate(model.decoder_layers):
         before.append(rows)
         rows = mixing("decoder_self", layer.self_attention, layer.self_attention_residual,
                       weights["decoder_self"][index, 0]) @ rows
         x, y = seen[layer.cross_attention_residual]
-        terms = block_terms(weights["cross"][index, 0].double(), moved("cross", layer.cross_attention, seen["memory"]))
+        terms = block_terms(weights["cross"][index, 0].to(dtype), moved("cross", layer.cross_attention, seen["memory"]))
         shares = alti_rows(y, torch.cat([x[:, None, :], terms], dim=1))  # (T, 1 + S): the residual, then each source
         rows = shares[:, :1] * rows + shares[:, 1:] @ from_source
         after.append(rows)
@@ -149,22 +151,23 @@ def rollout(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_of
                    {kind: torch.stack(v).float().cpu().numpy() for kind, v in norms.items()})
 
 
-def alti_plus(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_off=None) -> Contributions:
+def alti_plus(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_off=None,
+              dtype: torch.dtype = torch.float64) -> Contributions:
     """ALTI+ contributions of every prediction of the output `tgt_ids` (no BOS), teacher-forced."""
-    traced = rollout(model, src_ids, tgt_ids, heads_off)
+    traced = rollout(model, src_ids, tgt_ids, heads_off, dtype)
     matrix = traced.after[-1].cpu().numpy()
     return Contributions(matrix, matrix[:, :len(src_ids)].sum(1), torch.stack(traced.after).cpu().numpy(),
                          traced.norms)
 
 
-def add_contributions(model: Transformer, translation) -> object:
+def add_contributions(model: Transformer, translation, dtype: torch.dtype = torch.float64) -> object:
     """Fills `translation.contributions` and, from the same pass, `translation.norms` (a pre-norm model's; a
-    post-norm one gets no contributions and keeps its norms as they were), with its heads off."""
+    post-norm one gets no contributions and keeps its norms as they were), with its heads off, in `dtype`."""
     if model.config.norm != "pre":
         translation.contributions = None
         return translation
     translation.contributions = alti_plus(model, translation.src_ids, translation.tgt_ids,
-                                          translation.settings.get("heads_off") or None)
+                                          translation.settings.get("heads_off") or None, dtype)
     translation.norms = translation.contributions.norms
     return translation
 
