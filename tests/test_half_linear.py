@@ -79,25 +79,27 @@ def test_another_thread_runs_python_while_the_kernel_multiplies(kernel):
         started = time.perf_counter()
         kernel.linear(x, weight)
         alone = time.perf_counter() - started  # one multiplication, here about 45 ms
-        inside = threading.Event()
+        waits = []
+        for _ in range(3):  # a held GIL makes every trial wait; a busy machine delays one now and then
+            inside = threading.Event()
 
-        def multiply():
-            inside.set()
-            for _ in range(3):
-                kernel.linear(x, weight)
+            def multiply():
+                inside.set()
+                for _ in range(3):
+                    kernel.linear(x, weight)
 
-        worker = threading.Thread(target=multiply)
-        worker.start()
-        inside.wait()
-        nap = alone / 4
-        started = time.perf_counter()
-        time.sleep(nap)  # the worker is inside the kernel when this ends; waking needs the GIL
-        sum(range(20_000))  # pure Python: it needs the GIL too
-        waited = time.perf_counter() - started - nap
-        worker.join()
+            worker = threading.Thread(target=multiply)
+            worker.start()
+            inside.wait()
+            nap = alone / 4
+            started = time.perf_counter()
+            time.sleep(nap)  # the worker is inside the kernel when this ends; waking needs the GIL
+            sum(range(20_000))  # pure Python: it needs the GIL too
+            waits.append(time.perf_counter() - started - nap)
+            worker.join()
     finally:
         torch.set_num_threads(threads)
-    assert waited < alone / 3, f"Python waited {waited * 1000:.0f} ms for a {alone * 1000:.0f} ms multiplication"
+    assert min(waits) < alone / 3, f"Python waited {min(waits) * 1000:.0f} ms for a {alone * 1000:.0f} ms multiplication"
 
 
 def test_kernel_rejects_what_it_cannot_read(kernel):
