@@ -225,28 +225,25 @@ def run_load_test(url: str, clients: int, plan: list[tuple[str, dict]], max_seco
     }
 
 
-def non_negative(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
-
-
-def positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+def at_least(minimum: int):
+    """An argparse type: a whole number of at least `minimum`."""
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+    parse.__name__ = "whole number"  # argparse names it in its message: "invalid whole number value: 'x'"
+    return parse
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--clients", type=positive, default=32, help="simultaneous clients (default: 32)")
-    parser.add_argument("--requests", type=positive, default=200, help="requests in all (default: 200)")
+    parser.add_argument("--clients", type=at_least(1), default=32, help="simultaneous clients (default: 32)")
+    parser.add_argument("--requests", type=at_least(1), default=200, help="requests in all (default: 200)")
     parser.add_argument("--plan", choices=PLANS, default="mixed", help="which requests (default: mixed; see above)")
     parser.add_argument("--endpoint", choices=ENDPOINTS, default="translate_trace",
                         help="the API endpoint every client calls (default: translate_trace, what the page gets)")
-    parser.add_argument("--result-cache", type=non_negative, default=None,
+    parser.add_argument("--result-cache", type=at_least(0), default=None,
                         help="the server's result cache size, 0 for off (default: the app's)")
     parser.add_argument("--max-seconds", type=float, default=600, help="stop sending after this long")
     parser.add_argument("--seed", type=int, default=0)

@@ -76,6 +76,7 @@ class Rollout:
     before: list[torch.Tensor]  # per decoder layer (T, S + T): contributions to each position's input of the layer
     after: list[torch.Tensor]  # per decoder layer (T, S + T): the same after its cross-attention (= its output)
     norms: dict[str, np.ndarray]  # kind -> (L, H, keys) ‖f_h(x_j)‖
+    vectors: dict[str, list[torch.Tensor]]  # kind -> per layer (H, keys, D) what each head moves from each key
 
 
 @torch.no_grad()
@@ -115,13 +116,12 @@ def rollout(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_of
     for kind, layer, head in heads_off or ():  # a switched-off head's weights are recorded, but it moves nothing
         weights[kind][layer, :, head] = 0
     source, target = len(src_ids), len(tgt_ids)
-    norms = {kind: [] for kind in ("encoder_self", "decoder_self", "cross")}  # ‖f_h(x_j)‖, a by-product
+    moved_by = {kind: [] for kind in ("encoder_self", "decoder_self", "cross")}  # per layer, kept for alti_logit
 
     def moved(kind, layer_attention, keys_input):
         """(H, K, D) what each head moves from each key; its norms are norm-based attention's (norms.py)."""
-        vectors = head_vectors(layer_attention, keys_input)
-        norms[kind].append(vectors.norm(dim=-1))
-        return vectors
+        moved_by[kind].append(head_vectors(layer_attention, keys_input))
+        return moved_by[kind][-1]
 
     def mixing(kind, layer_attention, residual, weights):
         """(Q, K) contributions of a self-attention sub-layer: the residual term added on the diagonal."""
@@ -147,8 +147,9 @@ def rollout(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_of
         shares = alti_rows(y, torch.cat([x[:, None, :], terms], dim=1))  # (T, 1 + S): the residual, then each source
         rows = shares[:, :1] * rows + shares[:, 1:] @ from_source
         after.append(rows)
-    return Rollout(seen, weights, from_source, before, after,
-                   {kind: torch.stack(v).float().cpu().numpy() for kind, v in norms.items()})
+    norms = {kind: torch.stack([v.norm(dim=-1) for v in vectors]).float().cpu().numpy()
+             for kind, vectors in moved_by.items()}
+    return Rollout(seen, weights, from_source, before, after, norms, moved_by)
 
 
 def alti_plus(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_off=None,

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from ..core.model import Transformer
-from .alti import block_terms, head_vectors, rollout
+from .alti import block_terms, rollout
 
 
 @dataclass
@@ -64,13 +64,12 @@ def alti_logit(model: Transformer, src_ids: list[int], tgt_ids: list[int], step:
     scores[source + step] += share(first)
     accounted = first.clone()
     for index, layer in enumerate(model.decoder_layers):
-        x, y = seen[layer.self_attention_residual]
-        vectors = head_vectors(layer.self_attention, layer.self_attention_residual.norm(x.float()).double())
-        moved = block_terms(traced.weights["decoder_self"][index, 0, :, step: step + 1].double(), vectors)[0]  # (K, D)
+        moved = block_terms(traced.weights["decoder_self"][index, 0, :, step: step + 1].double(),
+                            traced.vectors["decoder_self"][index])[0]  # (K, D)
         scores += share(moved) @ traced.before[index][:, : source + step + 1]
         accounted += moved.sum(0)
         moved = block_terms(traced.weights["cross"][index, 0, :, step: step + 1].double(),
-                            head_vectors(layer.cross_attention, seen["memory"]))[0]  # (S, D)
+                            traced.vectors["cross"][index])[0]  # (S, D)
         scores += share(moved) @ traced.from_source[:, : source + step + 1]
         accounted += moved.sum(0)
         x, y = seen[layer.feed_forward_residual]
