@@ -4,7 +4,7 @@ Why: a decoding step multiplies 1 to 4 rows by every weight matrix, so on the CP
 reading the weights (17.6 MB in float32 per step), and on machines whose cache does not hold them that is
 most of a step. The shipped checkpoints store their weights in float16 (checkpoint.py), so a float16 copy
 holds exactly the same values in half the bytes. PyTorch has no CPU matmul of float32 inputs with float16
-weights, so `half_linear.cpp` (40 lines) widens each weight to float32 in registers and accumulates in
+weights, so `half_linear.cpp` (with `half_linear.h`) widens each weight to float32 in registers and accumulates in
 float32: its results match `F.linear` to float32 rounding (~3e-7 relative). Running the whole model in
 float16 instead is as fast but changed 8 of the 1,014 val translations, and BLEU.
 
@@ -18,6 +18,7 @@ built (no compiler, no AVX2/F16C, ATTENTION_EXPLORER_HALF_WEIGHTS=0), every laye
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import shutil
 import threading
@@ -32,7 +33,10 @@ SWITCH = "ATTENTION_EXPLORER_HALF_WEIGHTS"
 # measured on a 2-core CPU: 1 row 7x faster than F.linear, 4 rows 3x, 16 rows even; beyond that the
 # float32 matmul, which reuses each weight across rows, wins
 MAX_ROWS = 8
-SOURCE = Path(__file__).with_name("half_linear.cpp")
+# the kernel, every decoder layer's step on it (fused_step.cpp), and their shared matrix product (half_linear.h);
+# torch rebuilds when a source's text changes, so the header's text is part of the build's name
+SOURCES = [Path(__file__).with_name(name) for name in ("half_linear.cpp", "fused_step.cpp")]
+HEADER = Path(__file__).with_name("half_linear.h")
 EXTENSION = "attention_explorer_half_linear"
 
 
@@ -96,8 +100,12 @@ def compile_kernel():
     with open(folder / "builder.lock", "w") as builder:
         fcntl.flock(builder, fcntl.LOCK_EX)
         (folder / "lock").unlink(missing_ok=True)
-        return load(name=EXTENSION, sources=[str(SOURCE)], build_directory=str(folder),
-                    extra_cflags=["-O3", "-mavx2", "-mfma", "-mf16c"], verbose=False)
+        return load(name=EXTENSION, sources=[str(source) for source in SOURCES], build_directory=str(folder),
+                    extra_cflags=["-O3", "-mavx2", "-mfma", "-mf16c", f"-DHEADER_SHA256_{header_digest()}"], verbose=False)
+
+
+def header_digest() -> str:
+    return hashlib.sha256(HEADER.read_bytes()).hexdigest()[:16]
 
 
 def build_folder() -> Path:

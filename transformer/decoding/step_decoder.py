@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import torch
 
+from ..core.fused_step import FusedStep
 from ..core.model import Transformer, padding_mask
 from ..tokenizer import BOS_ID
 
@@ -40,19 +41,23 @@ def encode_batch(model: Transformer, sources: list[list[int]], device):
 
 class StepDecoder:
     """Next-token logits for a batch of growing prefixes, with the key/value cache or (use_cache=False,
-    the reference the cache is measured against) by re-running the decoder over the whole prefix."""
+    the reference the cache is measured against) by re-running the decoder over the whole prefix. With the cache,
+    every layer's step runs in one call of the compiled kernel where it computes the same (core/fused_step.py)."""
 
     def __init__(self, model: Transformer, memory, src_mask, use_cache: bool = True):
         # with no padding in the batch the cross-attention needs no mask: skipping it saves work every step
         self.model, self.memory, self.use_cache = model, memory, use_cache
         self.src_mask = None if bool(src_mask.all()) else src_mask
-        self.cache = model.new_cache() if use_cache else None
+        self.fused = FusedStep.start(model, memory, self.src_mask) if use_cache else None
+        self.cache = model.new_cache() if use_cache and self.fused is None else None
         self.prefix = torch.full((memory.size(0), 1), BOS_ID, dtype=torch.long, device=memory.device)
         self.never_produced = never_produced_ids(model.config.pad_id, memory.device)
 
     def step(self) -> torch.Tensor:
         """(N, V) float32 logits of the next token; padding and BOS can never be produced."""
-        if self.use_cache:
+        if self.fused is not None:
+            logits = self.fused.step(self.prefix[:, -1])
+        elif self.use_cache:
             logits = self.model.decode_step(self.memory, self.src_mask, self.prefix[:, -1], self.cache)
         else:
             logits = self.model.decode(self.memory, self.src_mask, self.prefix)[:, -1]
@@ -67,6 +72,8 @@ class StepDecoder:
         self.prefix = self.prefix.index_select(0, index)
         if self.cache is not None:
             self.cache.reorder(index)
+        if self.fused is not None:
+            self.fused.select_rows(index)
 
     def append(self, tokens: torch.Tensor) -> None:
         """Feeds one token per row (N,) as the newest decoder input."""

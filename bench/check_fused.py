@@ -1,0 +1,76 @@
+"""Whether decoding every decoder layer's step in one kernel call (core/fused_step.py) changes any translation: each
+shipped checkpoint translates every val sentence alone, as the app does, on the kernel and on the Python step, with
+its recorded decoding settings (beam search) and greedily. Prints JSON: per checkpoint and strategy, how many of the
+sentences came out different, and each path's seconds.
+
+    python bench/check_fused.py [--checkpoints checkpoints/en-de checkpoints/de-en] [--split val] [--limit N]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from transformer import Translator  # noqa: E402
+from transformer.core.fused_step import why_not_fused  # noqa: E402
+from transformer.core.half_linear import KERNEL  # noqa: E402
+from transformer.corpus.data import default_data_dir, read_parallel_or_exit  # noqa: E402
+
+
+def translations(translator: Translator, sentences: list[str], fused: bool, strategy: str, settings: dict,
+                 label: str) -> tuple[list[str], float]:
+    translator.model.fused_decoding = fused
+    started = time.perf_counter()
+    texts = [translator.translate(s, strategy=strategy, **settings).text for s in tqdm(sentences, desc=label, leave=False)]
+    return texts, round(time.perf_counter() - started, 1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--checkpoints", nargs="+", default=[str(ROOT / "checkpoints" / "en-de"), str(ROOT / "checkpoints" / "de-en")])
+    parser.add_argument("--data-dir", type=Path, default=None, help="multi30k folder (default: ../shared/data/multi30k)")
+    parser.add_argument("--split", default="val")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N sentences")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1, as the app decodes)")
+    args = parser.parse_args()
+    if args.limit is not None and args.limit < 1:
+        parser.error(f"--limit must be at least 1, got {args.limit}")
+    if args.threads < 1:
+        parser.error(f"--threads must be at least 1, got {args.threads}")
+    torch.set_num_threads(args.threads)
+    data_dir = args.data_dir or default_data_dir()
+    if data_dir is None:
+        parser.error("no multi30k folder found: pass --data-dir")
+    KERNEL.wait()
+    report = {"kernel": KERNEL.status, "split": args.split, "checkpoints": {}}
+    for checkpoint in args.checkpoints:
+        translator = Translator.from_pretrained(checkpoint)
+        languages = translator.languages
+        corpus = read_parallel_or_exit(data_dir, args.split, languages["src"], languages["tgt"])
+        sentences = corpus.source[: args.limit]
+        why = why_not_fused(translator.model, 4)
+        if why is not None:
+            parser.error(f"{checkpoint}: the kernel would not run ({why})")
+        results = {}
+        for strategy, settings in (translator.recorded_decoding(), ("greedy", {})):
+            label = f"{Path(checkpoint).name} {strategy}"
+            python, python_s = translations(translator, sentences, False, strategy, settings, label + " python")
+            fused, fused_s = translations(translator, sentences, True, strategy, settings, label + " fused")
+            different = [i for i, (a, b) in enumerate(zip(python, fused)) if a != b]
+            results[strategy] = {"settings": settings, "sentences": len(sentences), "different": len(different),
+                                 "first_different": [{"python": python[i], "fused": fused[i]} for i in different[:5]],
+                                 "python_seconds": python_s, "fused_seconds": fused_s}
+        report["checkpoints"][Path(checkpoint).name] = results
+    print(json.dumps(report, indent=2, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,173 @@
+"""Every decoder layer's step in one kernel call (core/fused_step.py) against the Python step it replaces: the
+same logits, recordings and translations, rows moved as beam search moves them, and the Python step wherever the
+kernel would not compute the same."""
+import pytest
+import torch
+
+from transformer import Transformer
+from transformer.core.capture import record
+from transformer.core.fused_step import FusedStep, why_not_fused
+from transformer.core.half_linear import KERNEL, MAX_ROWS
+from transformer.core.head_mask import heads_masked
+from transformer.core.probes import ATTENTION_KINDS
+from transformer.decoding.step_decoder import StepDecoder, encode_batch
+from transformer.decoding.strategies.beam import beam_search
+from transformer.decoding.strategies.greedy import GreedySettings, decode_greedy
+
+from .conftest import tiny_config
+
+pytestmark = pytest.mark.kernel
+STEP_PROBES = (*ATTENTION_KINDS, "decoder_hidden")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def kernel():
+    if torch.backends.cpu.get_cpu_capability() not in ("AVX2", "AVX512"):
+        pytest.skip("the kernel needs AVX2; the Python step runs instead")
+    module = KERNEL.wait(timeout=600)
+    assert module is not None, KERNEL.status
+    return module
+
+
+def shipped_like(**overrides) -> Transformer:
+    """A tiny pre-norm model whose weights float16 holds exactly, as a shipped checkpoint loads, with the float16
+    copies attached; its vocabulary is wide enough that the output projection runs the 16-wide loop and its tail."""
+    torch.manual_seed(0)
+    model = Transformer(tiny_config(vocab_size=37, **overrides)).eval()
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.copy_(parameter.half().float())
+        for name, parameter in model.named_parameters():  # norms and biases away from their 1 / 0 start
+            if "norm" in name or name.endswith("bias"):
+                parameter.add_((torch.rand_like(parameter) - 0.5).half().float())
+    model.use_half_weights(True)
+    return model
+
+
+def sources(lengths=(7, 4, 9), seed=1) -> list[list[int]]:
+    generator = torch.Generator().manual_seed(seed)
+    return [torch.randint(4, 37, (n - 1,), generator=generator).tolist() + [3] for n in lengths]
+
+
+def decode_both(model, decode):
+    model.fused_decoding = False
+    python = decode()
+    model.fused_decoding = True
+    return python, decode()
+
+
+def test_the_shipped_like_model_runs_on_the_kernel():
+    model = shipped_like()
+    assert why_not_fused(model, 3) is None
+    memory, src_mask = encode_batch(model, sources(), "cpu")
+    assert StepDecoder(model, memory, src_mask).fused is not None
+
+
+def test_steps_match_the_python_step_while_rows_move():
+    """Logits step by step, with padded sentences and rows dropped, repeated and reordered as beam search does."""
+    model = shipped_like()
+    with torch.inference_mode():
+        memory, src_mask = encode_batch(model, sources(), "cpu")
+        decoders = {}
+        for fused in (False, True):
+            model.fused_decoding = fused
+            decoders[fused] = StepDecoder(model, memory, src_mask)
+        assert decoders[True].fused is not None and decoders[False].fused is None
+        moves = [None, [0, 0, 1, 2, 2], None, [4, 1, 0], [2, 2, 2, 0], None]
+        for step, rows in enumerate(moves):
+            logits = {fused: decoder.step() for fused, decoder in decoders.items()}
+            torch.testing.assert_close(logits[True], logits[False], atol=2e-5, rtol=1e-5)
+            tokens = logits[False].argmax(dim=-1)
+            for decoder in decoders.values():
+                if rows is not None:
+                    decoder.select_rows(rows)
+                decoder.append(tokens if rows is None else tokens[rows])
+
+
+@pytest.mark.parametrize("decode", ["greedy", "beam"])
+def test_translations_and_recordings_match(decode):
+    model = shipped_like()
+    batch = sources()
+    run = {"greedy": lambda: decode_greedy(model, batch, GreedySettings(), probes=STEP_PROBES),
+           "beam": lambda: beam_search(model, batch[:2], 3, probes=STEP_PROBES)}[decode]
+    python, fused = decode_both(model, run)
+    for slow, fast in zip(python, fused):
+        assert fast.token_ids == slow.token_ids
+        assert [s.token_id for s in fast.steps] == [s.token_id for s in slow.steps]
+        for probe in STEP_PROBES:
+            torch.testing.assert_close(torch.as_tensor(fast.recorded[probe]), torch.as_tensor(slow.recorded[probe]),
+                                       atol=3e-5, rtol=1e-5)
+
+
+def test_recording_the_steps_changes_no_number():
+    """Recording the decoder's steps (the encoder's capture switches its attention path, so it is left out) leaves
+    every probability exactly as it was."""
+    model = shipped_like()
+    plain = decode_greedy(model, sources(), GreedySettings())
+    captured = decode_greedy(model, sources(), GreedySettings(), probes=("decoder_self", "cross", "decoder_hidden"))
+    assert [s.token_ids for s in plain] == [s.token_ids for s in captured]
+    assert [[t.prob for t in s.steps] for s in plain] == [[t.prob for t in s.steps] for s in captured]
+
+
+def test_a_changed_norm_is_read_and_a_changed_weight_falls_back():
+    model = shipped_like()
+    src = sources()[:1]
+    with torch.no_grad():
+        model.decoder_layers[1].cross_attention_residual.norm.weight.mul_(1.5)  # read in place, no copy to refresh
+    python, fused = decode_both(model, lambda: decode_greedy(model, src, GreedySettings(), probes=("cross",)))
+    torch.testing.assert_close(torch.as_tensor(fused[0].recorded["cross"]), torch.as_tensor(python[0].recorded["cross"]),
+                               atol=3e-5, rtol=1e-5)
+    with torch.no_grad():
+        model.decoder_layers[0].feed_forward.fc1.weight.mul_(0.5)  # its float16 copy is now stale
+    assert why_not_fused(model, 1) == "a weight has no current float16 copy"
+    model.use_half_weights(True)
+    assert why_not_fused(model, 1) is None
+
+
+def test_switched_off_heads_run_the_python_step():
+    model = shipped_like()
+    with heads_masked(model, [("cross", 0, 1)]):
+        assert why_not_fused(model, 1) == "heads are switched off in this context"
+        masked = decode_greedy(model, sources()[:1], GreedySettings(), probes=("cross",))
+    model.fused_decoding = False
+    with heads_masked(model, [("cross", 0, 1)]):
+        reference = decode_greedy(model, sources()[:1], GreedySettings(), probes=("cross",))
+    assert masked[0].token_ids == reference[0].token_ids
+    assert torch.equal(torch.as_tensor(masked[0].recorded["cross"]), torch.as_tensor(reference[0].recorded["cross"]))
+
+
+@pytest.mark.parametrize("case, reason", [
+    ("post-norm", "the kernel runs pre-norm layers with a final norm"),
+    ("no final norm", "the kernel runs pre-norm layers with a final norm"),
+    ("training", "the kernel decodes float32 models in eval mode on the CPU"),
+    ("many rows", f"{MAX_ROWS + 1} rows: the float16 kernel pays off up to {MAX_ROWS}"),
+    ("teacher-forced probe", "an open recording asks for more than the decoder's attention and layer outputs"),
+    ("switched off", "switched off (model.fused_decoding = False)"),
+])
+def test_where_the_kernel_does_not_run(case, reason):
+    overrides = {"post-norm": {"norm": "post"}, "no final norm": {"final_norm": False}}.get(case, {})
+    model = shipped_like(**overrides)
+    rows = MAX_ROWS + 1 if case == "many rows" else 1
+    if case == "training":
+        model.train()
+    if case == "switched off":
+        model.fused_decoding = False
+    if case == "teacher-forced probe":
+        with record(model, ["cross_norms"]):
+            assert why_not_fused(model, rows) == reason
+        return
+    assert why_not_fused(model, rows) == reason
+    memory = torch.zeros(rows, 3, model.config.d_model)
+    assert FusedStep.start(model, memory, None) is None
+
+
+def test_a_recording_of_another_thread_is_not_fed():
+    """The kernel records into the recordings open in the calling context only, as the forward hooks do."""
+    import threading
+
+    model = shipped_like()
+    with record(model, STEP_PROBES) as other:
+        thread = threading.Thread(target=lambda: decode_greedy(model, sources()[:1], GreedySettings()))
+        thread.start()
+        thread.join()
+    assert not other.calls

@@ -1,0 +1,176 @@
+"""Every decoder layer's incremental step in one call of the compiled kernel (`fused_step.cpp`).
+
+Why: at one new position per step, the decoder's arithmetic is small (the float16 matrix products read 12 MB of
+weights) and the ~90 ATen operator calls around it (norms, reshapes, softmaxes, residual adds) cost more than that
+arithmetic. The kernel runs the same pre-norm layers, the final norm and the output projection in C++ on the same
+float16 weight copies (half_linear.py), with the self-attention cache preallocated to the model's max_len.
+
+It runs where it computes what the Python step would: the kernel built, a pre-norm model with a final norm in eval
+mode on the CPU, every weight's float16 copy current, at most MAX_ROWS rows, no heads switched off in this context,
+and open recordings asking for nothing but the decoder's attention probabilities and layer outputs, which it
+records as the forward hooks would. Anything else decodes through `Transformer.decode_step`. Its numbers equal the
+Python step's to float32 rounding (tests); `model.fused_decoding = False` turns it off.
+
+Shapes: B rows, H heads, C the cache's capacity (max_len), S source length, hs head size, D d_model.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .half_linear import KERNEL, MAX_ROWS
+from .head_mask import masked_heads
+from .probes import active_recordings
+
+
+@dataclass
+class FusedWeights:
+    """The tensors `fused_step.cpp` reads, in its order, and the versions of the weights they were taken at."""
+
+    tensors: list[torch.Tensor]
+    versions: tuple[tuple[int, int], ...]  # (id, version) of every parameter they were taken from
+    eps: float
+
+
+def _linears(model) -> list:
+    linears = []
+    for layer in model.decoder_layers:
+        linears += [layer.self_attention.in_proj, layer.self_attention.out_proj, layer.cross_attention.in_proj,
+                    layer.cross_attention.out_proj, layer.feed_forward.fc1, layer.feed_forward.fc2]
+    return linears + [model.generator]
+
+
+def _norms(model) -> list:
+    norms = []
+    for layer in model.decoder_layers:
+        norms += [layer.self_attention_residual.norm, layer.cross_attention_residual.norm, layer.feed_forward_residual.norm]
+    return norms + [model.decoder_norm]
+
+
+def fused_weights(model) -> FusedWeights | None:
+    """The model's tensors for the kernel, kept on the model while its weights stay unchanged; None where a float16
+    copy is missing or stale (half_linear.attach_half_weights keeps none for weights float16 would round)."""
+    linears = _linears(model)
+    halves = [getattr(linear, "half_weight", None) for linear in linears]
+    if any(half is None or half.version != linear.weight._version for half, linear in zip(halves, linears)):
+        return None
+    norms = _norms(model)
+    parameters = [p for module in linears + norms for p in (module.weight, module.bias)]
+    versions = tuple((id(p), p._version) for p in parameters)
+    cached = getattr(model, "_fused_weights", None)
+    if cached is not None and cached.versions == versions:
+        return cached
+    d = model.config.d_model
+    tensors = []
+    for index, layer in enumerate(model.decoder_layers):
+        self_attention, cross = layer.self_attention, layer.cross_attention
+        ff = layer.feed_forward
+        layer_norms = norms[3 * index: 3 * index + 3]
+        half = [h.tensor for h in halves[6 * index: 6 * index + 6]]
+        tensors += [layer_norms[0].weight, layer_norms[0].bias, half[0], self_attention.in_proj.bias, half[1],
+                    self_attention.out_proj.bias,
+                    layer_norms[1].weight, layer_norms[1].bias, half[2][:d], cross.in_proj.bias[:d], half[3],
+                    cross.out_proj.bias,
+                    layer_norms[2].weight, layer_norms[2].bias, half[4], ff.fc1.bias, half[5], ff.fc2.bias]
+    tensors += [model.decoder_norm.weight, model.decoder_norm.bias, halves[-1].tensor, model.generator.bias]
+    model._fused_weights = FusedWeights([t.detach().contiguous() for t in tensors], versions, norms[0].eps)
+    return model._fused_weights
+
+
+def why_not_fused(model, rows: int) -> str | None:
+    """None when `FusedStep.start` would run the kernel for `rows` rows in this context, else the reason."""
+    config = model.config
+    if not getattr(model, "fused_decoding", True):
+        return "switched off (model.fused_decoding = False)"
+    if KERNEL.module is None or not hasattr(KERNEL.module, "decoder_step"):
+        return f"the compiled kernel is {KERNEL.status}"
+    if model.training or model.device.type != "cpu" or model.generator.weight.dtype != torch.float32:
+        return "the kernel decodes float32 models in eval mode on the CPU"
+    if config.norm != "pre" or not config.final_norm:
+        return "the kernel runs pre-norm layers with a final norm"
+    if rows > MAX_ROWS:
+        return f"{rows} rows: the float16 kernel pays off up to {MAX_ROWS}"
+    if masked_heads.get():
+        return "heads are switched off in this context"
+    norms = _norms(model)
+    if any(n.eps != norms[0].eps or n.weight is None for n in norms):
+        return "the kernel needs affine norms with one eps"
+    if any(not _records_only_steps(model, recording) for recording in active_recordings.get()):
+        return "an open recording asks for more than the decoder's attention and layer outputs"
+    if fused_weights(model) is None:
+        return "a weight has no current float16 copy"
+    return None
+
+
+def _step_modules(model) -> tuple[list, list, list]:
+    layers = list(model.decoder_layers)
+    return [layer.self_attention.attend for layer in layers], [layer.cross_attention.attend for layer in layers], layers
+
+
+def _records_only_steps(model, recording) -> bool:
+    decoder = {id(m) for m in model.decoder_layers.modules()} | {id(m) for m in model.decoder_norm.modules()}
+    decoder |= {id(m) for m in model.generator.modules()}
+    allowed = {id(m) for group in _step_modules(model) for m in group}
+    return not (recording.module_ids & decoder) - allowed
+
+
+class FusedStep:
+    """The decoding state of a batch of rows on the kernel: the self-attention cache, preallocated, and the
+    cross-attention's keys and values, computed once per sentence and shared by that sentence's rows."""
+
+    def __init__(self, model, weights: FusedWeights, memory: torch.Tensor, src_mask: torch.Tensor | None):
+        config = model.config
+        batch, length, d = memory.shape
+        heads = config.n_heads
+        shape = (batch, heads, config.max_len, d // heads)
+        self.model, self.weights, self.heads, self.length = model, weights, heads, 0
+        self.self_keys = [torch.empty(shape) for _ in model.decoder_layers]
+        self.self_values = [torch.empty(shape) for _ in model.decoder_layers]
+        self.cross_keys, self.cross_values = [], []
+        for layer in model.decoder_layers:
+            keys, values = layer.cross_attention.project_keys_values(memory)  # (B, H, S, hs) each
+            self.cross_keys.append(keys.contiguous())
+            self.cross_values.append(values.contiguous())
+        self.source_rows = torch.arange(batch)  # (B,) the sentence of each row
+        # 0 where a sentence's key is a source token, -inf where it is padding; None when none is padded
+        self.source_bias = None
+        if src_mask is not None:
+            real = src_mask.reshape(batch, length)
+            self.source_bias = torch.zeros(batch, length).masked_fill_(~real, float("-inf"))
+        self.modules = _step_modules(model)
+        self.module_ids = {id(m) for group in self.modules for m in group}
+
+    @classmethod
+    def start(cls, model, memory: torch.Tensor, src_mask: torch.Tensor | None) -> "FusedStep | None":
+        """The kernel's state for these rows, or None where the Python step must run (see `why_not_fused`)."""
+        if why_not_fused(model, memory.size(0)) is not None:
+            return None
+        return cls(model, fused_weights(model), memory, src_mask)
+
+    def step(self, last_tokens: torch.Tensor) -> torch.Tensor:
+        """The newest token per row (B,) -> next-token logits (B, V); records into the open recordings."""
+        model = self.model
+        embedded = model.embed(last_tokens[:, None], model.tgt_embed, start=self.length)[:, 0].contiguous()
+        recordings = active_recordings.get()
+        record = bool(recordings) and any(r.module_ids & self.module_ids for r in recordings)
+        out = KERNEL.module.decoder_step(embedded, self.weights.tensors, self.self_keys, self.self_values,
+                                         self.cross_keys, self.cross_values, self.source_rows, self.source_bias, self.length,
+                                         self.heads, self.weights.eps, record)
+        self.length += 1
+        if record:
+            layers = len(self.self_keys)
+            recorded = (out[1: 1 + layers], out[1 + layers: 1 + 2 * layers], out[1 + 2 * layers:])
+            for recording in recordings:
+                for modules, tensors in zip(self.modules, recorded):
+                    for module, tensor in zip(modules, tensors):
+                        if id(module) in recording.module_ids:
+                            recording.add(module.probe, tensor)
+        return out[0]
+
+    def select_rows(self, rows: torch.Tensor) -> None:
+        """Keeps rows `rows` (R,) in that order; rows may repeat (beam search copies hypotheses)."""
+        layers = len(self.self_keys)
+        selected = KERNEL.module.select_rows(self.self_keys + self.self_values, rows, self.length)
+        self.self_keys, self.self_values = selected[:layers], selected[layers:]
+        self.source_rows = self.source_rows.index_select(0, rows)

@@ -1,0 +1,74 @@
+// The float16-weight matrix product that half_linear.cpp exposes and fused_step.cpp runs every decoder layer on.
+// y (rows x outputs) = x (rows x width) W^T + b for float32 x and float16 W (outputs x width, row-major): W is
+// widened to float32 in registers and every product accumulates in float32. Needs AVX2, FMA and F16C.
+#pragma once
+#include <torch/extension.h>
+#include <ATen/Parallel.h>
+#include <immintrin.h>
+#include <cstdint>
+#include <vector>
+
+static inline float horizontal_sum(__m256 v) {
+  __m128 low = _mm256_castps256_ps128(v);
+  low = _mm_add_ps(low, _mm256_extractf128_ps(v, 1));
+  low = _mm_add_ps(low, _mm_movehl_ps(low, low));
+  low = _mm_add_ss(low, _mm_movehdup_ps(low));
+  return _mm_cvtss_f32(low);
+}
+
+// R rows at once: each 16 weights are widened once and multiplied into every row, so several rows cost little more
+// than one. Per output, the sum runs in the same order for any R (two chains over k, then the tail), so a row's
+// result does not depend on which rows share its call.
+template <int R>
+static inline void half_matmul_rows(const float* xp, int64_t width, const uint16_t* wp, int64_t outputs,
+                                    const float* bp, float* yp, int64_t begin, int64_t end) {
+  for (int64_t n = begin; n < end; ++n) {
+    const uint16_t* w_row = wp + n * width;
+    __m256 even[R], odd[R];  // two chains per row hide the FMA latency
+    for (int m = 0; m < R; ++m) even[m] = odd[m] = _mm256_setzero_ps();
+    int64_t k = 0;
+    for (; k + 16 <= width; k += 16) {
+      const __m256 w_even = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w_row + k)));
+      const __m256 w_odd = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w_row + k + 8)));
+      for (int m = 0; m < R; ++m) {
+        even[m] = _mm256_fmadd_ps(w_even, _mm256_loadu_ps(xp + m * width + k), even[m]);
+        odd[m] = _mm256_fmadd_ps(w_odd, _mm256_loadu_ps(xp + m * width + k + 8), odd[m]);
+      }
+    }
+    for (int m = 0; m < R; ++m) {
+      const float* x_row = xp + m * width;
+      float total = horizontal_sum(_mm256_add_ps(even[m], odd[m]));
+      for (int64_t tail = k; tail < width; ++tail) total += x_row[tail] * _cvtsh_ss(w_row[tail]);
+      yp[m * outputs + n] = bp ? total + bp[n] : total;
+    }
+  }
+}
+
+// bias may be null; rows are taken 4 at a time, then the rest
+static inline void half_matmul(const float* xp, int64_t rows, int64_t width, const uint16_t* wp, int64_t outputs,
+                               const float* bp, float* yp) {
+  at::parallel_for(0, outputs, 64, [&](int64_t begin, int64_t end) {
+    int64_t m = 0;
+    for (; m + 4 <= rows; m += 4) half_matmul_rows<4>(xp + m * width, width, wp, outputs, bp, yp + m * outputs, begin, end);
+    const float* x_rest = xp + m * width;
+    float* y_rest = yp + m * outputs;
+    switch (rows - m) {
+      case 3: half_matmul_rows<3>(x_rest, width, wp, outputs, bp, y_rest, begin, end); break;
+      case 2: half_matmul_rows<2>(x_rest, width, wp, outputs, bp, y_rest, begin, end); break;
+      case 1: half_matmul_rows<1>(x_rest, width, wp, outputs, bp, y_rest, begin, end); break;
+      default: break;
+    }
+  });
+}
+
+static inline const uint16_t* half_data(const torch::Tensor& t) {
+  return reinterpret_cast<const uint16_t*>(t.data_ptr<at::Half>());
+}
+
+// fused_step.cpp
+std::vector<torch::Tensor> decoder_step(torch::Tensor embedded, std::vector<torch::Tensor> weights,
+                                        std::vector<torch::Tensor> self_keys, std::vector<torch::Tensor> self_values,
+                                        std::vector<torch::Tensor> cross_keys, std::vector<torch::Tensor> cross_values,
+                                        torch::Tensor source_rows, c10::optional<torch::Tensor> source_bias,
+                                        int64_t position, int64_t heads, double eps, bool record);
+std::vector<torch::Tensor> select_rows(std::vector<torch::Tensor> caches, torch::Tensor rows, int64_t filled);
