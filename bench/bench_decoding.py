@@ -35,6 +35,9 @@ runtime and torch's slowed each other 2-3x. --no-ctranslate2 leaves it out.
 Ours with float32 weights: the same checkpoint with `use_half_weights(False)`, every layer through F.linear on
 float32 weights (core/half_linear.py), same tokens checked: "float32_weights_over_ours" is what reading the
 float16 copies buys. The kernel is compiled (or loaded from its cache) before anything is timed.
+Ours through the Python step: the same checkpoint with `fused_decoding = False`, each decoder layer's step through
+its ATen operators instead of one call of the compiled kernel (core/fused_step.py), same tokens checked:
+"python_step_over_ours" is what the fused step buys; "fused_step" says whether it ran, and why not where it did not.
 Ours only: greedy without the key/value cache (what the cache buys) and beam 4 without capture (what capture
 costs), kept from the earlier version of this benchmark. Its other rows are dropped: uncached beam and
 uncached capture say nothing the uncached greedy row does not, and the 30-token random-weight row was there
@@ -69,6 +72,7 @@ sys.path.insert(0, str(ROOT))
 
 from base_package import base_package  # noqa: E402
 from transformer import Translator  # noqa: E402
+from transformer.core.fused_step import why_not_fused  # noqa: E402
 from transformer.core.half_linear import KERNEL, MAX_ROWS  # noqa: E402
 from transformer.core.probes import ATTENTION_KINDS  # noqa: E402
 from transformer.decoding.strategies.beam import beam_search  # noqa: E402
@@ -239,6 +243,9 @@ def measure(args, base) -> dict:
     # the same checkpoint through F.linear on float32 weights: what the float16 copies buy
     float32_model = Translator.from_pretrained(args.checkpoint).model
     float32_model.use_half_weights(False)
+    # the same checkpoint decoding through the Python step (every layer's ATen operators): what the fused step buys
+    python_step_model = Translator.from_pretrained(args.checkpoint).model
+    python_step_model.fused_decoding = False
     source_ids, _ = translator.source_ids(SENTENCE)
     ours = ours_runs(model, source_ids)
     decoded = {name: run() for name, run in ours.items()}
@@ -248,6 +255,9 @@ def measure(args, base) -> dict:
         "cpu": platform.processor() or platform.machine(), "torch": torch.__version__,
         "torch_threads": torch.get_num_threads(),
         "half_weights": half_weights_path(model),
+        "fused_step": {"one row": why_not_fused(model, 1) or "every decoder layer's step in one kernel call "
+                                                              "(core/fused_step.py)",
+                       f"{BEAM} rows": why_not_fused(model, BEAM) or "the same"},
         "ours": {"checkpoint": str(args.checkpoint), "trainable_parameters": trainable_parameters(model),
                  "translation": translator.tokenizer.decode(decoded["greedy"].token_ids),
                  "output_tokens": lengths, "decoder_steps": {name: decoder_steps(decoded[name]) for name in COMPARED}},
@@ -275,6 +285,13 @@ def measure(args, base) -> dict:
             raise RuntimeError(f"float32 weights: {name} decodes other tokens than the float16 copies")
         runs["float32 weights", name] = float32_runs[name]
     report["float32 weights"] = {"what": "the same checkpoint with use_half_weights(False): F.linear, float32"}
+    python_step_runs = ours_runs(python_step_model, source_ids)
+    for name in COMPARED:
+        if python_step_runs[name]().token_ids != decoded[name].token_ids:
+            raise RuntimeError(f"python step: {name} decodes other tokens than the fused step")
+        runs["python step", name] = python_step_runs[name]
+    report["python step"] = {"what": "the same checkpoint with fused_decoding = False: each layer's step through "
+                                     "ATen operators, on the same float16 copies"}
 
     if base is not None:
         previous = base_runs(base, args.checkpoint, source_ids)
@@ -285,7 +302,7 @@ def measure(args, base) -> dict:
         report["before"] = {"commit": args.base}
 
     medians = interleaved_medians(runs, args.rounds)
-    for side in ("ours", "float32 weights", "marian", "before"):
+    for side in ("ours", "python step", "float32 weights", "marian", "before"):
         side_medians = {name: ms for (who, name), ms in medians.items() if who == side}
         if side_medians:
             report[side]["median_ms"] = side_medians
@@ -301,6 +318,8 @@ def measure(args, base) -> dict:
     if built:
         report["marian_over_ours"] = {name: round(medians["marian", name] / medians["ours", name], 2)
                                       for name in COMPARED}
+    report["python_step_over_ours"] = {name: round(medians["python step", name] / medians["ours", name], 2)
+                                       for name in COMPARED}
     report["float32_weights_over_ours"] = {name: round(medians["float32 weights", name] / medians["ours", name], 2)
                                            for name in COMPARED}
     if base is not None:

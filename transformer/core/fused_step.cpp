@@ -69,13 +69,15 @@ void add_into(float* x, const float* y, int64_t n) {
 
 }  // namespace
 
-// embedded (B, D): the newest positions' embeddings. self_keys / self_values per layer (B, H, C, hs): positions
+// tokens (B,): each row's newest token, embedded as the model does: token_embedding (V, D) row * embedding_scale +
+// positions (max_len, D) row t. self_keys / self_values per layer (B, H, C, hs): positions
 // 0..t-1 filled; this step writes position t. cross_keys / cross_values per layer (N, H, S, hs), one per sentence,
 // and source_rows (B,) the sentence of each row (beam search's rows share their sentence's). source_bias (N, S):
 // 0 for source tokens, -inf for padding; none when no sentence is padded. Returns the logits (B, V), then with `record`
 // each layer's self-attention probabilities (B, H, 1, t + 1), its cross-attention probabilities (B, H, 1, S) and its
 // output (B, 1, D), layer by layer within each kind.
-std::vector<torch::Tensor> decoder_step(torch::Tensor embedded, std::vector<torch::Tensor> weights,
+std::vector<torch::Tensor> decoder_step(torch::Tensor tokens, torch::Tensor token_embedding, double embedding_scale,
+                                        torch::Tensor positions, std::vector<torch::Tensor> weights,
                                         std::vector<torch::Tensor> self_keys, std::vector<torch::Tensor> self_values,
                                         std::vector<torch::Tensor> cross_keys, std::vector<torch::Tensor> cross_values,
                                         torch::Tensor source_rows, c10::optional<torch::Tensor> source_bias,
@@ -83,9 +85,12 @@ std::vector<torch::Tensor> decoder_step(torch::Tensor embedded, std::vector<torc
   const int64_t layers = static_cast<int64_t>(self_keys.size());
   TORCH_CHECK(static_cast<int64_t>(weights.size()) == kLayerTensors * layers + 4, "expected ", kLayerTensors * layers + 4,
               " weight tensors for ", layers, " layers, got ", weights.size());
-  TORCH_CHECK(embedded.dim() == 2 && embedded.scalar_type() == torch::kFloat32 && embedded.is_contiguous(),
-              "embedded must be contiguous (B, D) float32");
-  const int64_t rows = embedded.size(0), d = embedded.size(1), head_size = d / heads;
+  TORCH_CHECK(tokens.scalar_type() == torch::kLong && tokens.dim() == 1 && tokens.is_contiguous(),
+              "tokens must be a 1-D int64 tensor");
+  TORCH_CHECK(token_embedding.is_contiguous() && positions.is_contiguous() && token_embedding.size(1) == positions.size(1),
+              "the token and position tables must be contiguous, of one width");
+  const int64_t rows = tokens.numel(), d = token_embedding.size(1), head_size = d / heads;
+  TORCH_CHECK(position < positions.size(0), "position ", position, " is beyond the model's ", positions.size(0));
   const int64_t source_length = cross_keys.at(0).size(2), capacity = self_keys.at(0).size(2);
   const int64_t ff = weights[14].size(0), vocabulary = weights[kLayerTensors * layers + 2].size(0);
   TORCH_CHECK(position < capacity, "position ", position, " is beyond the cache's ", capacity, " positions");
@@ -100,11 +105,19 @@ std::vector<torch::Tensor> decoder_step(torch::Tensor embedded, std::vector<torc
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_size)), norm_eps = static_cast<float>(eps);
   const int64_t seen = position + 1;
 
-  std::vector<float> x(embedded.data_ptr<float>(), embedded.data_ptr<float>() + rows * d);
+  std::vector<float> x(rows * d);
+  const int64_t* token = tokens.data_ptr<int64_t>();
+  const float* position_row = floats(positions) + position * d;
+  const float token_scale = static_cast<float>(embedding_scale);  // as torch multiplies float32 by a Python float
+  for (int64_t b = 0; b < rows; ++b) {
+    TORCH_CHECK(token[b] >= 0 && token[b] < token_embedding.size(0), "token ", token[b], " is outside the vocabulary");
+    const float* embedding_row = floats(token_embedding) + token[b] * d;
+    for (int64_t k = 0; k < d; ++k) x[b * d + k] = embedding_row[k] * token_scale + position_row[k];
+  }
   std::vector<float> normed(rows * d), projected(rows * 3 * d), mixed(rows * d), update(rows * d), hidden(rows * ff);
   std::vector<float> scratch(std::max(seen, source_length));
   std::vector<torch::Tensor> self_probabilities, cross_probabilities, outputs;
-  const auto options = embedded.options();
+  const auto options = token_embedding.options();
 
   for (int64_t l = 0; l < layers; ++l) {
     const torch::Tensor* w = weights.data() + kLayerTensors * l;

@@ -151,10 +151,12 @@ class FusedStep:
     def step(self, last_tokens: torch.Tensor) -> torch.Tensor:
         """The newest token per row (B,) -> next-token logits (B, V); records into the open recordings."""
         model = self.model
-        embedded = model.embed(last_tokens[:, None], model.tgt_embed, start=self.length)[:, 0].contiguous()
+        if self.length >= model.config.max_len:  # the message Transformer.embed gives
+            raise ValueError(f"sequence of {self.length + 1} positions exceeds the model's max_len {model.config.max_len}")
         recordings = active_recordings.get()
         record = bool(recordings) and any(r.module_ids & self.module_ids for r in recordings)
-        out = KERNEL.module.decoder_step(embedded, self.weights.tensors, self.self_keys, self.self_values,
+        out = KERNEL.module.decoder_step(last_tokens.contiguous(), model.tgt_embed.weight.detach(), model.tgt_embed.scale,
+                                         model.positions.table.detach(), self.weights.tensors, self.self_keys, self.self_values,
                                          self.cross_keys, self.cross_values, self.source_rows, self.source_bias, self.length,
                                          self.heads, self.weights.eps, record)
         self.length += 1

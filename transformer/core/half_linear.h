@@ -66,7 +66,8 @@ static inline const uint16_t* half_data(const torch::Tensor& t) {
 }
 
 // fused_step.cpp
-std::vector<torch::Tensor> decoder_step(torch::Tensor embedded, std::vector<torch::Tensor> weights,
+std::vector<torch::Tensor> decoder_step(torch::Tensor tokens, torch::Tensor token_embedding, double embedding_scale,
+                                        torch::Tensor positions, std::vector<torch::Tensor> weights,
                                         std::vector<torch::Tensor> self_keys, std::vector<torch::Tensor> self_values,
                                         std::vector<torch::Tensor> cross_keys, std::vector<torch::Tensor> cross_values,
                                         torch::Tensor source_rows, c10::optional<torch::Tensor> source_bias,
