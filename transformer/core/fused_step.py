@@ -33,29 +33,41 @@ class FusedWeights:
     eps: float
 
 
-def _linears(model) -> list:
-    linears = []
+@dataclass
+class Layout:
+    """The modules the kernel reads and records, found once per model (its structure does not change)."""
+
+    linears: list  # per layer: self q|k|v, self output, cross q|k|v, cross output, fc1, fc2; then the generator
+    norms: list  # per layer: self-attention, cross-attention, feed-forward; then the final norm
+    recorded: tuple[list, list, list]  # per layer: self-attention probabilities, cross-attention ones, the layer
+    recorded_ids: frozenset[int]
+    decoder_ids: frozenset[int]  # every module a decoding step runs
+
+
+def layout(model) -> Layout:
+    cached = getattr(model, "_fused_layout", None)
+    if cached is not None:
+        return cached
+    linears, norms = [], []
     for layer in model.decoder_layers:
         linears += [layer.self_attention.in_proj, layer.self_attention.out_proj, layer.cross_attention.in_proj,
                     layer.cross_attention.out_proj, layer.feed_forward.fc1, layer.feed_forward.fc2]
-    return linears + [model.generator]
-
-
-def _norms(model) -> list:
-    norms = []
-    for layer in model.decoder_layers:
         norms += [layer.self_attention_residual.norm, layer.cross_attention_residual.norm, layer.feed_forward_residual.norm]
-    return norms + [model.decoder_norm]
+    layers = list(model.decoder_layers)
+    recorded = ([layer.self_attention.attend for layer in layers], [layer.cross_attention.attend for layer in layers], layers)
+    decoder = [*model.decoder_layers.modules(), *model.decoder_norm.modules(), *model.generator.modules()]
+    model._fused_layout = Layout(linears + [model.generator], norms + [model.decoder_norm], recorded,
+                                 frozenset(id(m) for group in recorded for m in group), frozenset(map(id, decoder)))
+    return model._fused_layout
 
 
 def fused_weights(model) -> FusedWeights | None:
     """The model's tensors for the kernel, kept on the model while its weights stay unchanged; None where a float16
     copy is missing or stale (half_linear.attach_half_weights keeps none for weights float16 would round)."""
-    linears = _linears(model)
+    linears, norms = layout(model).linears, layout(model).norms
     halves = [getattr(linear, "half_weight", None) for linear in linears]
     if any(half is None or half.version != linear.weight._version for half, linear in zip(halves, linears)):
         return None
-    norms = _norms(model)
     parameters = [p for module in linears + norms for p in (module.weight, module.bias)]
     versions = tuple((id(p), p._version) for p in parameters)
     cached = getattr(model, "_fused_weights", None)
@@ -93,26 +105,15 @@ def why_not_fused(model, rows: int) -> str | None:
         return f"{rows} rows: the float16 kernel pays off up to {MAX_ROWS}"
     if masked_heads.get():
         return "heads are switched off in this context"
-    norms = _norms(model)
+    norms = layout(model).norms
     if any(n.eps != norms[0].eps or n.weight is None for n in norms):
         return "the kernel needs affine norms with one eps"
-    if any(not _records_only_steps(model, recording) for recording in active_recordings.get()):
+    plan = layout(model)
+    if any((recording.module_ids & plan.decoder_ids) - plan.recorded_ids for recording in active_recordings.get()):
         return "an open recording asks for more than the decoder's attention and layer outputs"
     if fused_weights(model) is None:
         return "a weight has no current float16 copy"
     return None
-
-
-def _step_modules(model) -> tuple[list, list, list]:
-    layers = list(model.decoder_layers)
-    return [layer.self_attention.attend for layer in layers], [layer.cross_attention.attend for layer in layers], layers
-
-
-def _records_only_steps(model, recording) -> bool:
-    decoder = {id(m) for m in model.decoder_layers.modules()} | {id(m) for m in model.decoder_norm.modules()}
-    decoder |= {id(m) for m in model.generator.modules()}
-    allowed = {id(m) for group in _step_modules(model) for m in group}
-    return not (recording.module_ids & decoder) - allowed
 
 
 class FusedStep:
@@ -138,8 +139,7 @@ class FusedStep:
         if src_mask is not None:
             real = src_mask.reshape(batch, length)
             self.source_bias = torch.zeros(batch, length).masked_fill_(~real, float("-inf"))
-        self.modules = _step_modules(model)
-        self.module_ids = {id(m) for group in self.modules for m in group}
+        self.recorded, self.recorded_ids = layout(model).recorded, layout(model).recorded_ids
 
     @classmethod
     def start(cls, model, memory: torch.Tensor, src_mask: torch.Tensor | None) -> "FusedStep | None":
@@ -154,7 +154,7 @@ class FusedStep:
         if self.length >= model.config.max_len:  # the message Transformer.embed gives
             raise ValueError(f"sequence of {self.length + 1} positions exceeds the model's max_len {model.config.max_len}")
         recordings = active_recordings.get()
-        record = bool(recordings) and any(r.module_ids & self.module_ids for r in recordings)
+        record = bool(recordings) and any(r.module_ids & self.recorded_ids for r in recordings)
         out = KERNEL.module.decoder_step(last_tokens.contiguous(), model.tgt_embed.weight.detach(), model.tgt_embed.scale,
                                          model.positions.table.detach(), self.weights.tensors, self.self_keys, self.self_values,
                                          self.cross_keys, self.cross_values, self.source_rows, self.source_bias, self.length,
@@ -164,7 +164,7 @@ class FusedStep:
             layers = len(self.self_keys)
             recorded = (out[1: 1 + layers], out[1 + layers: 1 + 2 * layers], out[1 + 2 * layers:])
             for recording in recordings:
-                for modules, tensors in zip(self.modules, recorded):
+                for modules, tensors in zip(self.recorded, recorded):
                     for module, tensor in zip(modules, tensors):
                         if id(module) in recording.module_ids:
                             recording.add(module.probe, tensor)
