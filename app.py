@@ -16,7 +16,10 @@ from pathlib import Path
 # fixed cost per request that grows with the server's age; every 1,000 events is enough for its dashboard
 os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", "1000")
 
-import gradio as gr  # noqa: E402  (after the setting above, which gradio reads when the queue is made)
+from explorer.gradio_import import skip_stub_generation  # noqa: E402
+
+skip_stub_generation()  # Gradio's editor stubs, rebuilt at every import, are 0.8 s of start-up (gradio_import.py)
+import gradio as gr  # noqa: E402  (after the two above: the setting is read when the queue is made)
 import torch  # noqa: E402
 
 from explorer.registry import discover  # noqa: E402

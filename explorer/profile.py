@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -31,11 +32,16 @@ class ModelProfile:
     token_norms: np.ndarray  # (V,) size of each source token's scaled embedding
     metrics: dict | None
     timeline: Timeline | None  # attention across training, when the checkpoint ships one
-    weights_sha256: str | None  # of model.safetensors: which weights an export came from
     head_importance: dict | None  # head_importance.json, when `python -m transformer.analysis.importance` wrote one
     alignment: dict | None  # alignment.json, when `python -m transformer.analysis.alignment_eval` wrote one
     split_head_stats: dict | None  # head_stats.json: per-head statistics over val (analysis/corpus_stats.py)
     faithfulness: dict | None = None  # faithfulness.json: the deletion test of each attribution (analysis/faithfulness.py)
+    weights_file: Path | None = None  # model.safetensors, hashed on first use (an export), not at start-up
+
+    @cached_property
+    def weights_sha256(self) -> str | None:
+        """Of model.safetensors: which weights an export came from."""
+        return file_sha256(self.weights_file) if self.weights_file else None
 
     def source_norms(self, src_ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
         """For one input: (size of each scaled token embedding, size of each positional vector)."""
@@ -56,11 +62,11 @@ def profile_model(translator: Translator) -> ModelProfile:
         token_norms=(model.src_embed.weight.detach().float().cpu().norm(dim=-1) * model.src_embed.scale).numpy(),
         metrics=translator.metrics,
         timeline=Timeline.load(translator.source) if translator.source else None,
-        weights_sha256=file_sha256(translator.source / WEIGHTS_FILE) if translator.source else None,
         head_importance=read_json_file(translator.source / "head_importance.json") if translator.source else None,
         alignment=read_json_file(translator.source / "alignment.json") if translator.source else None,
         split_head_stats=read_json_file(translator.source / "head_stats.json") if translator.source else None,
         faithfulness=read_json_file(translator.source / "faithfulness.json") if translator.source else None,
+        weights_file=translator.source / WEIGHTS_FILE if translator.source else None,
     )
 
 
