@@ -26,7 +26,18 @@ from .views.selection import head_choices, layer_choices, valid_head, valid_laye
 
 # Runs in the browser before the open tab is drawn: waits until the first screen has been painted, so that
 # the tab's plots never hold back the translation and the live picture.
-AFTER_PAINT_JS = "(...args) => new Promise(done => requestAnimationFrame(() => setTimeout(() => done(args), 0)))"
+# The open tab is drawn after the live view has drawn the new translation (its numbers are inflated asynchronously,
+# static/live_render.js) and the browser has painted it, or after a second at most: the tab's figures would otherwise
+# take the browser's main thread while the first screen waits.
+AFTER_LIVE_VIEW_JS = """(...args) => new Promise(done => {
+  const started = performance.now();
+  const wait = () => {
+    const pending = document.querySelector('#live-attention .ae-live[data-pending]');
+    if (pending && performance.now() - started < 1000) return requestAnimationFrame(wait);
+    requestAnimationFrame(() => setTimeout(() => done(args), 0));
+  };
+  wait();
+})"""
 
 
 class Wiring:
@@ -166,7 +177,7 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
     for trigger in (c["translate_button"].click, c["source"].submit):  # the page: checked first, result kept
         trigger(translate_page, translate_inputs, translate_outputs, api_name=False, api_visibility="private",
                 validator=validate).success(draw_open_tab, ui.state_inputs + [ui.open_tab], [ui.result_state] + tab_outputs,
-                                            api_visibility="private", show_progress="hidden", js=AFTER_PAINT_JS)
+                                            api_visibility="private", show_progress="hidden", js=AFTER_LIVE_VIEW_JS)
     wire_api(ui)
 
     # a control re-renders the views that read it, from the stored result: no model runs, so no queue

@@ -28,6 +28,8 @@ function load() {
   if (payload === view.payload) return true;
   if (payload !== view.decoding) {
     view.decoding = payload;
+    const root = element.querySelector(".ae-live");
+    if (root) root.dataset.pending = "1";  // the open tab waits for this to go (wiring.py's AFTER_LIVE_VIEW_JS)
     decodeWeights(payload).then(async weights => {
       const norms = await weightedNorms(payload, weights);
       if (view.decoding !== payload) return;
@@ -286,6 +288,7 @@ function draw() {
   if (view.layer === "overview") overview(root); else if (view.mode === "lines") lines(root); else heatmap(root);
   downloads(root);
   root.dataset.state = JSON.stringify({kind: view.kind, layer: view.layer, head: view.head, mode: view.mode, step: view.step});
+  delete root.dataset.pending;
   root.dataset.measure = view.measure;
 }
 
