@@ -1,7 +1,8 @@
 """Whether decoding every decoder layer's step in one kernel call (core/fused_step.py) changes any translation: each
-shipped checkpoint translates every val sentence alone, as the app does, on the kernel and on the Python step, with
-its recorded decoding settings (beam search) and greedily. Prints JSON: per checkpoint and strategy, how many of the
-sentences came out different, and each path's seconds.
+shipped checkpoint translates every val sentence alone, as the app does, with its recorded decoding settings (beam
+search) and greedily, on three paths: the fused step; the Python step on the same float16 copies; and the Python step
+on the float32 weights through F.linear (no kernel at all, the reference). Prints JSON: per checkpoint and strategy,
+how many sentences the fused step translates differently from each of the other two, and each path's seconds.
 
     python bench/check_fused.py [--checkpoints checkpoints/en-de checkpoints/de-en] [--split val] [--limit N]
 """
@@ -25,11 +26,17 @@ from transformer.core.half_linear import KERNEL  # noqa: E402
 from transformer.corpus.data import default_data_dir, read_parallel_or_exit  # noqa: E402
 
 
-def translations(translator: Translator, sentences: list[str], fused: bool, strategy: str, settings: dict,
+PATHS = {"fused": (True, True), "python step": (False, True), "float32 F.linear": (False, False)}
+
+
+def translations(translator: Translator, sentences: list[str], path: str, strategy: str, settings: dict,
                  label: str) -> tuple[list[str], float]:
+    fused, half = PATHS[path]
     translator.model.fused_decoding = fused
+    translator.model.use_half_weights(half)
     started = time.perf_counter()
-    texts = [translator.translate(s, strategy=strategy, **settings).text for s in tqdm(sentences, desc=label, leave=False)]
+    texts = [translator.translate(s, strategy=strategy, **settings).text
+             for s in tqdm(sentences, desc=f"{label} {path}", leave=False)]
     return texts, round(time.perf_counter() - started, 1)
 
 
@@ -62,12 +69,16 @@ def main() -> None:
         results = {}
         for strategy, settings in (translator.recorded_decoding(), ("greedy", {})):
             label = f"{Path(checkpoint).name} {strategy}"
-            python, python_s = translations(translator, sentences, False, strategy, settings, label + " python")
-            fused, fused_s = translations(translator, sentences, True, strategy, settings, label + " fused")
-            different = [i for i, (a, b) in enumerate(zip(python, fused)) if a != b]
-            results[strategy] = {"settings": settings, "sentences": len(sentences), "different": len(different),
-                                 "first_different": [{"python": python[i], "fused": fused[i]} for i in different[:5]],
-                                 "python_seconds": python_s, "fused_seconds": fused_s}
+            texts, seconds = {}, {}
+            for path in PATHS:
+                texts[path], seconds[path] = translations(translator, sentences, path, strategy, settings, label)
+            fused = texts["fused"]
+            results[strategy] = {"settings": settings, "sentences": len(sentences), "seconds": seconds}
+            for other in ("python step", "float32 F.linear"):
+                different = [i for i, (a, b) in enumerate(zip(texts[other], fused)) if a != b]
+                results[strategy][f"different_from_{other.replace(' ', '_')}"] = len(different)
+                results[strategy][f"first_different_from_{other.replace(' ', '_')}"] = [
+                    {other: texts[other][i], "fused": fused[i]} for i in different[:5]]
         report["checkpoints"][Path(checkpoint).name] = results
     print(json.dumps(report, indent=2, ensure_ascii=False))
 

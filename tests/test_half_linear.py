@@ -55,7 +55,7 @@ def float16_exact_model(**overrides) -> Transformer:
     return model
 
 
-@pytest.mark.parametrize("rows", [1, 3, MAX_ROWS])
+@pytest.mark.parametrize("rows", [1, 3, 5, MAX_ROWS])  # 4 rows at a time, then 1 to 3
 @pytest.mark.parametrize("width", [16, 37, 256])  # 37: the scalar tail after the 16-wide loop
 @pytest.mark.parametrize("with_bias", [True, False])
 def test_kernel_equals_float32_linear(kernel, rows, width, with_bias):
@@ -64,6 +64,26 @@ def test_kernel_equals_float32_linear(kernel, rows, width, with_bias):
     bias = torch.randn(50) if with_bias else None
     expected = F.linear(x.double(), weight.double(), bias.double() if with_bias else None)  # independent, float64
     torch.testing.assert_close(kernel.linear(x, weight, bias).double(), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_the_avx2_path_where_avx512_is_chosen(kernel):
+    """On an AVX-512 CPU the kernel takes its 16-wide path; ATTENTION_EXPLORER_NO_AVX512 keeps the 8-wide AVX2 one,
+    which other machines run: held here to the same float64 reference, in a process of its own (the choice is made
+    once per process)."""
+    script = ("import torch, torch.nn.functional as F\n"
+              "from transformer.core.half_linear import KERNEL\n"
+              "kernel = KERNEL.wait()\n"
+              "torch.manual_seed(0)\n"
+              "for rows in (1, 3, 4, 7):\n"
+              "    for width in (16, 37, 256):\n"
+              "        x, w, b = torch.randn(rows, width), torch.randn(50, width).half(), torch.randn(50)\n"
+              "        expected = F.linear(x.double(), w.double(), b.double())\n"
+              "        torch.testing.assert_close(kernel.linear(x, w, b).double(), expected, rtol=1e-5, atol=1e-5)\n"
+              "print('ok')")
+    env = {**os.environ, "ATTENTION_EXPLORER_NO_AVX512": "1"}
+    out = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).resolve().parent.parent, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
 
 
 def test_another_thread_runs_python_while_the_kernel_multiplies(kernel):
