@@ -136,6 +136,27 @@ def test_batched_beam_equals_one_at_a_time():
         assert out.score == pytest.approx(alone.score)
 
 
+@pytest.mark.parametrize("beam_size", [2, 3, 5])
+def test_candidates_from_each_rows_best_equal_those_of_the_whole_vocabulary(beam_size, monkeypatch):
+    """Beam search takes a sentence's 2k candidates from its rows' own best 10 (beam.py); with the trace's top-k cut
+    below 2k it searches every row's whole vocabulary instead. Both must keep the same hypotheses, expand the same
+    tree and end with the same translation."""
+    import transformer.decoding.strategies.beam as beam_module
+
+    torch.manual_seed(11)
+    model = Transformer(tiny_config(vocab_size=40)).eval()
+    sources = [torch.randint(4, 40, (n,)).tolist() + [EOS_ID] for n in (5, 9, 3)]
+    shortcut = beam(model, sources, beam_size=beam_size, max_length=14)
+    monkeypatch.setattr(beam_module, "TRACE_TOPK", 2 * beam_size - 1)  # the whole-vocabulary path
+    whole = beam(model, sources, beam_size=beam_size, max_length=14)
+    for fast, full in zip(shortcut, whole):
+        assert fast.token_ids == full.token_ids
+        assert fast.score == full.score
+        assert [(n.parent, n.token_id, n.log_prob, n.status) for n in fast.tree] == \
+               [(n.parent, n.token_id, n.log_prob, n.status) for n in full.tree]
+        assert [s.hypotheses for s in fast.steps] == [s.hypotheses for s in full.steps]
+
+
 def test_step_trace_is_consistent():
     torch.manual_seed(2)
     model = Transformer(tiny_config(vocab_size=12)).double().eval()

@@ -80,12 +80,23 @@ def beam_search(model: Transformer, sources: list[list[int]], beam_size: int = 4
             log_probs = decoder.step().log_softmax(dim=-1)  # (N, V)
             if log:
                 log.add_step(recording)
-            top_probs, top_ids = log_probs.exp().topk(min(TRACE_TOPK, log_probs.size(-1)), dim=-1)
-            step_topk.append((top_ids.tolist(), top_probs.tolist()))
-            log_probs = force_prefixes(log_probs, [prefixes[s] for s in active], step, k)
-            scores = torch.tensor([h.log_prob for h in live], device=device)[:, None] + log_probs
-            vocab = scores.size(-1)
-            cand_scores, cand_index = scores.view(len(active), k * vocab).topk(2 * k, dim=-1)
+            vocab = log_probs.size(-1)
+            top_log_probs, top_ids = log_probs.topk(min(TRACE_TOPK, vocab), dim=-1)  # (N, 10), each row's best
+            step_topk.append((top_ids.tolist(), top_log_probs.exp().tolist()))
+            live_log_probs = torch.tensor([h.log_prob for h in live], device=device)[:, None]
+            forcing = any(step < len(prefixes[s]) for s in active)
+            if forcing or 2 * k > top_ids.size(-1):
+                log_probs = force_prefixes(log_probs, [prefixes[s] for s in active], step, k)
+                cand_scores, cand_index = (live_log_probs + log_probs).view(len(active), k * vocab).topk(2 * k, dim=-1)
+            else:
+                # a row's score adds one number to all its log-probabilities, so a sentence's best 2k candidates are
+                # among its rows' own best: the 2k of its k x 10 instead of its k x V (the same candidates; the
+                # order of exactly equal scores is topk's either way)
+                scores = (live_log_probs + top_log_probs).view(len(active), -1)  # (sentences, k * 10)
+                cand_scores, picked = scores.topk(2 * k, dim=-1)
+                rows_in_beam = picked // top_ids.size(-1)
+                tokens = top_ids.view(len(active), -1).gather(1, picked)
+                cand_index = rows_in_beam * vocab + tokens  # as the k x V view numbers them
             cand_scores, cand_index = cand_scores.tolist(), cand_index.tolist()
             next_live, next_rows, next_tokens, next_active, live_now = [], [], [], [], {}
             for i, sentence in enumerate(active):
