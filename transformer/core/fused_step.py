@@ -93,7 +93,7 @@ def fused_weights(model) -> FusedWeights | None:
 def why_not_fused(model, rows: int) -> str | None:
     """None when `FusedStep.start` would run the kernel for `rows` rows in this context, else the reason."""
     config = model.config
-    if not getattr(model, "fused_decoding", True):
+    if not model.fused_decoding:
         return "switched off (model.fused_decoding = False)"
     if KERNEL.module is None or not hasattr(KERNEL.module, "decoder_step"):
         return f"the compiled kernel is {KERNEL.status}"

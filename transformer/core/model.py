@@ -70,6 +70,9 @@ class Transformer(nn.Module):
             self.generator.weight = self.tgt_embed.weight
         self.apply(self._init_weights)
         self.register_load_state_dict_pre_hook(upgrade_state_dict)
+        # decoding steps run every decoder layer in one call of the compiled kernel where it computes the same as
+        # the Python step (core/fused_step.py); False keeps the Python step (benchmarks, tests)
+        self.fused_decoding = True
 
     @staticmethod
     def _init_weights(module: nn.Module) -> None:
