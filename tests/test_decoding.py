@@ -7,7 +7,7 @@ from transformer.core.probes import ATTENTION_KINDS
 from transformer.decoding.decoded import FINISHED
 from transformer.decoding.strategies.beam import beam_search, length_penalty
 from transformer.decoding.strategies.greedy import GreedySettings, decode_greedy
-from transformer.decoding.strategies.sampling import SamplingSettings, decode_sampling, filtered_distribution
+from transformer.decoding.strategies.sampling import SamplingSettings, decode_sampling, filtered_distribution, nucleus
 from transformer.tokenizer import BOS_ID, EOS_ID
 
 from .conftest import tiny_config
@@ -196,6 +196,30 @@ def test_top_k_and_top_p_filters():
     torch.testing.assert_close(top_p, torch.tensor([[0.625, 0.375, 0.0, 0.0]]))
     tiny_p = filtered_distribution(logits, SamplingSettings(top_p=0.1))  # the top token always stays
     torch.testing.assert_close(tiny_p, torch.tensor([[1.0, 0.0, 0.0, 0.0]]))
+
+
+def sorted_nucleus(probs, top_p):
+    """The nucleus by sorting the whole vocabulary, written out here: the reference."""
+    kept = torch.zeros_like(probs)
+    for row in range(probs.size(0)):
+        total = 0.0
+        for token in sorted(range(probs.size(1)), key=lambda t: -float(probs[row, t])):
+            if total >= top_p:
+                break
+            kept[row, token] = probs[row, token]
+            total += float(probs[row, token])
+    return kept / kept.sum(dim=-1, keepdim=True)
+
+
+@pytest.mark.parametrize("spread, top_p", [(0.5, 0.9), (3.0, 0.5), (6.0, 0.95), (6.0, 0.999), (8.0, 0.999)])
+def test_the_nucleus_equals_sorting_every_token(spread, top_p):
+    """A flat distribution's nucleus spans thousands of tokens (past the first 64 and 256 looked at), a peaked one a
+    handful; either way it is what sorting the whole vocabulary gives."""
+    torch.manual_seed(int(spread * 10))
+    probs = (torch.randn(3, 3000, dtype=torch.float64) * spread).softmax(dim=-1)
+    kept = nucleus(probs, top_p)
+    torch.testing.assert_close(kept, sorted_nucleus(probs, top_p))
+    assert ((kept > 0).sum(dim=-1) > 0).all()
 
 
 def test_max_length_stops_decoding():

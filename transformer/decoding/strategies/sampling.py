@@ -26,13 +26,28 @@ def filtered_distribution(logits: torch.Tensor, settings: SamplingSettings) -> t
         kth = logits.topk(min(settings.top_k, logits.size(-1)), dim=-1).values[:, -1:]
         logits = logits.masked_fill(logits < kth, float("-inf"))
     probs = logits.softmax(dim=-1)
-    if settings.top_p < 1.0:
-        sorted_probs, order = probs.sort(dim=-1, descending=True)
-        # drop a token when the tokens before it already reach top_p (the first always stays)
-        drop_sorted = (sorted_probs.cumsum(dim=-1) - sorted_probs) >= settings.top_p
-        probs = probs.masked_fill(drop_sorted.scatter(-1, order, drop_sorted), 0.0)
-        probs = probs / probs.sum(dim=-1, keepdim=True)
-    return probs
+    return nucleus(probs, settings.top_p) if settings.top_p < 1.0 else probs
+
+
+NUCLEUS_FIRST_K = 64  # the most probable tokens looked at first: a nucleus is rarely wider
+
+
+def nucleus(probs: torch.Tensor, top_p: float) -> torch.Tensor:
+    """(N, V) probabilities with a token dropped when the more probable tokens before it already reach top_p (the
+    first always stays), renormalised. The kept tokens are a prefix of the descending order, so the best k are
+    enough once each row's k-th is dropped; k grows 4x until it is (sorting all V, as it once did, cost 0.3 ms a
+    step)."""
+    vocab = probs.size(-1)
+    k = min(NUCLEUS_FIRST_K, vocab)
+    while True:
+        top, order = probs.topk(k, dim=-1)  # (N, k), descending
+        before = top.cumsum(dim=-1) - top
+        if k == vocab or bool((before[:, -1] >= top_p).all()):
+            break
+        k = min(vocab, 4 * k)
+    keep = torch.zeros_like(probs, dtype=torch.bool).scatter_(-1, order, before < top_p)
+    probs = probs.masked_fill(~keep, 0.0)
+    return probs / probs.sum(dim=-1, keepdim=True)
 
 
 def decode_sampling(model, sources, settings: SamplingSettings, max_length=None, probes=(), use_cache=True, prefixes=None):
