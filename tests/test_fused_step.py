@@ -18,6 +18,13 @@ from .conftest import tiny_config
 
 pytestmark = pytest.mark.kernel
 STEP_PROBES = (*ATTENTION_KINDS, "decoder_hidden")
+# widths below, across and beyond the kernel's 16- and 32-wide loops (with their scalar tails); learned positions;
+# separate and shared, tied embeddings
+SHAPES = {
+    "tiny": {},
+    "width 48, learned positions": dict(d_model=48, n_heads=4, d_ff=80, pos_encoding="learned", share_embeddings=False),
+    "width 64, tied": dict(d_model=64, n_heads=2, d_ff=128, share_embeddings=True, tie_output=True),
+}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -63,9 +70,10 @@ def test_the_shipped_like_model_runs_on_the_kernel():
     assert StepDecoder(model, memory, src_mask).fused is not None
 
 
-def test_steps_match_the_python_step_while_rows_move():
+@pytest.mark.parametrize("shape", SHAPES)
+def test_steps_match_the_python_step_while_rows_move(shape):
     """Logits step by step, with padded sentences and rows dropped, repeated and reordered as beam search does."""
-    model = shipped_like()
+    model = shipped_like(**SHAPES[shape])
     with torch.inference_mode():
         memory, src_mask = encode_batch(model, sources(), "cpu")
         decoders = {}
@@ -84,9 +92,10 @@ def test_steps_match_the_python_step_while_rows_move():
                 decoder.append(tokens if rows is None else tokens[rows])
 
 
+@pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("decode", ["greedy", "beam"])
-def test_translations_and_recordings_match(decode):
-    model = shipped_like()
+def test_translations_and_recordings_match(decode, shape):
+    model = shipped_like(**SHAPES[shape])
     batch = sources()
     run = {"greedy": lambda: decode_greedy(model, batch, GreedySettings(), probes=STEP_PROBES),
            "beam": lambda: beam_search(model, batch[:2], 3, probes=STEP_PROBES)}[decode]
