@@ -40,6 +40,9 @@ AFTER_LIVE_VIEW_JS = """(...args) => new Promise(done => {
 })"""
 
 
+TRANSLATE_SHARED_OUTPUTS = ("translation", "summary", "sentence", "layer", "head")  # besides the views'
+
+
 class Wiring:
     """Components by name, the result state, and the view state: what views use to wire their events."""
 
@@ -90,8 +93,8 @@ class Wiring:
 
     @property
     def translate_output_names(self) -> list[str]:
-        """What the page's Translate updates after the (hidden) result state."""
-        return ["translation", "summary", "sentence", "layer", "head"] + [
+        """What a translation updates after the (hidden) result state: the shared outputs, then every view's."""
+        return list(TRANSLATE_SHARED_OUTPUTS) + [
             name for view in self.views for name in self.view_outputs[view.name]]
 
     def translate(self, request: Request | Callable[[], Request], only: set[str] | None = None, **state) -> dict:
@@ -160,7 +163,11 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
         return {ui.result_state: result} | ui.by_component(named)
 
     translate_inputs = [c[name] for name in ui.request_names + ui.state_names]
-    translate_outputs = [ui.result_state] + [c[name] for name in ui.translate_output_names]
+    # the page's Translate returns the first screen alone (the open tab follows in draw_open_tab, other tabs when
+    # opened), so only those are its outputs: Gradio handles every listed output on the server and in the browser
+    first_screen_outputs = {name for view in views if view.placement == "first_screen" for name in ui.view_outputs[view.name]}
+    translate_outputs = [ui.result_state] + [c[name] for name in ui.translate_output_names
+                                             if name in first_screen_outputs or name in TRANSLATE_SHARED_OUTPUTS]
 
     def validate(*values):
         """Runs before the translation: a bad request gets its message on the input at fault, and the last good

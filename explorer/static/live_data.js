@@ -16,10 +16,12 @@ async function unpack(text) {
   return values;
 }
 
+// Every map is inflated at once rather than one after another: each inflation is a round through the browser's
+// stream machinery, which resumes only when the main thread is free
 async function decodeWeights(payload) {  // {kind: Float32Array (L, H, rows, cols) row-major}
-  const weights = {};
-  for (const [kind, map] of Object.entries(payload.kinds)) weights[kind] = await unpack(map.q);
-  return weights;
+  const kinds = Object.entries(payload.kinds);
+  const values = await Promise.all(kinds.map(([, map]) => unpack(map.q)));
+  return Object.fromEntries(kinds.map(([kind], i) => [kind, values[i]]));
 }
 
 // Norm-based attention (Kobayashi et al., 2020): α_ij ‖f(x_j)‖, the weight times the norm of what the head moves
@@ -28,9 +30,10 @@ async function decodeWeights(payload) {  // {kind: Float32Array (L, H, rows, col
 // {kind: Float32Array} like decodeWeights.
 async function weightedNorms(payload, weights) {
   const out = {}, LH = payload.layers * payload.heads;
-  for (const [kind, map] of Object.entries(payload.kinds)) {
-    if (!map.norms) continue;  // kinds without norms (ALTI+) have no such reading
-    const norms = await unpack(map.norms);
+  const kinds = Object.entries(payload.kinds).filter(([, map]) => map.norms);  // ALTI+ has no such reading
+  const allNorms = await Promise.all(kinds.map(([, map]) => unpack(map.norms)));
+  kinds.forEach(([kind, map], index) => {
+    const norms = allNorms[index];
     const R = map.rows.length, C = map.cols.length, w = weights[kind], values = new Float32Array(w.length);
     for (let lh = 0; lh < LH; lh++) for (let r = 0; r < R; r++) {
       const row = (lh * R + r) * C;
@@ -39,7 +42,7 @@ async function weightedNorms(payload, weights) {
       if (sum > 0) for (let c = 0; c < C; c++) values[row + c] /= sum;
     }
     out[kind] = values;
-  }
+  });
   return out;
 }
 
