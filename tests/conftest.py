@@ -45,6 +45,18 @@ def half_weight_kernel():
     return KERNEL.wait(timeout=600)
 
 
+@pytest.fixture(scope="module")
+def kernel():
+    """The compiled float16 kernel, for tests of it; they skip where it cannot exist (no AVX2: F.linear runs)."""
+    from transformer.core.half_linear import KERNEL
+
+    if torch.backends.cpu.get_cpu_capability() not in ("AVX2", "AVX512"):
+        pytest.skip("the kernel needs AVX2; F.linear is used instead")
+    module = KERNEL.wait(timeout=600)
+    assert module is not None, KERNEL.status
+    return module
+
+
 @pytest.fixture(scope="session")
 def corpus_dir(tmp_path_factory) -> Path:
     return write_corpus(tmp_path_factory.mktemp("corpus"))

@@ -7,7 +7,7 @@ import torch
 from transformer import Transformer
 from transformer.core.capture import record
 from transformer.core.fused_step import FusedStep, why_not_fused
-from transformer.core.half_linear import KERNEL, MAX_ROWS
+from transformer.core.half_linear import MAX_ROWS
 from transformer.core.head_mask import heads_masked
 from transformer.core.probes import ATTENTION_KINDS
 from transformer.decoding.step_decoder import StepDecoder, encode_batch
@@ -16,7 +16,7 @@ from transformer.decoding.strategies.greedy import GreedySettings, decode_greedy
 
 from .conftest import tiny_config
 
-pytestmark = pytest.mark.kernel
+pytestmark = [pytest.mark.kernel, pytest.mark.usefixtures("kernel")]  # the kernel fixture: tests/conftest.py
 STEP_PROBES = (*ATTENTION_KINDS, "decoder_hidden")
 # widths below, across and beyond the kernel's 16- and 32-wide loops (with their scalar tails); learned positions;
 # separate and shared, tied embeddings
@@ -25,15 +25,6 @@ SHAPES = {
     "width 48, learned positions": dict(d_model=48, n_heads=4, d_ff=80, pos_encoding="learned", share_embeddings=False),
     "width 64, tied": dict(d_model=64, n_heads=2, d_ff=128, share_embeddings=True, tie_output=True),
 }
-
-
-@pytest.fixture(scope="module", autouse=True)
-def kernel():
-    if torch.backends.cpu.get_cpu_capability() not in ("AVX2", "AVX512"):
-        pytest.skip("the kernel needs AVX2; the Python step runs instead")
-    module = KERNEL.wait(timeout=600)
-    assert module is not None, KERNEL.status
-    return module
 
 
 def shipped_like(**overrides) -> Transformer:

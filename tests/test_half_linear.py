@@ -23,15 +23,6 @@ from .conftest import SHIPPED, tiny_config
 pytestmark = pytest.mark.kernel
 
 
-@pytest.fixture(scope="module")
-def kernel():
-    if torch.backends.cpu.get_cpu_capability() not in ("AVX2", "AVX512"):
-        pytest.skip("the kernel needs AVX2; F.linear is used instead")
-    module = KERNEL.wait(timeout=600)
-    assert module is not None, KERNEL.status
-    return module
-
-
 @pytest.fixture
 def counted_kernel(kernel, monkeypatch):
     """The kernel, counting its calls: a test that means to exercise it can see that it did."""

@@ -81,34 +81,26 @@ static inline bool has_avx512() {
   return supported;
 }
 
+template <int R>
+static inline void matmul_rows(bool wide, const float* xp, int64_t width, const uint16_t* wp, int64_t outputs,
+                               const float* bp, float* yp, int64_t begin, int64_t end) {
+  if (wide) half_matmul_rows_512<R>(xp, width, wp, outputs, bp, yp, begin, end);
+  else half_matmul_rows<R>(xp, width, wp, outputs, bp, yp, begin, end);
+}
+
 // bias may be null; rows are taken 4 at a time, then the rest
 static inline void half_matmul(const float* xp, int64_t rows, int64_t width, const uint16_t* wp, int64_t outputs,
                                const float* bp, float* yp) {
-  if (has_avx512()) {
-    at::parallel_for(0, outputs, 64, [&](int64_t begin, int64_t end) {
-      int64_t m = 0;
-      for (; m + 4 <= rows; m += 4)
-        half_matmul_rows_512<4>(xp + m * width, width, wp, outputs, bp, yp + m * outputs, begin, end);
-      const float* x_rest = xp + m * width;
-      float* y_rest = yp + m * outputs;
-      switch (rows - m) {
-        case 3: half_matmul_rows_512<3>(x_rest, width, wp, outputs, bp, y_rest, begin, end); break;
-        case 2: half_matmul_rows_512<2>(x_rest, width, wp, outputs, bp, y_rest, begin, end); break;
-        case 1: half_matmul_rows_512<1>(x_rest, width, wp, outputs, bp, y_rest, begin, end); break;
-        default: break;
-      }
-    });
-    return;
-  }
+  const bool wide = has_avx512();
   at::parallel_for(0, outputs, 64, [&](int64_t begin, int64_t end) {
     int64_t m = 0;
-    for (; m + 4 <= rows; m += 4) half_matmul_rows<4>(xp + m * width, width, wp, outputs, bp, yp + m * outputs, begin, end);
+    for (; m + 4 <= rows; m += 4) matmul_rows<4>(wide, xp + m * width, width, wp, outputs, bp, yp + m * outputs, begin, end);
     const float* x_rest = xp + m * width;
     float* y_rest = yp + m * outputs;
     switch (rows - m) {
-      case 3: half_matmul_rows<3>(x_rest, width, wp, outputs, bp, y_rest, begin, end); break;
-      case 2: half_matmul_rows<2>(x_rest, width, wp, outputs, bp, y_rest, begin, end); break;
-      case 1: half_matmul_rows<1>(x_rest, width, wp, outputs, bp, y_rest, begin, end); break;
+      case 3: matmul_rows<3>(wide, x_rest, width, wp, outputs, bp, y_rest, begin, end); break;
+      case 2: matmul_rows<2>(wide, x_rest, width, wp, outputs, bp, y_rest, begin, end); break;
+      case 1: matmul_rows<1>(wide, x_rest, width, wp, outputs, bp, y_rest, begin, end); break;
       default: break;
     }
   });
