@@ -11,7 +11,8 @@ def decoding_path() -> str:
     """The footer: which path this server's CPU decoding takes, and why when it is not the fast one."""
     status = KERNEL.status
     if status == "ready":
-        return "CPU decoding reads float16 copies of the weights through the compiled kernel (float32 arithmetic)."
+        return ("CPU decoding reads float16 copies of the weights through the compiled kernel (float32 arithmetic), "
+                "every decoder layer's step in one call.")
     return (f"CPU decoding runs float32 `F.linear`: the float16-weight kernel is {literal(status)} "
             "(the same numbers, about 2× slower per step; see the README's Speed section).")
 
