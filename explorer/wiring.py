@@ -24,11 +24,9 @@ from .views import MODEL, TRANSLATION, View, ViewContext
 from .views.selection import head_choices, layer_choices, valid_head, valid_layer
 
 
-# Runs in the browser before the open tab is drawn: waits until the first screen has been painted, so that
-# the tab's plots never hold back the translation and the live picture.
-# The open tab is drawn after the live view has drawn the new translation (its numbers are inflated asynchronously,
-# static/live_render.js) and the browser has painted it, or after a second at most: the tab's figures would otherwise
-# take the browser's main thread while the first screen waits.
+# Runs in the browser before the open tab is drawn: waits until the live view has drawn the new translation (its
+# numbers are inflated asynchronously, static/live_render.js) and the browser has painted it, or a second at most,
+# so that the tab's plots never hold the main thread while the translation and the live picture wait.
 AFTER_LIVE_VIEW_JS = """(...args) => new Promise(done => {
   const started = performance.now();
   const wait = () => {
