@@ -6,7 +6,7 @@ import torch
 
 from transformer import Transformer
 from transformer.core.capture import record
-from transformer.core.fused_step import FusedStep, why_not_fused
+from transformer.core.fused_step import FusedStep, pack, why_not_fused
 from transformer.core.half_linear import MAX_ROWS
 from transformer.core.head_mask import heads_masked
 from transformer.core.probes import ATTENTION_KINDS
@@ -52,6 +52,19 @@ def decode_both(model, decode):
     python = decode()
     model.fused_decoding = True
     return python, decode()
+
+
+@pytest.mark.parametrize("rows", [1, 3, 4, 5, 8])
+@pytest.mark.parametrize("outputs, width", [(1, 16), (63, 37), (64, 256), (65, 24), (200, 96)])
+def test_packed_weights_give_the_product(kernel, rows, outputs, width):
+    """On AVX-512 CPUs the fused step reads its projections packed in blocks of 64 outputs (fused_step.pack); the
+    product through them against float64, for block counts with and without a padded last block."""
+    if not kernel.has_avx512():
+        pytest.skip("packed weights are read on AVX-512 CPUs only; others keep the row-major product")
+    torch.manual_seed(rows * outputs + width)
+    x, weight, bias = torch.randn(rows, width), torch.randn(outputs, width).half(), torch.randn(outputs)
+    expected = torch.nn.functional.linear(x.double(), weight.double(), bias.double())
+    torch.testing.assert_close(kernel.packed_linear(x, pack(weight), bias).double(), expected, rtol=1e-5, atol=1e-5)
 
 
 def test_the_shipped_like_model_runs_on_the_kernel():

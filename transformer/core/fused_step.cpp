@@ -5,10 +5,12 @@
 // Shapes: B rows, D model width, H heads, hs = D / H, F feed-forward width, V vocabulary, S source length,
 // C the self-attention cache's capacity (the model's max_len), t = `position` (target positions already cached).
 // Per layer, `weights` holds 18 tensors in this order (float32 unless float16 is said):
-//   self-attention norm weight, bias; stacked q|k|v projection float16 (3D, D), bias (3D); output float16 (D, D), bias;
-//   cross-attention norm weight, bias; query projection float16 (D, D), bias (D); output float16 (D, D), bias;
-//   feed-forward norm weight, bias; fc1 float16 (F, D), bias (F); fc2 float16 (D, F), bias (D);
-// then the final norm's weight and bias, the output projection float16 (V, D) and its bias (V).
+//   self-attention norm weight, bias; stacked q|k|v projection (3D outputs), bias (3D); output (D), bias;
+//   cross-attention norm weight, bias; query projection (D), bias (D); output (D), bias;
+//   feed-forward norm weight, bias; fc1 (F), bias (F); fc2 (D), bias (D);
+// then the final norm's weight and bias, the output projection (V outputs) and its bias (V). Each projection is
+// float16: packed in blocks of outputs on AVX-512 CPUs (half_linear.h's packed_matmul; fused_step.py's `pack`), else
+// row-major (N, K) as half_linear.py keeps it.
 #include "half_linear.h"
 
 #include <algorithm>
@@ -63,6 +65,13 @@ void attend(const float* q, const float* keys, const float* values, int64_t n, i
   }
 }
 
+// y = x W^T + b through W as fused_step.py passed it: packed (3-D, on AVX-512 CPUs) or row-major float16 (2-D)
+void project(const float* x, int64_t rows, int64_t width, const torch::Tensor& weight, int64_t outputs, const float* bias,
+             float* y) {
+  if (weight.dim() == 3) packed_matmul(x, rows, width, half_data(weight), outputs, bias, y);
+  else half_matmul(x, rows, width, half_data(weight), outputs, bias, y);
+}
+
 void add_into(float* x, const float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] += y[i];
 }
@@ -92,7 +101,7 @@ std::vector<torch::Tensor> decoder_step(torch::Tensor tokens, torch::Tensor toke
   const int64_t rows = tokens.numel(), d = token_embedding.size(1), head_size = d / heads;
   TORCH_CHECK(position < positions.size(0), "position ", position, " is beyond the model's ", positions.size(0));
   const int64_t source_length = cross_keys.at(0).size(2), capacity = self_keys.at(0).size(2);
-  const int64_t ff = weights[14].size(0), vocabulary = weights[kLayerTensors * layers + 2].size(0);
+  const int64_t ff = weights[15].numel(), vocabulary = weights[kLayerTensors * layers + 3].numel();  // from the biases
   TORCH_CHECK(position < capacity, "position ", position, " is beyond the cache's ", capacity, " positions");
   TORCH_CHECK(source_rows.scalar_type() == torch::kLong && source_rows.numel() == rows && source_rows.is_contiguous(),
               "source_rows must hold one int64 sentence index per row");
@@ -123,7 +132,7 @@ std::vector<torch::Tensor> decoder_step(torch::Tensor tokens, torch::Tensor toke
     const torch::Tensor* w = weights.data() + kLayerTensors * l;
     // masked self-attention over the cached prefix and this position
     layer_norm(x.data(), rows, d, floats(w[0]), floats(w[1]), norm_eps, normed.data());
-    half_matmul(normed.data(), rows, d, half_data(w[2]), 3 * d, floats(w[3]), projected.data());
+    project(normed.data(), rows, d, w[2], 3 * d, floats(w[3]), projected.data());
     float* keys = self_keys[l].data_ptr<float>();
     float* values = self_values[l].data_ptr<float>();
     float* self_out = nullptr;
@@ -142,12 +151,12 @@ std::vector<torch::Tensor> decoder_step(torch::Tensor tokens, torch::Tensor toke
                mixed.data() + b * d + h * head_size);
       }
     }
-    half_matmul(mixed.data(), rows, d, half_data(w[4]), d, floats(w[5]), update.data());
+    project(mixed.data(), rows, d, w[4], d, floats(w[5]), update.data());
     add_into(x.data(), update.data(), rows * d);
 
     // cross-attention over the encoder output
     layer_norm(x.data(), rows, d, floats(w[6]), floats(w[7]), norm_eps, normed.data());
-    half_matmul(normed.data(), rows, d, half_data(w[8]), d, floats(w[9]), projected.data());
+    project(normed.data(), rows, d, w[8], d, floats(w[9]), projected.data());
     const float* source_keys = floats(cross_keys[l]);
     const float* source_values = floats(cross_values[l]);
     float* cross_out = nullptr;
@@ -164,14 +173,14 @@ std::vector<torch::Tensor> decoder_step(torch::Tensor tokens, torch::Tensor toke
                mixed.data() + b * d + h * head_size);
       }
     }
-    half_matmul(mixed.data(), rows, d, half_data(w[10]), d, floats(w[11]), update.data());
+    project(mixed.data(), rows, d, w[10], d, floats(w[11]), update.data());
     add_into(x.data(), update.data(), rows * d);
 
     // feed-forward
     layer_norm(x.data(), rows, d, floats(w[12]), floats(w[13]), norm_eps, normed.data());
-    half_matmul(normed.data(), rows, d, half_data(w[14]), ff, floats(w[15]), hidden.data());
+    project(normed.data(), rows, d, w[14], ff, floats(w[15]), hidden.data());
     for (float& value : hidden) value = std::max(value, 0.0f);
-    half_matmul(hidden.data(), rows, ff, half_data(w[16]), d, floats(w[17]), update.data());
+    project(hidden.data(), rows, ff, w[16], d, floats(w[17]), update.data());
     add_into(x.data(), update.data(), rows * d);
     if (record) {
       outputs.push_back(torch::empty({rows, 1, d}, options));
@@ -182,7 +191,7 @@ std::vector<torch::Tensor> decoder_step(torch::Tensor tokens, torch::Tensor toke
   const torch::Tensor* final = weights.data() + kLayerTensors * layers;
   layer_norm(x.data(), rows, d, floats(final[0]), floats(final[1]), norm_eps, normed.data());
   auto logits = torch::empty({rows, vocabulary}, options);
-  half_matmul(normed.data(), rows, d, half_data(final[2]), vocabulary, floats(final[3]), logits.data_ptr<float>());
+  project(normed.data(), rows, d, final[2], vocabulary, floats(final[3]), logits.data_ptr<float>());
 
   std::vector<torch::Tensor> result{logits};
   result.insert(result.end(), self_probabilities.begin(), self_probabilities.end());
@@ -217,4 +226,17 @@ std::vector<torch::Tensor> select_rows(std::vector<torch::Tensor> caches, torch:
     selected.push_back(out);
   }
   return selected;
+}
+
+// The packed product alone, for tests: x (rows, K) float32, packed (blocks, K, kBlock) float16, bias (N) float32.
+torch::Tensor packed_linear(torch::Tensor x, torch::Tensor packed, torch::Tensor bias) {
+  TORCH_CHECK(x.dim() == 2 && x.scalar_type() == torch::kFloat32 && x.is_contiguous(), "x must be contiguous 2-D float32");
+  TORCH_CHECK(packed.dim() == 3 && packed.scalar_type() == torch::kFloat16 && packed.is_contiguous() &&
+              packed.size(1) == x.size(1) && packed.size(2) == kBlock, "packed must be contiguous (blocks, K, 64) float16");
+  TORCH_CHECK(bias.scalar_type() == torch::kFloat32 && bias.is_contiguous() && bias.numel() <= packed.size(0) * kBlock &&
+              bias.numel() > (packed.size(0) - 1) * kBlock, "bias must hold one float32 per output");
+  auto y = torch::empty({x.size(0), bias.numel()}, x.options());
+  packed_matmul(x.data_ptr<float>(), x.size(0), x.size(1), half_data(packed), bias.numel(), bias.data_ptr<float>(),
+                y.data_ptr<float>());
+  return y;
 }

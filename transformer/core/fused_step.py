@@ -26,7 +26,8 @@ from .probes import active_recordings
 
 @dataclass
 class FusedWeights:
-    """The tensors `fused_step.cpp` reads, in its order, and the versions of the weights they were taken at."""
+    """The tensors `fused_step.cpp` reads, in its order (its projections packed: `pack`), and the versions of the
+    weights they were taken at."""
 
     tensors: list[torch.Tensor]
     versions: tuple[tuple[int, int], ...]  # (id, version) of every parameter they were taken from
@@ -61,6 +62,24 @@ def layout(model) -> Layout:
     return model._fused_layout
 
 
+BLOCK = 64  # outputs per block of a packed projection (half_linear.h's kBlock)
+
+
+def pack(half: torch.Tensor) -> torch.Tensor:
+    """A float16 projection (N, K) as the kernel reads it: (ceil(N / 64), K, 64), block b holding outputs
+    b * 64 .. b * 64 + 63 for each k in turn, the last block padded with zeros."""
+    outputs, width = half.shape
+    blocks = -(-outputs // BLOCK)
+    padded = torch.zeros(blocks * BLOCK, width, dtype=half.dtype)
+    padded[:outputs] = half
+    return padded.view(blocks, BLOCK, width).transpose(1, 2).contiguous()
+
+
+def arrange(half: torch.Tensor) -> torch.Tensor:
+    """A projection as the kernel reads it on this CPU: packed where it has AVX-512, else row-major as it is."""
+    return pack(half) if KERNEL.module.has_avx512() else half.contiguous()
+
+
 def fused_weights(model) -> FusedWeights | None:
     """The model's tensors for the kernel, kept on the model while its weights stay unchanged; None where a float16
     copy is missing or stale (half_linear.attach_half_weights keeps none for weights float16 would round)."""
@@ -80,12 +99,14 @@ def fused_weights(model) -> FusedWeights | None:
         ff = layer.feed_forward
         layer_norms = norms[3 * index: 3 * index + 3]
         half = [h.tensor for h in halves[6 * index: 6 * index + 6]]
+        half[2] = half[2][:d]  # the cross-attention's query rows: its keys and values are computed once per sentence
+        half = [arrange(h) for h in half]
         tensors += [layer_norms[0].weight, layer_norms[0].bias, half[0], self_attention.in_proj.bias, half[1],
                     self_attention.out_proj.bias,
-                    layer_norms[1].weight, layer_norms[1].bias, half[2][:d], cross.in_proj.bias[:d], half[3],
+                    layer_norms[1].weight, layer_norms[1].bias, half[2], cross.in_proj.bias[:d], half[3],
                     cross.out_proj.bias,
                     layer_norms[2].weight, layer_norms[2].bias, half[4], ff.fc1.bias, half[5], ff.fc2.bias]
-    tensors += [model.decoder_norm.weight, model.decoder_norm.bias, halves[-1].tensor, model.generator.bias]
+    tensors += [model.decoder_norm.weight, model.decoder_norm.bias, arrange(halves[-1].tensor), model.generator.bias]
     model._fused_weights = FusedWeights([t.detach().contiguous() for t in tensors], versions, norms[0].eps)
     return model._fused_weights
 
