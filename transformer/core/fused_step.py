@@ -83,7 +83,8 @@ def arrange(half: torch.Tensor) -> torch.Tensor:
 def fused_weights(model) -> FusedWeights | None:
     """The model's tensors for the kernel, kept on the model while its weights stay unchanged; None where a float16
     copy is missing or stale (half_linear.attach_half_weights keeps none for weights float16 would round)."""
-    linears, norms = layout(model).linears, layout(model).norms
+    plan = layout(model)
+    linears, norms = plan.linears, plan.norms
     halves = [getattr(linear, "half_weight", None) for linear in linears]
     if any(half is None or half.version != linear.weight._version for half, linear in zip(halves, linears)):
         return None
@@ -126,10 +127,9 @@ def why_not_fused(model, rows: int) -> str | None:
         return f"{rows} rows: the float16 kernel pays off up to {MAX_ROWS}"
     if masked_heads.get():
         return "heads are switched off in this context"
-    norms = layout(model).norms
-    if any(n.eps != norms[0].eps or n.weight is None for n in norms):
-        return "the kernel needs affine norms with one eps"
     plan = layout(model)
+    if any(n.eps != plan.norms[0].eps or n.weight is None for n in plan.norms):
+        return "the kernel needs affine norms with one eps"
     if any((recording.module_ids & plan.decoder_ids) - plan.recorded_ids for recording in active_recordings.get()):
         return "an open recording asks for more than the decoder's attention and layer outputs"
     if fused_weights(model) is None:
@@ -160,7 +160,8 @@ class FusedStep:
         if src_mask is not None:
             real = src_mask.reshape(batch, length)
             self.source_bias = torch.zeros(batch, length).masked_fill_(~real, float("-inf"))
-        self.recorded, self.recorded_ids = layout(model).recorded, layout(model).recorded_ids
+        plan = layout(model)
+        self.recorded, self.recorded_ids = plan.recorded, plan.recorded_ids
 
     @classmethod
     def start(cls, model, memory: torch.Tensor, src_mask: torch.Tensor | None) -> "FusedStep | None":
