@@ -24,11 +24,13 @@ import torch  # noqa: E402
 
 from explorer.registry import discover  # noqa: E402
 from explorer.result_cache import capacity_from_environment  # noqa: E402
+from explorer.run_pool import RunPool, workers_from_environment  # noqa: E402
 from explorer.shell import CSS, build_demo  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent
 try:  # a bad setting is one line that names it, before anything loads
     capacity_from_environment()
+    workers = workers_from_environment()
 except ValueError as error:
     print(f"app.py: {error}", file=sys.stderr)
     raise SystemExit(2) from None
@@ -40,12 +42,19 @@ for name, why in registry.problems.items():
     log.warning("checkpoint %s skipped: %s", name, why)
 
 demo, ui = build_demo(registry)
-# plain `def` handlers run in worker threads, one per core, each decoding on one torch thread: a decoding step
-# multiplies 1 to 4 rows, which a second thread barely speeds up, while its idle spinning slows the other request
-# (bench/load_test.py on /translate, 32 clients: 21.7 requests/s, against 18.2 with 2 threads each; README Speed)
-WORKERS = max(1, os.cpu_count() or 1)
+# each request decodes on one torch thread: a decoding step multiplies 1 to 4 rows, which a second thread barely
+# speeds up, while its idle spinning slows the other request (bench/load_test.py on /translate, 32 clients: 21.7
+# requests/s, against 18.2 with 2 threads each; README Speed). Translations run in worker processes
+# (explorer/run_pool.py), started once the server answers. Three handlers per core, so that a worker has the next
+# request while the server sends the last one's result (distinct requests, 32 clients: 50 requests/s against 43
+# with one handler per core)
+HANDLERS = 3 * max(1, os.cpu_count() or 1)
 torch.set_num_threads(1)
-demo.queue(default_concurrency_limit=WORKERS, max_size=64)
+demo.queue(default_concurrency_limit=HANDLERS, max_size=64)
 
 if __name__ == "__main__":
-    demo.launch(css=CSS, theme=gr.themes.Soft(), run_history=False, footer_links=["api", "gradio", "settings"])
+    demo.launch(css=CSS, theme=gr.themes.Soft(), run_history=False, footer_links=["api", "gradio", "settings"],
+                prevent_thread_lock=True)
+    ui.service.pool = RunPool(ROOT / "checkpoints", workers)
+    ui.service.pool.start()
+    demo.block_thread()

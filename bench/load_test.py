@@ -2,11 +2,12 @@
 
     python bench/load_test.py [--clients 32] [--requests 200] [--plan mixed] [--endpoint translate_trace]
 
-Computes every distinct request's response alone (sequentially, on a server of its own with the result cache
-off), then starts `python app.py` afresh, its cache empty, and sends `--requests` requests from `--clients`
+Computes every distinct request's response alone (sequentially, on a server of its own with the result cache and
+the worker processes off), then starts `python app.py` afresh, its cache empty, waits until its worker processes
+are ready (explorer/run_pool.py), and sends `--requests` requests from `--clients`
 threads at once, checking each response against the one it got alone: the translation and every attention
-weight. Prints JSON: requests, concurrency, failures, mismatches, p50/p95 latency, requests/s, the server's and
-the clients' CPU seconds, the server's peak RSS.
+weight. Prints JSON: requests, concurrency, failures, mismatches, p50/p95 latency, requests/s, the server's (its
+workers' included) and the clients' CPU seconds, the peak RSS of the server and of each worker.
 
 --plan: mixed (default): greedy, beam and sampling requests on 6 sentences, 30 distinct requests in all, so the
 server's result cache answers repeats; distinct: every request a sentence of its own, so the cache never helps
@@ -57,17 +58,22 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(timeout_s: float = 90, result_cache: int | None = None) -> tuple[subprocess.Popen, str]:
+def start_server(timeout_s: float = 90, result_cache: int | None = None,
+                 workers: int | None = None) -> tuple[subprocess.Popen, str]:
+    """`python app.py` on a free port, once it answers HTTP and its worker processes have started (or failed to)."""
     port = free_port()
     env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port)}
     if result_cache is not None:
         env["ATTENTION_EXPLORER_RESULT_CACHE"] = str(result_cache)
+    if workers is not None:
+        env["ATTENTION_EXPLORER_WORKERS"] = str(workers)
     process = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
     url, started = f"http://127.0.0.1:{port}/", time.perf_counter()
     while time.perf_counter() - started < timeout_s:
         try:
             urllib.request.urlopen(url, timeout=1)
+            wait_for_workers(url, started + timeout_s)
             return process, url
         except OSError:
             if process.poll() is not None:
@@ -75,6 +81,25 @@ def start_server(timeout_s: float = 90, result_cache: int | None = None) -> tupl
             time.sleep(0.2)
     process.kill()
     raise RuntimeError("app.py did not start serving in time")
+
+
+def wait_for_workers(url: str, deadline: float) -> dict:
+    """The server's /server_status once its worker processes are ready, off or unavailable: a class uses a server
+    that started minutes ago, not one whose workers are still loading the models."""
+    client = HttpClient(url)
+    while True:
+        status = client.call("/server_status")
+        if status["workers_status"] not in ("starting", "not started") or time.perf_counter() > deadline:
+            return status
+        time.sleep(0.2)
+
+
+def server_processes(pid: int) -> list[int]:
+    """The server and its worker processes (its children)."""
+    children = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        children += [int(child) for child in (task / "children").read_text().split()]
+    return [pid] + children
 
 
 def peak_rss_mb(pid: int) -> float:
@@ -145,10 +170,12 @@ class HttpClient:
         return payload
 
     def predict(self, text: str, api_name: str, **arguments) -> dict:
+        return self.call(api_name, text=text, **arguments)
+
+    def call(self, api_name: str, **arguments) -> dict:
         if api_name not in self.parameters:
             info = json.loads(self.request("GET", "/gradio_api/info"))["named_endpoints"][api_name]["parameters"]
             self.parameters[api_name] = [(p["parameter_name"], p.get("parameter_default")) for p in info]
-        arguments["text"] = text
         unknown = set(arguments) - {name for name, _ in self.parameters[api_name]}
         if unknown:
             raise ValueError(f"{api_name} has no parameter {sorted(unknown)}")
@@ -208,12 +235,13 @@ def run_load_test(url: str, clients: int, plan: list[tuple[str, dict]], max_seco
                 mismatches.append((text, settings))
 
     started = time.perf_counter()
-    server_cpu, client_cpu = (cpu_seconds(server_pid) if server_pid else 0.0), cpu_seconds()
+    processes = server_processes(server_pid) if server_pid else []  # the server and its workers
+    server_cpu, client_cpu = sum(map(cpu_seconds, processes)), cpu_seconds()
     with ThreadPoolExecutor(max_workers=clients) as pool:
         list(pool.map(send, plan))
     wall = time.perf_counter() - started
     # where the 2 cores went while the clients were at it: the server's and the clients' (this process) CPU time
-    server_cpu = round(cpu_seconds(server_pid) - server_cpu, 1) if server_pid else None
+    server_cpu = round(sum(map(cpu_seconds, processes)) - server_cpu, 1) if server_pid else None
     client_cpu = round(cpu_seconds() - client_cpu, 1)
     ordered = sorted(latencies)
     return {
@@ -252,7 +280,8 @@ def main() -> None:
         plan = request_plan(args.requests, args.seed, args.plan)
     except ValueError as error:
         parser.error(str(error))
-    process, url = start_server(result_cache=0)  # the responses alone, each translated
+    # the responses alone, each translated in the server's own process: the load's, from worker processes, must equal them
+    process, url = start_server(result_cache=0, workers=0)
     try:
         alone = responses_alone(url, plan, args.endpoint)
     finally:
@@ -260,9 +289,12 @@ def main() -> None:
         process.wait()
     process, url = start_server(result_cache=args.result_cache)  # afresh: nothing cached from the pass alone
     try:
+        status = HttpClient(url).call("/server_status")
         report = run_load_test(url, args.clients, plan, args.max_seconds, alone, args.endpoint, process.pid)
         report["plan"], report["result_cache"] = args.plan, args.result_cache
-        report["server_peak_rss_mb"] = peak_rss_mb(process.pid)
+        report["workers"], report["workers_status"], report["kernel"] = (status["workers"], status["workers_status"],
+                                                                         status["kernel"])
+        report["server_peak_rss_mb"] = [peak_rss_mb(pid) for pid in server_processes(process.pid)]
     finally:
         process.terminate()
         process.wait()

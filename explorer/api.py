@@ -1,6 +1,7 @@
 """The app's API: /translate (the translation and its summary), /translate_trace (what the page's live view gets: the
 compact trace) and /translate_details (every number behind the plots, at full precision). Each takes the request's
-named arguments (request.py) and returns a dict; a bad argument's message names it."""
+named arguments (request.py) and returns a dict; a bad argument's message names it. /server_status says where this
+server translates."""
 from __future__ import annotations
 
 import json
@@ -8,6 +9,7 @@ import logging
 
 import gradio as gr
 
+from transformer.core.half_linear import KERNEL
 from transformer.decoding.export import to_json
 
 from .heads_off import format_heads_off
@@ -150,6 +152,18 @@ def query_key_endpoint(ui):
     return query_key
 
 
+def server_status_endpoint(ui):
+    def server_status() -> dict:
+        """Where this server translates: the models it serves, its CPU decoding path (`kernel`: "ready" when the
+        float16 kernel is in use, else why not) and its worker processes (`workers_status`: "ready", "starting",
+        "off", or why they are unavailable; translations run in the server's own process until they are ready)."""
+        pool = ui.service.pool
+        return {"models": sorted(ui.registry.models), "kernel": KERNEL.status,
+                "workers": 0 if pool is None else pool.workers, "workers_status": "off" if pool is None else pool.status}
+
+    return server_status
+
+
 def wire_api(ui) -> None:
     """Registers the endpoints on the page being built; `ui` is the page's Wiring. The view state (layer,
     head, each view's controls) belongs to the page and is no argument here."""
@@ -158,6 +172,7 @@ def wire_api(ui) -> None:
     gr.api(endpoint(ui, details_json), api_name="translate_details")
     gr.api(why_not_endpoint(ui), api_name="why_not")
     gr.api(query_key_endpoint(ui), api_name="query_key")
+    gr.api(server_status_endpoint(ui), api_name="server_status")
 
 
 def run_request(service: ModelService, build, analyses: frozenset[str] = EVERY_ANALYSIS) -> RunResult:

@@ -7,14 +7,17 @@ from transformer.core.half_linear import KERNEL
 from .text import literal
 
 
-def decoding_path() -> str:
-    """The footer: which path this server's CPU decoding takes, and why when it is not the fast one."""
+def decoding_path(pool=None) -> str:
+    """The footer: which path this server's CPU decoding takes, and why when it is not the fast one; and where
+    translations run (`pool`: the service's run_pool.RunPool, None when app.py started none)."""
     status = KERNEL.status
     if status == "ready":
-        return ("CPU decoding reads float16 copies of the weights through the compiled kernel (float32 arithmetic), "
+        path = ("CPU decoding reads float16 copies of the weights through the compiled kernel (float32 arithmetic), "
                 "every decoder layer's step in one call.")
-    return (f"CPU decoding runs float32 `F.linear`: the float16-weight kernel is {literal(status)} "
-            "(the same numbers, about 2× slower per step; see the README's Speed section).")
+    else:
+        path = (f"CPU decoding runs float32 `F.linear`: the float16-weight kernel is {literal(status)} "
+                "(the same numbers, about 2× slower per step; see the README's Speed section).")
+    return path + " " + ("Translations run in the server's process." if pool is None else literal(pool.describe()))
 
 
 # Runs once in the browser: every plotly figure's toolbar gets "Download plot as SVG" beside plotly's own PNG

@@ -98,11 +98,16 @@ class ModelService:
     def __init__(self, registry: Registry, cache: ResultCache | None = None):
         self.registry = registry
         self.cache = ResultCache(capacity_from_environment()) if cache is None else cache
+        self.pool = None  # worker processes that run requests (run_pool.RunPool); app.py starts them
 
     def run(self, request: Request, analyses: frozenset[str] = EVERY_ANALYSIS) -> RunResult:
         """`request` translated, or an equal request's result: the same translations in a RunResult of its own."""
-        result, shared = self.cache.get_or_compute(request_key(request, analyses),
-                                                   lambda: run(self.registry, request, analyses))
+
+        def compute() -> RunResult:
+            from_worker = None if self.pool is None else self.pool.run(request, analyses)
+            return run(self.registry, request, analyses) if from_worker is None else from_worker
+
+        result, shared = self.cache.get_or_compute(request_key(request, analyses), compute)
         if not shared:
             return result
         return replace(result, request=request, notices=list(result.notices), rendered_views=set(), from_cache=True)

@@ -215,7 +215,8 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
                 wire_jump(ui, c[button], served)
     wire_controls(ui)
     wire_link(ui, demo)
-    demo.load(decoding_path, None, c["footer"], api_visibility="private", show_progress="hidden", queue=False)
+    demo.load(lambda: decoding_path(ui.service.pool), None, c["footer"], api_visibility="private",
+              show_progress="hidden", queue=False)
     demo.load(None, None, None, js=PLOT_SVG_JS)
 
 

@@ -303,3 +303,25 @@ def test_query_key_takes_one_weight_apart_on_the_api(server, reference):
         client.predict(SENTENCE, "cross", 99, 1, 1, api_name="/query_key")
     with pytest.raises(Exception, match=r"kind must be one of"):
         client.predict(SENTENCE, "sideways", api_name="/query_key")
+
+
+def test_server_status_and_a_translation_from_a_worker_process(server, monkeypatch):
+    from explorer.run_pool import RunPool
+    from transformer.core.half_linear import KERNEL
+
+    app, client = server
+    assert client.predict(api_name="/server_status") == {"models": sorted(app.registry.models), "kernel": KERNEL.status,
+                                                         "workers": 0, "workers_status": "off"}
+    monkeypatch.setattr(app.ui.service.cache, "capacity", 0)  # every request below is translated
+    arguments = dict(strategy="beam", settings={"beam_size": 3}, api_name="/translate_trace")
+    alone = client.predict("A cat sleeps on the old sofa.", **arguments)
+    pool = RunPool(app.ROOT / "checkpoints", 1)
+    pool.start()
+    try:
+        assert pool.wait(120) == "ready", pool.status
+        monkeypatch.setattr(app.ui.service, "pool", pool)
+        assert client.predict(api_name="/server_status")["workers_status"] == "ready"
+        from_worker = client.predict("A cat sleeps on the old sofa.", **arguments)
+    finally:
+        pool.close()
+    assert from_worker["traces"] == alone["traces"] and from_worker["translations"] == alone["translations"]

@@ -1,0 +1,114 @@
+"""Translations in worker processes (explorer/run_pool.py): the same numbers as the server's own process, a dead
+worker costs no request, and the setting is checked."""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from explorer.registry import discover
+from explorer.request import Request
+from explorer.run_pool import SWITCH, RunPool, workers_from_environment
+from explorer.session import EVERY_ANALYSIS, ModelService, run
+from transformer.decoding.export import to_json
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def served(random_translator, tmp_path_factory):
+    """A checkpoints folder holding the tiny model, its registry, and one worker process serving it."""
+    root = tmp_path_factory.mktemp("checkpoints")
+    shutil.copytree(random_translator.source, root / "tiny")
+    registry = discover(root)
+    pool = RunPool(root, 1)
+    pool.start()
+    assert pool.wait(120) == "ready", pool.status
+    yield registry, pool
+    pool.close()
+
+
+def assert_same_result(a, b):
+    """Every number a client could receive: the full-precision export, ALTI+ and the norms."""
+    assert a.notices == b.notices and a.settings == b.settings
+    assert to_json(a.translations) == to_json(b.translations)
+    for x, y in zip(a.translations, b.translations):
+        np.testing.assert_array_equal(x.contributions.layers, y.contributions.layers)
+        for kind in x.norms:
+            np.testing.assert_array_equal(x.norms[kind], y.norms[kind])
+        np.testing.assert_array_equal(x.logit_lens.chosen_prob, y.logit_lens.chosen_prob)
+        assert x.logit_lens.topk == y.logit_lens.topk
+
+
+@pytest.mark.parametrize("strategy, settings", [("greedy", {}), ("beam", {"beam_size": 3}),
+                                                ("sample", {"temperature": 0.9, "seed": 5})])
+def test_a_worker_returns_what_the_servers_process_computes(served, strategy, settings):
+    registry, pool = served
+    request = Request.from_api(registry, "a b c d\ne f", strategy=strategy, settings=settings, max_length=12)
+    from_worker = pool.run(request, EVERY_ANALYSIS)
+    assert from_worker is not None and from_worker.request == request
+    assert_same_result(from_worker, run(registry, request, EVERY_ANALYSIS))
+
+
+def test_a_dead_worker_costs_no_request_and_the_pool_starts_again(served):
+    registry, pool = served
+    service = ModelService(registry)
+    service.cache.capacity = 0  # each run computes
+    service.pool = pool
+    request = Request.from_api(registry, "g h i", strategy="greedy", max_length=10)
+    [old] = pool.pids()
+    os.kill(old, signal.SIGKILL)
+    time.sleep(0.5)
+    result = service.run(request)  # the broken pool is noticed here: this request runs in the test's process
+    assert_same_result(result, run(registry, request))
+    assert pool.wait(120) == "ready", pool.status
+    assert pool.pids() != [old]
+    assert_same_result(pool.run(request, EVERY_ANALYSIS), result)
+
+
+def test_off_and_cuda_requests_stay_in_the_servers_process(served, tmp_path):
+    registry, pool = served
+    off = RunPool(tmp_path, 0)
+    off.start()
+    assert off.status == "off" and off.wait(1) == "off"
+    request = Request.from_api(registry, "a b", strategy="greedy", max_length=8)
+    assert off.run(request, EVERY_ANALYSIS) is None
+    assert pool.run(Request.from_api(registry, "a b", device="cuda", strategy="greedy", max_length=8),
+                    EVERY_ANALYSIS) is None
+    with pytest.raises(ValueError, match="workers must be 0"):
+        RunPool(tmp_path, -1)
+
+
+def test_a_checkpoint_the_worker_cannot_load_leaves_requests_in_the_servers_process(tmp_path):
+    pool = RunPool(tmp_path / "missing", 1)  # discover() finds no checkpoint there: the worker fails to start
+    pool.start()
+    status = pool.wait(120)
+    assert status.startswith("unavailable: a worker did not start"), status
+    assert pool.pids() == []
+    assert "worker processes unavailable" in pool.describe()
+
+
+@pytest.mark.parametrize("value, expected", [("0", 0), ("3", 3), (" 2 ", 2)])
+def test_the_workers_setting(monkeypatch, value, expected):
+    monkeypatch.setenv(SWITCH, value)
+    assert workers_from_environment() == expected
+
+
+@pytest.mark.parametrize("value", ["two", "-1", "1.5", ""])
+def test_a_bad_workers_setting_is_named(monkeypatch, value):
+    monkeypatch.setenv(SWITCH, value)
+    with pytest.raises(ValueError, match=f"{SWITCH} must be a whole number of worker processes"):
+        workers_from_environment()
+
+
+def test_the_app_refuses_a_bad_workers_setting_in_one_line():
+    run_app = subprocess.run([sys.executable, "app.py"], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                             env={**os.environ, SWITCH: "many"})
+    assert run_app.returncode == 2
+    assert run_app.stderr.strip() == (f"app.py: {SWITCH} must be a whole number of worker processes (0: translate in "
+                                      "the server's process), got 'many'")
