@@ -22,6 +22,7 @@ skip_stub_generation()  # Gradio's editor stubs, rebuilt at every import, are 0.
 import gradio as gr  # noqa: E402  (after the two above: the setting is read when the queue is made)
 import torch  # noqa: E402
 
+from explorer.asset_cache import serve_assets_from_memory  # noqa: E402
 from explorer.registry import discover  # noqa: E402
 from explorer.result_cache import capacity_from_environment  # noqa: E402
 from explorer.run_pool import RunPool, workers_from_environment  # noqa: E402
@@ -52,9 +53,19 @@ HANDLERS = 3 * max(1, os.cpu_count() or 1)
 torch.set_num_threads(1)
 demo.queue(default_concurrency_limit=HANDLERS, max_size=64)
 
+
+
+def after_launch() -> RunPool:
+    """What the server adds once it answers: Gradio's frontend files from memory (explorer/asset_cache.py), and
+    the worker processes that translate (explorer/run_pool.py), started in the background."""
+    serve_assets_from_memory(demo)
+    ui.service.pool = RunPool(ROOT / "checkpoints", workers)
+    ui.service.pool.start()
+    return ui.service.pool
+
+
 if __name__ == "__main__":
     demo.launch(css=CSS, theme=gr.themes.Soft(), run_history=False, footer_links=["api", "gradio", "settings"],
                 prevent_thread_lock=True)
-    ui.service.pool = RunPool(ROOT / "checkpoints", workers)
-    ui.service.pool.start()
+    after_launch()  # once the server answers: loading the workers takes the cores for about 2 s
     demo.block_thread()

@@ -196,6 +196,7 @@ def main() -> None:
     import app
 
     _, url, _ = app.demo.launch(prevent_thread_lock=True, quiet=True, run_history=False, css=app.CSS)
+    report["workers_status"] = app.after_launch().wait(120)  # as `python app.py` translates, once they are ready
     try:
         report |= browser_ms(url, args.runs) | payload_kb(app.ui)
     finally:
