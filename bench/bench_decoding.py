@@ -22,8 +22,9 @@ Figures, median milliseconds, per output token, and Marian / ours:
   return_dict_in_generate=True); beam 4 with attention captured.
 CTranslate2 (bench/ct2_peer.py): the same random-weight Marian, saved with save_pretrained beside a placeholder
 word-level tokenizer and converted offline by CTranslate2's own TransformersConverter, as float32 and as int8 (its
-int8 CPU mode, computed as int8_float32), then run by ctranslate2.Translator on the CPU with intra_threads = torch's
-threads and inter_threads 1: translate_batch on one source of random tokens of the same length ending in EOS, with
+int8 CPU mode, computed as int8_float32), then run by ctranslate2.Translator on the CPU with intra_threads 1, 2, ... up to torch's
+threads (each in a process of its own; the ratios take CTranslate2's fastest count for each row) and
+inter_threads 1: translate_batch on one source of random tokens of the same length ending in EOS, with
 max_decoding_length = min_decoding_length = our output length, so it produces exactly that many tokens and EOS
 cannot end it earlier (checked, as for Marian). Rows: float32 greedy with and without return_attention=True, int8
 greedy with and without, float32 beam 4 with attention, int8 beam 4 without. Its "ratios" are its ms per output
@@ -216,8 +217,9 @@ def main() -> None:
                         help="translate only the first N sentences for throughput (default: all)")
     parser.add_argument("--no-throughput", action="store_true", help="skip the corpus throughput run")
     parser.add_argument("--threads", type=int, default=None,
-                        help="CPU threads for every engine (default: torch's choice, all cores). On this project's "
-                             "2-core machine 1 is the fastest for all three: CTranslate2 with 2 ran 5x slower")
+                        help="CPU threads for ours and Marian (default: torch's choice, all cores); CTranslate2 runs "
+                             "with 1 up to this many and is compared at its fastest (on this project's 2-core machine "
+                             "it ran 5x slower with 2)")
     parser.add_argument("--seed", type=int, default=0,
                         help="random weights of Marian (and of CTranslate2, converted from it); the peers' source ids")
     parser.add_argument("--no-ctranslate2", action="store_true",
@@ -313,7 +315,8 @@ def measure(args, base) -> dict:
     elif not built:
         ct2, ct2_why = None, f"it converts the random-weight Marian, which needs transformers: {why_not}"
     else:  # in its own process, now that ours and Marian are done (ct2_peer.py says why)
-        ct2, ct2_why = measure_in_own_process(marian, len(source_ids), lengths, args.seed, args.rounds)
+        ct2, ct2_why = measure_in_own_process(marian, len(source_ids), lengths, args.seed, args.rounds,
+                                              list(range(1, torch.get_num_threads() + 1)))
     report["ctranslate2"] = report_block(ct2, lengths, medians) if ct2 else {"skipped": ct2_why}
     if built:
         report["marian_over_ours"] = {name: round(medians["marian", name] / medians["ours", name], 2)

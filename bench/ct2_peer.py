@@ -68,22 +68,26 @@ RATIOS = {  # target -> (CTranslate2 row, our row)
 }
 
 
-def measure_in_own_process(marian, source_length: int, lengths: dict[str, int], seed: int, rounds: int) -> tuple[dict | None, str | None]:
-    """CTranslate2's medians for `ROWS`, measured in a child process (see the module's docstring) on the same
-    number of threads as ours, or (None, why) without ctranslate2."""
+def measure_in_own_process(marian, source_length: int, lengths: dict[str, int], seed: int, rounds: int,
+                           threads: list[int]) -> tuple[dict | None, str | None]:
+    """CTranslate2's medians for `ROWS`, measured in a child process (see the module's docstring) once per thread
+    count in `threads` ({threads: the child's JSON}), or (None, why) without ctranslate2."""
     try:
         import ctranslate2  # noqa: F401  (only to say why, here; the child process imports it)
     except ImportError as error:
         return None, f"ctranslate2 is not installed ({error}); pip install -r bench/requirements.txt"
+    measured = {}
     with tempfile.TemporaryDirectory(prefix="bench-ct2-") as work:
         marian.save_pretrained(Path(work) / "marian")
-        child = subprocess.run(
-            [sys.executable, __file__, str(Path(work) / "marian"), "--source-length", str(source_length),
-             "--lengths", json.dumps(lengths), "--seed", str(seed), "--rounds", str(rounds),
-             "--threads", str(torch.get_num_threads())], capture_output=True, text=True, check=False)
-    if child.returncode != 0:
-        raise RuntimeError(f"the CTranslate2 process failed: {child.stderr[-2000:]}")
-    return json.loads(child.stdout), None
+        for count in threads:
+            child = subprocess.run(
+                [sys.executable, __file__, str(Path(work) / "marian"), "--source-length", str(source_length),
+                 "--lengths", json.dumps(lengths), "--seed", str(seed), "--rounds", str(rounds),
+                 "--threads", str(count)], capture_output=True, text=True, check=False)
+            if child.returncode != 0:
+                raise RuntimeError(f"the CTranslate2 process ({count} threads) failed: {child.stderr[-2000:]}")
+            measured[count] = json.loads(child.stdout)
+    return measured, None
 
 
 def child_main() -> None:
@@ -183,21 +187,26 @@ def check_outputs(runs: dict, lengths: dict[str, int]) -> dict[str, bool]:
 
 
 def report_block(measured: dict, lengths: dict[str, int], medians: dict) -> dict:
-    """The "ctranslate2" JSON block: its timings (from its own process) and the target ratios against ours'
-    medians of the same run."""
-    median_ms = measured["median_ms"]
+    """The "ctranslate2" JSON block: its timings at each thread count (from its own processes) and the target
+    ratios against ours' medians of the same run, each row at CTranslate2's fastest thread count for it."""
+    by_threads = {count: run["median_ms"] for count, run in measured.items()}
+    fastest = {name: min(by_threads, key=lambda count: by_threads[count][name]) for name in ROWS}
+    median_ms = {name: by_threads[fastest[name]][name] for name in ROWS}
     per_token = {name: ms / lengths[ROWS[name].ours] for name, ms in median_ms.items()}
     ours_per_token = {ours: medians["ours", ours] / lengths[ours] for _, ours in RATIOS.values()}
+    first = next(iter(measured.values()))
     return {
-        "version": measured["version"],
-        "quantizations": {quantization: f"compute type {kind}" for quantization, kind in measured["compute_types"].items()},
-        "intra_threads": measured["threads"], "inter_threads": 1, "vocabulary": measured["vocabulary"],
-        "process": "its own, after the interleaved rounds of ours and Marian (two OpenMP runtimes in one process "
-                   "slowed both 2-3x)",
+        "version": first["version"],
+        "quantizations": {quantization: f"compute type {kind}" for quantization, kind in first["compute_types"].items()},
+        "intra_threads_measured": sorted(measured), "inter_threads": 1, "vocabulary": first["vocabulary"],
+        "process": "its own for each thread count, after the interleaved rounds of ours and Marian (two OpenMP "
+                   "runtimes in one process slowed both 2-3x)",
         "output_tokens": {name: lengths[row.ours] for name, row in ROWS.items()},
-        "int8_same_tokens_as_float32": measured["int8_same_tokens_as_float32"],
+        "int8_same_tokens_as_float32": first["int8_same_tokens_as_float32"],
         "attention": "return_attention=True returns one weight vector over the source per output token: the first "
                      "head of the last decoder layer's cross-attention (the converter's default alignment head)",
+        "median_ms_by_threads": by_threads,
+        "fastest_threads": fastest,
         "median_ms": median_ms,
         "ms_per_output_token": {name: round(ms, 3) for name, ms in per_token.items()},
         "ratios": {target: round(per_token[ct2] / ours_per_token[ours], 2) for target, (ct2, ours) in RATIOS.items()},

@@ -101,7 +101,8 @@ def compile_kernel():
         fcntl.flock(builder, fcntl.LOCK_EX)
         (folder / "lock").unlink(missing_ok=True)
         return load(name=EXTENSION, sources=[str(source) for source in SOURCES], build_directory=str(folder),
-                    extra_cflags=["-O3", "-mavx2", "-mfma", "-mf16c", f"-DHEADER_SHA256_{header_digest()}"], verbose=False)
+                    extra_cflags=["-O3", "-mavx2", "-mfma", "-mf16c", "-fopenmp", f"-DHEADER_SHA256_{header_digest()}"],
+                    extra_ldflags=["-fopenmp"], verbose=False)
 
 
 def header_digest() -> str:
