@@ -34,6 +34,15 @@ def test_pieces_and_ids_agree(tokenizer_file):
     assert "".join(tok.pieces(text)).replace("▁", " ").strip() == text
 
 
+def test_every_piece_is_sentencepieces_own_and_a_bad_id_is_refused(tokenizer_file):
+    tok = Tokenizer.load(tokenizer_file)
+    assert [tok.id_to_piece(i) for i in range(tok.vocab_size)] == [tok.processor.IdToPiece(i) for i in range(tok.vocab_size)]
+    assert tok.id_to_piece(torch.tensor(3)) == "</s>"
+    for bad in (-1, tok.vocab_size):
+        with pytest.raises(IndexError, match="out of range"):
+            tok.id_to_piece(bad)
+
+
 def test_a_file_that_is_not_a_sentencepiece_model_is_rejected(tmp_path):
     bad = tmp_path / "spm.model"
     bad.write_bytes(b"not a model")

@@ -147,6 +147,9 @@ class FusedStep:
         heads = config.n_heads
         shape = (batch, heads, config.max_len, d // heads)
         self.model, self.weights, self.heads, self.length = model, weights, heads, 0
+        # what every step reads, looked up once: module attribute lookups cost more than the rest of a step's Python
+        self.token_embedding, self.embedding_scale = model.tgt_embed.weight.detach(), model.tgt_embed.scale
+        self.position_table, self.max_len = model.positions.table.detach(), config.max_len
         self.self_keys = [torch.empty(shape) for _ in model.decoder_layers]
         self.self_values = [torch.empty(shape) for _ in model.decoder_layers]
         self.cross_keys, self.cross_values = [], []
@@ -172,13 +175,12 @@ class FusedStep:
 
     def step(self, last_tokens: torch.Tensor) -> torch.Tensor:
         """The newest token per row (B,) -> next-token logits (B, V); records into the open recordings."""
-        model = self.model
-        if self.length >= model.config.max_len:  # the message Transformer.embed gives
-            raise ValueError(f"sequence of {self.length + 1} positions exceeds the model's max_len {model.config.max_len}")
+        if self.length >= self.max_len:  # the message Transformer.embed gives
+            raise ValueError(f"sequence of {self.length + 1} positions exceeds the model's max_len {self.max_len}")
         recordings = active_recordings.get()
         record = bool(recordings) and any(r.module_ids & self.recorded_ids for r in recordings)
-        out = KERNEL.module.decoder_step(last_tokens.contiguous(), model.tgt_embed.weight.detach(), model.tgt_embed.scale,
-                                         model.positions.table.detach(), self.weights.tensors, self.self_keys, self.self_values,
+        out = KERNEL.module.decoder_step(last_tokens.contiguous(), self.token_embedding, self.embedding_scale,
+                                         self.position_table, self.weights.tensors, self.self_keys, self.self_values,
                                          self.cross_keys, self.cross_values, self.source_rows, self.source_bias, self.length,
                                          self.heads, self.weights.eps, record)
         self.length += 1
