@@ -184,3 +184,39 @@ def test_a_recording_of_another_thread_is_not_fed():
         thread.start()
         thread.join()
     assert not other.calls
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_greedy_with_its_loop_in_the_kernel_gives_the_python_loops_every_number(shape):
+    """decode_fused_greedy (the whole greedy loop in fused_step.cpp) against decode_single_path with greedy's
+    chooser on the same fused step: the same ids, probabilities, candidates and score, exactly."""
+    from transformer.decoding.strategies.greedy import most_probable
+    from transformer.decoding.strategies.single_path import decode_fused_greedy, decode_single_path
+
+    model = shipped_like(**SHAPES[shape])
+    for source in sources((7, 4, 9, 1, 40)):
+        for max_length in (None, 1, 3):
+            fused = decode_fused_greedy(model, source, max_length)
+            python = decode_single_path(model, [source], most_probable, max_length)[0]
+            assert fused.token_ids == python.token_ids and fused.score == python.score
+            assert ([(s.token_id, s.prob, s.topk, s.forced) for s in fused.steps]
+                    == [(s.token_id, s.prob, s.topk, s.forced) for s in python.steps])
+    model.fused_decoding = False
+    assert decode_fused_greedy(model, sources((5,))[0]) is None  # the Python loop's case
+
+
+def test_greedy_takes_the_kernels_loop_only_for_one_unrecorded_unforced_sentence(monkeypatch):
+    from transformer.decoding.strategies import single_path
+
+    model = shipped_like()
+    calls = []
+    original = single_path.decode_fused_greedy
+    monkeypatch.setattr("transformer.decoding.strategies.greedy.decode_fused_greedy",
+                        lambda *args: calls.append(args) or original(*args))
+    [one] = sources((6,))
+    decode_greedy(model, [one], GreedySettings())
+    assert len(calls) == 1
+    decode_greedy(model, sources((6, 5)), GreedySettings())  # two sentences
+    decode_greedy(model, [one], GreedySettings(), probes=("cross",))  # recorded
+    decode_greedy(model, [one], GreedySettings(), prefixes=[[5]])  # forced start
+    assert len(calls) == 1

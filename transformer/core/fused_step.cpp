@@ -200,6 +200,44 @@ std::vector<torch::Tensor> decoder_step(torch::Tensor tokens, torch::Tensor toke
   return result;
 }
 
+// Greedy decoding of one row with the whole loop here (decode_single_path's loop for one greedy sentence, without
+// a Python round per step): from `token` at `position`, each step's logits get padding and <s> forbidden
+// (`never_produced`), then ATen's own softmax, top-k and argmax, as decode_single_path computes them, so every
+// number is the same; it stops after EOS or `limit` tokens. Returns the chosen ids (T), their probabilities (T),
+// each step's best `topk` ids (T, k) and probabilities (T, k).
+std::vector<torch::Tensor> greedy_steps(torch::Tensor token, torch::Tensor token_embedding, double embedding_scale,
+                                        torch::Tensor positions, std::vector<torch::Tensor> weights,
+                                        std::vector<torch::Tensor> self_keys, std::vector<torch::Tensor> self_values,
+                                        std::vector<torch::Tensor> cross_keys, std::vector<torch::Tensor> cross_values,
+                                        torch::Tensor source_rows, c10::optional<torch::Tensor> source_bias,
+                                        int64_t position, int64_t heads, double eps, torch::Tensor never_produced,
+                                        int64_t eos, int64_t limit, int64_t topk) {
+  TORCH_CHECK(token.numel() == 1, "greedy_steps decodes one row, got ", token.numel());
+  TORCH_CHECK(limit >= 1, "limit must be at least 1, got ", limit);
+  std::vector<int64_t> ids;
+  std::vector<float> chosen_probabilities;
+  std::vector<torch::Tensor> top_ids, top_probabilities;
+  for (int64_t step = 0; step < limit; ++step) {
+    auto logits = decoder_step(token, token_embedding, embedding_scale, positions, weights, self_keys, self_values,
+                               cross_keys, cross_values, source_rows, source_bias, position + step, heads, eps,
+                               false)[0];
+    logits.index_fill_(-1, never_produced, -std::numeric_limits<float>::infinity());
+    const auto probabilities = logits.softmax(-1);
+    auto best = probabilities.topk(std::min<int64_t>(topk, probabilities.size(-1)), -1);
+    const auto chosen = probabilities.argmax(-1);
+    const auto chosen_probability = probabilities.gather(1, chosen.unsqueeze(1)).squeeze(1);
+    top_ids.push_back(std::get<1>(best));
+    top_probabilities.push_back(std::get<0>(best));
+    ids.push_back(chosen.item<int64_t>());
+    chosen_probabilities.push_back(chosen_probability.item<float>());
+    if (ids.back() == eos) break;
+    token = chosen.contiguous();
+  }
+  const int64_t steps = static_cast<int64_t>(ids.size());
+  return {torch::tensor(ids, torch::kLong), torch::tensor(chosen_probabilities, torch::kFloat32),
+          torch::cat(top_ids).reshape({steps, -1}), torch::cat(top_probabilities).reshape({steps, -1})};
+}
+
 // Beam search and finished sentences move rows: each self-attention cache (B, H, C, hs) becomes its rows `rows` (R,),
 // in that order (rows may repeat), of which only the first `filled` positions are copied: the rest is written
 // before it is read.

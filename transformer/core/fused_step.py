@@ -132,9 +132,7 @@ def why_not_fused(model, rows: int) -> str | None:
         return "the kernel needs affine norms with one eps"
     if any((recording.module_ids & plan.decoder_ids) - plan.recorded_ids for recording in active_recordings.get()):
         return "an open recording asks for more than the decoder's attention and layer outputs"
-    if fused_weights(model) is None:
-        return "a weight has no current float16 copy"
-    return None
+    return None if fused_weights(model) is not None else "a weight has no current float16 copy"
 
 
 class FusedStep:
@@ -171,7 +169,7 @@ class FusedStep:
         """The kernel's state for these rows, or None where the Python step must run (see `why_not_fused`)."""
         if why_not_fused(model, memory.size(0)) is not None:
             return None
-        return cls(model, fused_weights(model), memory, src_mask)
+        return cls(model, model._fused_weights, memory, src_mask)  # why_not_fused has just checked them
 
     def step(self, last_tokens: torch.Tensor) -> torch.Tensor:
         """The newest token per row (B,) -> next-token logits (B, V); records into the open recordings."""
@@ -193,6 +191,18 @@ class FusedStep:
                         if id(module) in recording.module_ids:
                             recording.add(module.probe, tensor)
         return out[0]
+
+    def greedy(self, token: int, never_produced: torch.Tensor, eos: int, limit: int, topk: int) -> list[torch.Tensor]:
+        """One row decoded greedily from `token`, the whole loop in the kernel (fused_step.cpp's greedy_steps): the
+        chosen ids (T,), their probabilities (T,), each step's best `topk` ids and probabilities (T, k)."""
+        if self.length + limit > self.max_len:  # the message Transformer.embed gives
+            raise ValueError(f"sequence of {self.length + limit} positions exceeds the model's max_len {self.max_len}")
+        out = KERNEL.module.greedy_steps(torch.tensor([token]), self.token_embedding, self.embedding_scale,
+                                         self.position_table, self.weights.tensors, self.self_keys, self.self_values,
+                                         self.cross_keys, self.cross_values, self.source_rows, self.source_bias,
+                                         self.length, self.heads, self.weights.eps, never_produced, eos, limit, topk)
+        self.length += len(out[0])
+        return out
 
     def select_rows(self, rows: torch.Tensor) -> None:
         """Keeps rows `rows` (R,) in that order; rows may repeat (beam search copies hypotheses)."""

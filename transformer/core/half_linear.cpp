@@ -29,6 +29,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         pybind11::call_guard<pybind11::gil_scoped_release>());
   m.def("decoder_step", &decoder_step, "every decoder layer's incremental step and the output projection (fused_step.cpp)",
         pybind11::call_guard<pybind11::gil_scoped_release>());
+  m.def("greedy_steps", &greedy_steps, "one row decoded greedily, the whole loop in the kernel (fused_step.cpp)",
+        pybind11::call_guard<pybind11::gil_scoped_release>());
   m.def("has_avx512", &has_avx512, "whether the products take their AVX-512 paths (ATTENTION_EXPLORER_NO_AVX512 unset)");
   m.def("packed_linear", &packed_linear, "x (rows, K) @ packed float16 weights (blocks, K, 64) + bias (N) (fused_step.cpp)",
         pybind11::call_guard<pybind11::gil_scoped_release>());

@@ -170,5 +170,12 @@ std::vector<torch::Tensor> decoder_step(torch::Tensor tokens, torch::Tensor toke
                                         std::vector<torch::Tensor> cross_keys, std::vector<torch::Tensor> cross_values,
                                         torch::Tensor source_rows, c10::optional<torch::Tensor> source_bias,
                                         int64_t position, int64_t heads, double eps, bool record);
+std::vector<torch::Tensor> greedy_steps(torch::Tensor token, torch::Tensor token_embedding, double embedding_scale,
+                                        torch::Tensor positions, std::vector<torch::Tensor> weights,
+                                        std::vector<torch::Tensor> self_keys, std::vector<torch::Tensor> self_values,
+                                        std::vector<torch::Tensor> cross_keys, std::vector<torch::Tensor> cross_values,
+                                        torch::Tensor source_rows, c10::optional<torch::Tensor> source_bias,
+                                        int64_t position, int64_t heads, double eps, torch::Tensor never_produced,
+                                        int64_t eos, int64_t limit, int64_t topk);
 std::vector<torch::Tensor> select_rows(std::vector<torch::Tensor> caches, torch::Tensor rows, int64_t filled);
 torch::Tensor packed_linear(torch::Tensor x, torch::Tensor packed, torch::Tensor bias);

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .registry import Strategy, register
-from .single_path import decode_single_path
+from .single_path import decode_fused_greedy, decode_single_path
 
 
 @dataclass
@@ -18,6 +18,10 @@ def most_probable(logits, rows):
 
 
 def decode_greedy(model, sources, settings: GreedySettings, max_length=None, probes=(), use_cache=True, prefixes=None):
+    if len(sources) == 1 and not probes and use_cache and not any(prefixes or []):  # the API's text-only request
+        decoded = decode_fused_greedy(model, sources[0], max_length)
+        if decoded is not None:
+            return [decoded]
     return decode_single_path(model, sources, most_probable, max_length, probes, use_cache, prefixes)
 
 
