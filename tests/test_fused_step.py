@@ -220,3 +220,31 @@ def test_greedy_takes_the_kernels_loop_only_for_one_unrecorded_unforced_sentence
     decode_greedy(model, [one], GreedySettings(), probes=("cross",))  # recorded
     decode_greedy(model, [one], GreedySettings(), prefixes=[[5]])  # forced start
     assert len(calls) == 1
+
+
+def test_the_kernels_numbers_do_not_depend_on_the_thread_count(kernel):
+    """The products split their outputs across torch's threads (the kernel is built with OpenMP): blocks of 64
+    outputs, so a 300-output product and this model's 192- and 128-output projections are split; each output is
+    summed by one thread in one order, so one and two threads give the same bits."""
+    model = shipped_like(**SHAPES["width 64, tied"])
+    source = sources((9,))[0]
+    threads = torch.get_num_threads()
+    try:
+        decoded = {}
+        for count in (1, 2):
+            torch.set_num_threads(count)
+            [decoded[count]] = decode_greedy(model, [source], GreedySettings(), probes=STEP_PROBES)
+        weight = torch.randn(300, 96).half()
+        x = torch.randn(3, 96)
+        products = {}
+        for count in (1, 2):
+            torch.set_num_threads(count)
+            products[count] = kernel.packed_linear(x, pack(weight), torch.zeros(300)) if kernel.has_avx512() else \
+                kernel.linear(x, weight, None)
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(products[1], products[2])
+    assert decoded[1].token_ids == decoded[2].token_ids
+    assert [s.prob for s in decoded[1].steps] == [s.prob for s in decoded[2].steps]
+    for name in STEP_PROBES:
+        assert (decoded[1].recorded[name] == decoded[2].recorded[name]).all(), name
