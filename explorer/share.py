@@ -72,7 +72,7 @@ def wire_link(ui, demo: gr.Blocks) -> None:
                 | {c[name]: gr.update(value=value) for name, value in values.items()})
 
     outputs = [ui.result_state] + [c[name] for name in ui.translate_output_names] + [c[name] for name in restored]
-    demo.load(open_link, None, outputs, api_visibility="private", show_progress="hidden")
+    demo.load(open_link, None, outputs, api_visibility="private", **ui.quiet)
 
 
 # Runs in the browser with the request controls' values: the link to this state, also put in the address bar.

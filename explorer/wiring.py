@@ -70,6 +70,14 @@ class Wiring:
     def state_from(self, values) -> dict:
         return dict(zip(self.state_names, values))
 
+    @property
+    def quiet(self) -> dict:
+        """An event's arguments for no progress animation, with its loading status kept on the footer alone. Gradio's
+        page re-reads (snapshots) the value of every component that has ever had a loading status at each status
+        change of any event; an event listing ~100 outputs, as the page's load does, made each later Translate spend
+        tens of milliseconds in the browser copying plots it was not changing."""
+        return {"show_progress": "hidden", "show_progress_on": [self.components["footer"]]}
+
     def by_component(self, named: dict) -> dict:
         return {self.components[name]: value for name, value in named.items()}
 
@@ -185,7 +193,7 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
     for trigger in (c["translate_button"].click, c["source"].submit):  # the page: checked first, result kept
         trigger(translate_page, translate_inputs, translate_outputs, api_name=False, api_visibility="private",
                 validator=validate, show_progress_on=[c["translation"]]).success(draw_open_tab, ui.state_inputs + [ui.open_tab], [ui.result_state] + tab_outputs,
-                                            api_visibility="private", show_progress="hidden", js=AFTER_LIVE_VIEW_JS)
+                                            api_visibility="private", js=AFTER_LIVE_VIEW_JS, **ui.quiet)
     wire_api(ui)
 
     # a control re-renders the views that read it, from the stored result: no model runs, so no queue
@@ -207,7 +215,7 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
 
     for event in (c["model"].change, demo.load):
         event(on_model, ui.state_inputs + [c["model"]], view_outputs + [c["example"], c["summary"]],
-              api_visibility="private", show_progress="hidden")
+              api_visibility="private", **ui.quiet)
     for view in views:
         view.wire(ui)
         if view.placement == "tab":
@@ -218,8 +226,8 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
                 wire_jump(ui, c[button], served)
     wire_controls(ui)
     wire_link(ui, demo)
-    demo.load(lambda: decoding_path(ui.service.pool), None, c["footer"], api_visibility="private",
-              show_progress="hidden", queue=False)
+    demo.load(lambda: decoding_path(ui.service.pool), None, c["footer"], api_visibility="private", queue=False,
+              **ui.quiet)
     demo.load(None, None, None, js=PLOT_SVG_JS)
 
 
@@ -235,7 +243,7 @@ def wire_tab(ui: Wiring, view: View) -> None:
         return out | ui.by_component(named) | {ui.result_state: result}
 
     ui.tabs[view.name].select(opened, ui.state_inputs, [ui.open_tab, ui.result_state] + ui.outputs_of(view),
-                              api_visibility="private", show_progress="hidden")
+                              api_visibility="private", **ui.quiet)
 
 
 def wire_jump(ui: Wiring, button, target: View) -> None:
