@@ -26,6 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from load_test import stop_server  # noqa: E402  (bench/, beside this script)
+
 SENTENCE_15 = "A man in a blue jacket is riding a bicycle down the street."
 SENTENCE_30 = ("A young woman in a long red dress and a small boy with a yellow kite are walking "
                "together along the sandy beach near the old wooden pier.")
@@ -44,7 +46,8 @@ def startup_seconds() -> float:
     port = free_port()
     env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port)}
     started = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, start_new_session=True,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         while time.perf_counter() - started < 60:
             try:
@@ -54,8 +57,7 @@ def startup_seconds() -> float:
                 time.sleep(0.1)
         return float("nan")
     finally:
-        process.terminate()
-        process.wait()
+        stop_server(process)  # with its worker processes, before the next start
 
 
 def serialised_kb(ui, named: dict) -> float:

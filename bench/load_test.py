@@ -25,6 +25,7 @@ import json
 import os
 import random
 import resource
+import signal
 import socket
 import statistics
 import subprocess
@@ -67,7 +68,8 @@ def start_server(timeout_s: float = 90, result_cache: int | None = None,
         env["ATTENTION_EXPLORER_RESULT_CACHE"] = str(result_cache)
     if workers is not None:
         env["ATTENTION_EXPLORER_WORKERS"] = str(workers)
-    process = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+    # a session of its own: stop_server ends its worker processes with it
+    process = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
     url, started = f"http://127.0.0.1:{port}/", time.perf_counter()
     while time.perf_counter() - started < timeout_s:
@@ -79,8 +81,18 @@ def start_server(timeout_s: float = 90, result_cache: int | None = None,
             if process.poll() is not None:
                 raise RuntimeError(f"app.py exited with code {process.returncode}")
             time.sleep(0.2)
-    process.kill()
+    stop_server(process)
     raise RuntimeError("app.py did not start serving in time")
+
+
+def stop_server(process: subprocess.Popen) -> None:
+    """Ends `python app.py` started by start_server and its worker processes (its process group) at once: a worker
+    still loading the models would otherwise run on for a second and share the cores with what is measured next."""
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    process.wait()
 
 
 def wait_for_workers(url: str, deadline: float) -> dict:
@@ -285,8 +297,7 @@ def main() -> None:
     try:
         alone = responses_alone(url, plan, args.endpoint)
     finally:
-        process.terminate()
-        process.wait()
+        stop_server(process)
     process, url = start_server(result_cache=args.result_cache)  # afresh: nothing cached from the pass alone
     try:
         status = HttpClient(url).call("/server_status")
@@ -296,8 +307,7 @@ def main() -> None:
                                                                          status["kernel"])
         report["server_peak_rss_mb"] = [peak_rss_mb(pid) for pid in server_processes(process.pid)]
     finally:
-        process.terminate()
-        process.wait()
+        stop_server(process)
     print(json.dumps(report, indent=2))
 
 

@@ -92,7 +92,7 @@ class RunPool:
         barrier = context.Barrier(self.workers)
         with main_module_hidden():
             executor = ProcessPoolExecutor(self.workers, mp_context=context, initializer=load_models,
-                                           initargs=(str(self.root), torch.get_num_threads(), barrier))
+                                           initargs=(str(self.root), torch.get_num_threads(), barrier, os.getpid()))
             # one task each: spawning happens at submit, so every worker exists (and loads) before this returns
             started = [executor.submit(decoding_status) for _ in range(self.workers)]
         try:
@@ -161,21 +161,23 @@ def main_module_hidden():
 _registry: Registry | None = None
 
 
-def load_models(root: str, threads: int, barrier) -> None:
+def load_models(root: str, threads: int, barrier, server: int) -> None:
     global _registry
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C stops the server, which then ends its workers
-    threading.Thread(target=exit_with_parent, args=(os.getppid(),), name="parent-watch", daemon=True).start()
+    threading.Thread(target=exit_with_parent, args=(server,), name="parent-watch", daemon=True).start()
     torch.set_num_threads(threads)
     _registry = discover(Path(root))
     KERNEL.wait()
     barrier.wait(START_TIMEOUT_S)
 
 
-def exit_with_parent(parent: int) -> None:
+def exit_with_parent(server: int) -> None:
     """A server killed outright (SIGKILL, SIGTERM) cannot stop its workers, and their task queue never closes
-    (each worker holds one of its ends): a worker ends itself when its parent is gone."""
-    while os.getppid() == parent:
-        time.sleep(1)
+    (each worker holds one of its ends): a worker ends itself when its parent is no longer the server. The server's
+    pid comes from the server, not from os.getppid() here: a server stopped while the worker was still starting has
+    already left it to another parent."""
+    while os.getppid() == server:
+        time.sleep(0.5)
     os._exit(0)
 
 

@@ -112,3 +112,30 @@ def test_the_app_refuses_a_bad_workers_setting_in_one_line():
     assert run_app.returncode == 2
     assert run_app.stderr.strip() == (f"app.py: {SWITCH} must be a whole number of worker processes (0: translate in "
                                       "the server's process), got 'many'")
+
+
+def test_workers_end_with_a_server_stopped_while_they_start(served):
+    """A server killed outright leaves its workers no message; each ends itself once the server is gone, including
+    a worker still starting when it went (it must not take its new parent for the server)."""
+    _, pool = served
+    script = (f"import multiprocessing, os, sys, time; sys.path.insert(0, {str(ROOT)!r}); "
+              "from explorer.run_pool import RunPool; "
+              f"pool = RunPool({str(pool.root)!r}, 2); pool.start(); "
+              "deadline = time.time() + 30\n"
+              "while len(multiprocessing.active_children()) < 2 and time.time() < deadline: time.sleep(0.01)\n"
+              "print(' '.join(str(p.pid) for p in multiprocessing.active_children()), flush=True); os._exit(0)")
+    server = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    workers = [int(pid) for pid in server.stdout.split()]
+    assert len(workers) >= 2, server.stderr[-2000:]
+
+    def alive(pid):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
+
+    deadline = time.time() + 60
+    while any(alive(pid) for pid in workers) and time.time() < deadline:
+        time.sleep(0.2)
+    assert not any(alive(pid) for pid in workers), "a worker outlived its server"
