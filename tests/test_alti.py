@@ -107,3 +107,23 @@ def test_in_float32_as_the_app_runs_it_the_contributions_stay_within_1e_5_of_flo
     assert fast.matrix.dtype == np.float32 and exact.matrix.dtype == np.float64
     np.testing.assert_allclose(fast.matrix, exact.matrix, atol=1e-5)
     np.testing.assert_allclose(fast.layers, exact.layers, atol=1e-5)
+
+
+@pytest.mark.parametrize("settings", [dict(strategy="greedy"), dict(strategy="beam", beam_size=3),
+                                      dict(strategy="beam", beam_size=2, heads_off=[("cross", 1, 0), ("decoder_self", 0, 3)])])
+def test_a_translation_reads_its_own_recorded_attention_as_the_pass_would(random_translator, settings):
+    """add_contributions takes the weights decoding recorded instead of recording the pass's own: within float32
+    rounding of alti_plus's float64 pass, for greedy and beam search (whose maps are traced back to the winner) and
+    with heads switched off (their weights are recorded but move nothing)."""
+    from transformer.analysis.alti import add_contributions
+
+    translation = random_translator.translate("a man rides a red bike .", capture=True, max_length=12, **settings)
+    add_contributions(random_translator.model, translation, torch.float32)
+    reference = alti_plus(random_translator.model, translation.src_ids, translation.tgt_ids,
+                          translation.settings.get("heads_off") or None, torch.float64)
+    np.testing.assert_allclose(translation.contributions.layers, reference.layers, atol=2e-5)
+    for kind, norms in reference.norms.items():
+        np.testing.assert_allclose(translation.norms[kind], norms, rtol=1e-4, atol=1e-5)
+    recorded = translation.recorded["cross"].values
+    if settings.get("heads_off"):  # the recorded maps themselves are left as decoding recorded them
+        assert recorded[1, 0].any()

@@ -21,6 +21,7 @@ the layer norms inside the sub-layers count as part of f (pre-norm: ||x_i + ...|
 """
 from __future__ import annotations
 
+import contextlib
 from contextvars import ContextVar
 from dataclasses import dataclass
 
@@ -30,6 +31,7 @@ import torch
 from ..core.capture import capture_attention
 from ..core.head_mask import heads_masked
 from ..core.model import Transformer
+from ..core.probes import ATTENTION_KINDS
 from ..tokenizer import BOS_ID
 
 
@@ -81,9 +83,11 @@ class Rollout:
 
 @torch.no_grad()
 def rollout(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_off=None,
-            dtype: torch.dtype = torch.float64) -> Rollout:
+            dtype: torch.dtype = torch.float64, attention: dict | None = None) -> Rollout:
     """The pass and the layer-by-layer contributions of ALTI+ for the output `tgt_ids` (no BOS), teacher-forced,
-    computed in `dtype` (float64 by default: the analyses; the app's live view, which shows bytes, takes float32)."""
+    computed in `dtype` (float64 by default: the analyses; the app's live view, which shows bytes, takes float32).
+    `attention`: kind -> (L, H, queries, keys) weights of this very output, as decoding recorded them; the pass then
+    records none of its own and runs the fused attention (the weights agree to float32 rounding)."""
     if model.config.norm != "pre":
         raise ValueError("alti_plus reads pre-norm layers (x + f(LN(x))); this model is post-norm")
     src = torch.tensor([src_ids], device=model.device)
@@ -106,13 +110,15 @@ def rollout(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_of
     handles.append(model.encoder_norm.register_forward_hook(keep_memory))
     token = _pass.set(listening)
     try:
-        with heads_masked(model, heads_off), capture_attention(model) as attention:
+        with heads_masked(model, heads_off), (
+                contextlib.nullcontext() if attention is not None else capture_attention(model)) as captured:
             model.layers_pass(src, tgt)
     finally:
         _pass.reset(token)
         for handle in handles:
             handle.remove()
-    weights = {kind: attention[kind] for kind in ("encoder_self", "decoder_self", "cross")}
+    weights = {kind: torch.tensor(attention[kind])[:, None] if attention is not None else captured[kind]
+               for kind in ("encoder_self", "decoder_self", "cross")}  # (L, 1, H, Q, K), copies: zeroed below
     for kind, layer, head in heads_off or ():  # a switched-off head's weights are recorded, but it moves nothing
         weights[kind][layer, :, head] = 0
     source, target = len(src_ids), len(tgt_ids)
@@ -153,9 +159,10 @@ def rollout(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_of
 
 
 def alti_plus(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_off=None,
-              dtype: torch.dtype = torch.float64) -> Contributions:
-    """ALTI+ contributions of every prediction of the output `tgt_ids` (no BOS), teacher-forced."""
-    traced = rollout(model, src_ids, tgt_ids, heads_off, dtype)
+              dtype: torch.dtype = torch.float64, attention: dict | None = None) -> Contributions:
+    """ALTI+ contributions of every prediction of the output `tgt_ids` (no BOS), teacher-forced (`attention`: see
+    `rollout`)."""
+    traced = rollout(model, src_ids, tgt_ids, heads_off, dtype, attention)
     matrix = traced.after[-1].cpu().numpy()
     return Contributions(matrix, matrix[:, :len(src_ids)].sum(1), torch.stack(traced.after).cpu().numpy(),
                          traced.norms)
@@ -167,8 +174,11 @@ def add_contributions(model: Transformer, translation, dtype: torch.dtype = torc
     if model.config.norm != "pre":
         translation.contributions = None
         return translation
+    recorded = translation.recorded
+    attention = ({kind: recorded[kind].values for kind in ATTENTION_KINDS}
+                 if all(kind in recorded for kind in ATTENTION_KINDS) else None)
     translation.contributions = alti_plus(model, translation.src_ids, translation.tgt_ids,
-                                          translation.settings.get("heads_off") or None, dtype)
+                                          translation.settings.get("heads_off") or None, dtype, attention)
     translation.norms = translation.contributions.norms
     return translation
 
