@@ -22,6 +22,10 @@ skip_stub_generation()  # Gradio's editor stubs, rebuilt at every import, are 0.
 import gradio as gr  # noqa: E402  (after the two above: the setting is read when the queue is made)
 import torch  # noqa: E402
 
+from explorer.gradio_sessions import lazy_session_configs  # noqa: E402
+
+lazy_session_configs()  # a visitor's first request no longer copies every component's configuration (~15 ms)
+
 from explorer.asset_cache import serve_assets_from_memory  # noqa: E402
 from explorer.registry import discover  # noqa: E402
 from explorer.result_cache import capacity_from_environment  # noqa: E402
