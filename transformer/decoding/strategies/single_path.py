@@ -58,10 +58,7 @@ def decode_single_path(model: Transformer, sources: list[list[int]], choose: Cho
             keep = []
             for row, sentence in enumerate(active):
                 out = results[sentence]
-                out.token_ids.append(chosen_l[row])
-                out.score += float(np.log(max(chosen_p[row], 1e-30)))
-                out.steps.append(StepTrace(chosen_l[row], chosen_p[row], list(zip(top_ids_l[row], top_probs_l[row])),
-                                           forced=row in forced_rows))
+                extend(out, chosen_l[row], chosen_p[row], top_ids_l[row], top_probs_l[row], forced=row in forced_rows)
                 rows_per_step[sentence].append(row)
                 if chosen_l[row] != EOS_ID and len(out.token_ids) < limits[sentence]:
                     keep.append(row)
@@ -88,9 +85,15 @@ def decode_fused_greedy(model: Transformer, source: list[int], max_length: int |
         return None
     ids, probs, top_ids, top_probs = decoder.fused.greedy(BOS_ID, decoder.never_produced, EOS_ID, limit, TRACE_TOPK)
     result = DecodedSentence([], [], 0.0)
-    for token, prob, candidates, candidate_probs in zip(ids.tolist(), probs.tolist(), top_ids.tolist(),
-                                                        top_probs.tolist()):
-        result.token_ids.append(token)
-        result.score += float(np.log(max(prob, 1e-30)))
-        result.steps.append(StepTrace(token, prob, list(zip(candidates, candidate_probs)), forced=False))
+    for step in zip(ids.tolist(), probs.tolist(), top_ids.tolist(), top_probs.tolist()):
+        extend(result, *step, forced=False)
     return result
+
+
+def extend(out: DecodedSentence, token: int, prob: float, candidates: list[int], candidate_probs: list[float],
+           forced: bool) -> None:
+    """One chosen token appended to a single-path hypothesis: its id, its log-probability added to the score, and
+    the step's trace with its candidates."""
+    out.token_ids.append(token)
+    out.score += float(np.log(max(prob, 1e-30)))
+    out.steps.append(StepTrace(token, prob, list(zip(candidates, candidate_probs)), forced=forced))
