@@ -10,7 +10,8 @@
 //   feed-forward norm weight, bias; fc1 (F), bias (F); fc2 (D), bias (D);
 // then the final norm's weight and bias, the output projection (V outputs) and its bias (V). Each projection is
 // float16: packed in blocks of outputs on AVX-512 CPUs (half_linear.h's packed_matmul; fused_step.py's `pack`), else
-// row-major (N, K) as half_linear.py keeps it.
+// row-major (N, K) as half_linear.py keeps it; or, with the opt-in int8 decoding, packed int8, and `scales` then holds
+// each projection's per-output scales in that order (6 per layer, then the output projection's), else is empty.
 #include "half_linear.h"
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 namespace {
 
 constexpr int64_t kLayerTensors = 18;
+constexpr int64_t kLayerProjections = 6;  // self q|k|v, self output, cross query, cross output, fc1, fc2
 
 const float* floats(const torch::Tensor& t) { return t.data_ptr<float>(); }
 
@@ -65,11 +67,18 @@ void attend(const float* q, const float* keys, const float* values, int64_t n, i
   }
 }
 
-// y = x W^T + b through W as fused_step.py passed it: packed (3-D, on AVX-512 CPUs) or row-major float16 (2-D)
-void project(const float* x, int64_t rows, int64_t width, const torch::Tensor& weight, int64_t outputs, const float* bias,
-             float* y) {
-  if (weight.dim() == 3) packed_matmul(x, rows, width, half_data(weight), outputs, bias, y);
-  else half_matmul(x, rows, width, half_data(weight), outputs, bias, y);
+// y = x W^T + b through W as fused_step.py passed it: packed float16 (3-D, on AVX-512 CPUs), row-major float16
+// (2-D), or packed int8 with one float32 scale per output (the opt-in `int8_decoding`; `scales` set)
+void project(const float* x, int64_t rows, int64_t width, const torch::Tensor& weight, const float* scales,
+             int64_t outputs, const float* bias, float* y) {
+  if (weight.scalar_type() == torch::kChar) {
+    TORCH_CHECK(scales != nullptr, "int8 weights come with their scales");
+    packed_int8_matmul(x, rows, width, weight.data_ptr<int8_t>(), scales, outputs, bias, y);
+  } else if (weight.dim() == 3) {
+    packed_matmul(x, rows, width, half_data(weight), outputs, bias, y);
+  } else {
+    half_matmul(x, rows, width, half_data(weight), outputs, bias, y);
+  }
 }
 
 void add_into(float* x, const float* y, int64_t n) {
@@ -90,8 +99,13 @@ std::vector<torch::Tensor> decoder_step(torch::Tensor tokens, torch::Tensor toke
                                         std::vector<torch::Tensor> self_keys, std::vector<torch::Tensor> self_values,
                                         std::vector<torch::Tensor> cross_keys, std::vector<torch::Tensor> cross_values,
                                         torch::Tensor source_rows, c10::optional<torch::Tensor> source_bias,
-                                        int64_t position, int64_t heads, double eps, bool record) {
+                                        int64_t position, int64_t heads, double eps, bool record,
+                                        std::vector<torch::Tensor> scales) {
   const int64_t layers = static_cast<int64_t>(self_keys.size());
+  TORCH_CHECK(scales.empty() || static_cast<int64_t>(scales.size()) == kLayerProjections * layers + 1,
+              "expected no scales or ", kLayerProjections * layers + 1, ", got ", scales.size());
+  // the per-output scales of layer l's projection i (i = kLayerProjections: the output projection), or null
+  auto scales_of = [&](int64_t l, int64_t i) { return scales.empty() ? nullptr : floats(scales[kLayerProjections * l + i]); };
   TORCH_CHECK(static_cast<int64_t>(weights.size()) == kLayerTensors * layers + 4, "expected ", kLayerTensors * layers + 4,
               " weight tensors for ", layers, " layers, got ", weights.size());
   TORCH_CHECK(tokens.scalar_type() == torch::kLong && tokens.dim() == 1 && tokens.is_contiguous(),
@@ -132,7 +146,7 @@ std::vector<torch::Tensor> decoder_step(torch::Tensor tokens, torch::Tensor toke
     const torch::Tensor* w = weights.data() + kLayerTensors * l;
     // masked self-attention over the cached prefix and this position
     layer_norm(x.data(), rows, d, floats(w[0]), floats(w[1]), norm_eps, normed.data());
-    project(normed.data(), rows, d, w[2], 3 * d, floats(w[3]), projected.data());
+    project(normed.data(), rows, d, w[2], scales_of(l, 0), 3 * d, floats(w[3]), projected.data());
     float* keys = self_keys[l].data_ptr<float>();
     float* values = self_values[l].data_ptr<float>();
     float* self_out = nullptr;
@@ -151,12 +165,12 @@ std::vector<torch::Tensor> decoder_step(torch::Tensor tokens, torch::Tensor toke
                mixed.data() + b * d + h * head_size);
       }
     }
-    project(mixed.data(), rows, d, w[4], d, floats(w[5]), update.data());
+    project(mixed.data(), rows, d, w[4], scales_of(l, 1), d, floats(w[5]), update.data());
     add_into(x.data(), update.data(), rows * d);
 
     // cross-attention over the encoder output
     layer_norm(x.data(), rows, d, floats(w[6]), floats(w[7]), norm_eps, normed.data());
-    project(normed.data(), rows, d, w[8], d, floats(w[9]), projected.data());
+    project(normed.data(), rows, d, w[8], scales_of(l, 2), d, floats(w[9]), projected.data());
     const float* source_keys = floats(cross_keys[l]);
     const float* source_values = floats(cross_values[l]);
     float* cross_out = nullptr;
@@ -173,14 +187,14 @@ std::vector<torch::Tensor> decoder_step(torch::Tensor tokens, torch::Tensor toke
                mixed.data() + b * d + h * head_size);
       }
     }
-    project(mixed.data(), rows, d, w[10], d, floats(w[11]), update.data());
+    project(mixed.data(), rows, d, w[10], scales_of(l, 3), d, floats(w[11]), update.data());
     add_into(x.data(), update.data(), rows * d);
 
     // feed-forward
     layer_norm(x.data(), rows, d, floats(w[12]), floats(w[13]), norm_eps, normed.data());
-    project(normed.data(), rows, d, w[14], ff, floats(w[15]), hidden.data());
+    project(normed.data(), rows, d, w[14], scales_of(l, 4), ff, floats(w[15]), hidden.data());
     for (float& value : hidden) value = std::max(value, 0.0f);
-    project(hidden.data(), rows, ff, w[16], d, floats(w[17]), update.data());
+    project(hidden.data(), rows, ff, w[16], scales_of(l, 5), d, floats(w[17]), update.data());
     add_into(x.data(), update.data(), rows * d);
     if (record) {
       outputs.push_back(torch::empty({rows, 1, d}, options));
@@ -191,7 +205,7 @@ std::vector<torch::Tensor> decoder_step(torch::Tensor tokens, torch::Tensor toke
   const torch::Tensor* final = weights.data() + kLayerTensors * layers;
   layer_norm(x.data(), rows, d, floats(final[0]), floats(final[1]), norm_eps, normed.data());
   auto logits = torch::empty({rows, vocabulary}, options);
-  project(normed.data(), rows, d, final[2], vocabulary, floats(final[3]), logits.data_ptr<float>());
+  project(normed.data(), rows, d, final[2], scales_of(layers, 0), vocabulary, floats(final[3]), logits.data_ptr<float>());
 
   std::vector<torch::Tensor> result{logits};
   result.insert(result.end(), self_probabilities.begin(), self_probabilities.end());
@@ -211,7 +225,7 @@ std::vector<torch::Tensor> greedy_steps(torch::Tensor token, torch::Tensor token
                                         std::vector<torch::Tensor> cross_keys, std::vector<torch::Tensor> cross_values,
                                         torch::Tensor source_rows, c10::optional<torch::Tensor> source_bias,
                                         int64_t position, int64_t heads, double eps, torch::Tensor never_produced,
-                                        int64_t eos, int64_t limit, int64_t topk) {
+                                        int64_t eos, int64_t limit, int64_t topk, std::vector<torch::Tensor> scales) {
   TORCH_CHECK(token.numel() == 1, "greedy_steps decodes one row, got ", token.numel());
   TORCH_CHECK(limit >= 1, "limit must be at least 1, got ", limit);
   std::vector<int64_t> ids;
@@ -220,7 +234,7 @@ std::vector<torch::Tensor> greedy_steps(torch::Tensor token, torch::Tensor token
   for (int64_t step = 0; step < limit; ++step) {
     auto logits = decoder_step(token, token_embedding, embedding_scale, positions, weights, self_keys, self_values,
                                cross_keys, cross_values, source_rows, source_bias, position + step, heads, eps,
-                               false)[0];
+                               false, scales)[0];
     logits.index_fill_(-1, never_produced, -std::numeric_limits<float>::infinity());
     const auto probabilities = logits.softmax(-1);
     auto best = probabilities.topk(std::min<int64_t>(topk, probabilities.size(-1)), -1);
@@ -266,15 +280,27 @@ std::vector<torch::Tensor> select_rows(std::vector<torch::Tensor> caches, torch:
   return selected;
 }
 
-// The packed product alone, for tests: x (rows, K) float32, packed (blocks, K, kBlock) float16, bias (N) float32.
-torch::Tensor packed_linear(torch::Tensor x, torch::Tensor packed, torch::Tensor bias) {
+// The packed product alone, for tests: x (rows, K) float32, packed (blocks, K, kBlock) float16, or int8 with scales
+// (N) float32, bias (N) float32.
+torch::Tensor packed_linear(torch::Tensor x, torch::Tensor packed, torch::Tensor bias, c10::optional<torch::Tensor> scales) {
   TORCH_CHECK(x.dim() == 2 && x.scalar_type() == torch::kFloat32 && x.is_contiguous(), "x must be contiguous 2-D float32");
-  TORCH_CHECK(packed.dim() == 3 && packed.scalar_type() == torch::kFloat16 && packed.is_contiguous() &&
-              packed.size(1) == x.size(1) && packed.size(2) == kBlock, "packed must be contiguous (blocks, K, 64) float16");
+  const bool int8 = packed.scalar_type() == torch::kChar;
+  TORCH_CHECK(packed.dim() == 3 && (int8 || packed.scalar_type() == torch::kFloat16) && packed.is_contiguous() &&
+              packed.size(1) == x.size(1) && packed.size(2) == kBlock,
+              "packed must be contiguous (blocks, K, 64) float16 or int8");
   TORCH_CHECK(bias.scalar_type() == torch::kFloat32 && bias.is_contiguous() && bias.numel() <= packed.size(0) * kBlock &&
               bias.numel() > (packed.size(0) - 1) * kBlock, "bias must hold one float32 per output");
+  const bool scaled = scales.has_value() && scales->defined();
+  TORCH_CHECK(int8 == scaled, "int8 weights need scales, and only they take them");
+  TORCH_CHECK(!scaled || (scales->scalar_type() == torch::kFloat32 && scales->is_contiguous() &&
+                          scales->numel() == bias.numel()), "scales must hold one float32 per output");
   auto y = torch::empty({x.size(0), bias.numel()}, x.options());
-  packed_matmul(x.data_ptr<float>(), x.size(0), x.size(1), half_data(packed), bias.numel(), bias.data_ptr<float>(),
-                y.data_ptr<float>());
+  if (int8) {
+    packed_int8_matmul(x.data_ptr<float>(), x.size(0), x.size(1), packed.data_ptr<int8_t>(), scales->data_ptr<float>(),
+                       bias.numel(), bias.data_ptr<float>(), y.data_ptr<float>());
+  } else {
+    packed_matmul(x.data_ptr<float>(), x.size(0), x.size(1), half_data(packed), bias.numel(), bias.data_ptr<float>(),
+                  y.data_ptr<float>());
+  }
   return y;
 }

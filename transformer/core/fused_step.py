@@ -15,7 +15,7 @@ Shapes: B rows, H heads, C the cache's capacity (max_len), S source length, hs h
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -32,6 +32,7 @@ class FusedWeights:
     tensors: list[torch.Tensor]
     versions: tuple[tuple[int, int], ...]  # (id, version) of every parameter they were taken from
     eps: float
+    scales: list[torch.Tensor] = field(default_factory=list)  # int8 projections' per-output scales; [] for float16
 
 
 @dataclass
@@ -75,40 +76,58 @@ def pack(half: torch.Tensor) -> torch.Tensor:
     return padded.view(blocks, BLOCK, width).transpose(1, 2).contiguous()
 
 
+def quantize(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A float32 projection (N, K) as int8 with one symmetric scale per output, packed as `pack` packs float16:
+    W[n] ~ q[n] * scale[n] with q in [-127, 127] and scale[n] = max |W[n]| / 127 (1 for a row of zeros)."""
+    weight = weight.detach().float()
+    scales = weight.abs().amax(dim=1) / 127
+    scales = torch.where(scales > 0, scales, torch.ones_like(scales))
+    quantized = torch.round(weight / scales[:, None]).clamp_(-127, 127).to(torch.int8)
+    return pack(quantized), scales.contiguous()
+
+
 def arrange(half: torch.Tensor) -> torch.Tensor:
     """A projection as the kernel reads it on this CPU: packed where it has AVX-512, else row-major as it is."""
     return pack(half) if KERNEL.module.has_avx512() else half.contiguous()
 
 
 def fused_weights(model) -> FusedWeights | None:
-    """The model's tensors for the kernel, kept on the model while its weights stay unchanged; None where a float16
-    copy is missing or stale (half_linear.attach_half_weights keeps none for weights float16 would round)."""
+    """The model's tensors for the kernel, kept on the model while its weights stay unchanged: its float16 copies,
+    or with `model.int8_decoding` int8 ones quantized here. None where a float16 copy is missing or stale
+    (half_linear.attach_half_weights keeps none for weights float16 would round)."""
     plan = layout(model)
     linears, norms = plan.linears, plan.norms
+    int8 = model.int8_decoding
     halves = [getattr(linear, "half_weight", None) for linear in linears]
-    if any(half is None or half.version != linear.weight._version for half, linear in zip(halves, linears)):
+    if not int8 and any(half is None or half.version != linear.weight._version for half, linear in zip(halves, linears)):
         return None
     parameters = [p for module in linears + norms for p in (module.weight, module.bias)]
-    versions = tuple((id(p), p._version) for p in parameters)
+    versions = (("int8" if int8 else "float16", 0),) + tuple((id(p), p._version) for p in parameters)
     cached = getattr(model, "_fused_weights", None)
     if cached is not None and cached.versions == versions:
         return cached
     d = model.config.d_model
+    # the cross-attention's query rows alone: its keys and values are computed once per sentence
+    cross_queries = {6 * layer + 2 for layer in range(len(model.decoder_layers))}
+    if int8:  # quantized from the float32 weights
+        quantized = [quantize(linear.weight[:d] if i in cross_queries else linear.weight) for i, linear in enumerate(linears)]
+        projections, scales = [q for q, _ in quantized], [scale for _, scale in quantized]
+    else:
+        projections = [arrange(h.tensor[:d] if i in cross_queries else h.tensor) for i, h in enumerate(halves)]
+        scales = []
     tensors = []
     for index, layer in enumerate(model.decoder_layers):
         self_attention, cross = layer.self_attention, layer.cross_attention
         ff = layer.feed_forward
         layer_norms = norms[3 * index: 3 * index + 3]
-        half = [h.tensor for h in halves[6 * index: 6 * index + 6]]
-        half[2] = half[2][:d]  # the cross-attention's query rows: its keys and values are computed once per sentence
-        half = [arrange(h) for h in half]
-        tensors += [layer_norms[0].weight, layer_norms[0].bias, half[0], self_attention.in_proj.bias, half[1],
+        own = projections[6 * index: 6 * index + 6]
+        tensors += [layer_norms[0].weight, layer_norms[0].bias, own[0], self_attention.in_proj.bias, own[1],
                     self_attention.out_proj.bias,
-                    layer_norms[1].weight, layer_norms[1].bias, half[2], cross.in_proj.bias[:d], half[3],
+                    layer_norms[1].weight, layer_norms[1].bias, own[2], cross.in_proj.bias[:d], own[3],
                     cross.out_proj.bias,
-                    layer_norms[2].weight, layer_norms[2].bias, half[4], ff.fc1.bias, half[5], ff.fc2.bias]
-    tensors += [model.decoder_norm.weight, model.decoder_norm.bias, arrange(halves[-1].tensor), model.generator.bias]
-    model._fused_weights = FusedWeights([t.detach().contiguous() for t in tensors], versions, norms[0].eps)
+                    layer_norms[2].weight, layer_norms[2].bias, own[4], ff.fc1.bias, own[5], ff.fc2.bias]
+    tensors += [model.decoder_norm.weight, model.decoder_norm.bias, projections[-1], model.generator.bias]
+    model._fused_weights = FusedWeights([t.detach().contiguous() for t in tensors], versions, norms[0].eps, scales)
     return model._fused_weights
 
 
@@ -123,6 +142,8 @@ def why_not_fused(model, rows: int) -> str | None:
         return "the kernel decodes float32 models in eval mode on the CPU"
     if config.norm != "pre" or not config.final_norm:
         return "the kernel runs pre-norm layers with a final norm"
+    if model.int8_decoding and not KERNEL.module.has_avx512():
+        return "int8 decoding (model.int8_decoding) needs an AVX-512 CPU"
     if rows > MAX_ROWS:
         return f"{rows} rows: the float16 kernel pays off up to {MAX_ROWS}"
     if masked_heads.get():
@@ -180,7 +201,7 @@ class FusedStep:
         out = KERNEL.module.decoder_step(last_tokens.contiguous(), self.token_embedding, self.embedding_scale,
                                          self.position_table, self.weights.tensors, self.self_keys, self.self_values,
                                          self.cross_keys, self.cross_values, self.source_rows, self.source_bias, self.length,
-                                         self.heads, self.weights.eps, record)
+                                         self.heads, self.weights.eps, record, self.weights.scales)
         self.length += 1
         if record:
             layers = len(self.self_keys)
@@ -200,7 +221,8 @@ class FusedStep:
         out = KERNEL.module.greedy_steps(torch.tensor([token]), self.token_embedding, self.embedding_scale,
                                          self.position_table, self.weights.tensors, self.self_keys, self.self_values,
                                          self.cross_keys, self.cross_values, self.source_rows, self.source_bias,
-                                         self.length, self.heads, self.weights.eps, never_produced, eos, limit, topk)
+                                         self.length, self.heads, self.weights.eps, never_produced, eos, limit, topk,
+                                         self.weights.scales)
         self.length += len(out[0])
         return out
 

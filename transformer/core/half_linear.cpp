@@ -32,7 +32,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("greedy_steps", &greedy_steps, "one row decoded greedily, the whole loop in the kernel (fused_step.cpp)",
         pybind11::call_guard<pybind11::gil_scoped_release>());
   m.def("has_avx512", &has_avx512, "whether the products take their AVX-512 paths (ATTENTION_EXPLORER_NO_AVX512 unset)");
-  m.def("packed_linear", &packed_linear, "x (rows, K) @ packed float16 weights (blocks, K, 64) + bias (N) (fused_step.cpp)",
+  m.def("packed_linear", &packed_linear,
+        "x (rows, K) @ packed float16 weights (blocks, K, 64), or int8 ones times scales (N), + bias (N) (fused_step.cpp)",
+        pybind11::arg("x"), pybind11::arg("packed"), pybind11::arg("bias"), pybind11::arg("scales") = pybind11::none(),
         pybind11::call_guard<pybind11::gil_scoped_release>());
   m.def("select_rows", &select_rows, "rows `rows` of each self-attention cache, its first `filled` positions (fused_step.cpp)",
         pybind11::call_guard<pybind11::gil_scoped_release>());

@@ -159,6 +159,60 @@ static inline void packed_matmul(const float* xp, int64_t rows, int64_t width, c
   });
 }
 
+// The opt-in int8 weights (fused_step.py's `quantize`): the same blocks of kBlock outputs, each weight an int8 q with
+// W[n][k] ~ q * scale[n] (symmetric, one scale per output). Every k adds x[m][k] times the block's widened integers,
+// in order, and each sum is scaled once at the end: half the bytes of float16, which bound a step on one row.
+template <int R>
+__attribute__((target("avx512f"))) static void packed_int8_rows_512(const float* xp, int64_t width, const int8_t* packed,
+                                                                    const float* scales, int64_t outputs, const float* bp,
+                                                                    float* yp, int64_t first_block, int64_t last_block) {
+  for (int64_t block = first_block; block < last_block; ++block) {
+    const int8_t* w = packed + block * width * kBlock;
+    __m512 sums[R][4];
+    for (int m = 0; m < R; ++m) for (int v = 0; v < 4; ++v) sums[m][v] = _mm512_setzero_ps();
+    for (int64_t k = 0; k < width; ++k, w += kBlock) {
+      __m512 weights[4];
+      for (int v = 0; v < 4; ++v) {
+        weights[v] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 16 * v))));
+      }
+      for (int m = 0; m < R; ++m) {
+        const __m512 x = _mm512_set1_ps(xp[m * width + k]);
+        for (int v = 0; v < 4; ++v) sums[m][v] = _mm512_fmadd_ps(weights[v], x, sums[m][v]);
+      }
+    }
+    const int64_t start = block * kBlock, count = std::min<int64_t>(kBlock, outputs - start);
+    for (int m = 0; m < R; ++m) {
+      alignas(64) float out[kBlock];
+      for (int v = 0; v < 4; ++v) _mm512_store_ps(out + 16 * v, sums[m][v]);
+      for (int64_t j = 0; j < count; ++j) {
+        const float scaled = out[j] * scales[start + j];
+        yp[m * outputs + start + j] = bp ? scaled + bp[start + j] : scaled;
+      }
+    }
+  }
+}
+
+// y (rows x outputs) = x (rows x width) (q * scale)^T + b, q packed as above (AVX-512 only); bias may be null
+static inline void packed_int8_matmul(const float* xp, int64_t rows, int64_t width, const int8_t* packed,
+                                      const float* scales, int64_t outputs, const float* bp, float* yp) {
+  TORCH_CHECK(has_avx512(), "int8 weights need AVX-512");
+  const int64_t blocks = (outputs + kBlock - 1) / kBlock;
+  at::parallel_for(0, blocks, 1, [&](int64_t first, int64_t last) {
+    int64_t m = 0;
+    for (; m + 4 <= rows; m += 4) {
+      packed_int8_rows_512<4>(xp + m * width, width, packed, scales, outputs, bp, yp + m * outputs, first, last);
+    }
+    const float* x_rest = xp + m * width;
+    float* y_rest = yp + m * outputs;
+    switch (rows - m) {
+      case 3: packed_int8_rows_512<3>(x_rest, width, packed, scales, outputs, bp, y_rest, first, last); break;
+      case 2: packed_int8_rows_512<2>(x_rest, width, packed, scales, outputs, bp, y_rest, first, last); break;
+      case 1: packed_int8_rows_512<1>(x_rest, width, packed, scales, outputs, bp, y_rest, first, last); break;
+      default: break;
+    }
+  });
+}
+
 static inline const uint16_t* half_data(const torch::Tensor& t) {
   return reinterpret_cast<const uint16_t*>(t.data_ptr<at::Half>());
 }
@@ -169,13 +223,15 @@ std::vector<torch::Tensor> decoder_step(torch::Tensor tokens, torch::Tensor toke
                                         std::vector<torch::Tensor> self_keys, std::vector<torch::Tensor> self_values,
                                         std::vector<torch::Tensor> cross_keys, std::vector<torch::Tensor> cross_values,
                                         torch::Tensor source_rows, c10::optional<torch::Tensor> source_bias,
-                                        int64_t position, int64_t heads, double eps, bool record);
+                                        int64_t position, int64_t heads, double eps, bool record,
+                                        std::vector<torch::Tensor> scales);
 std::vector<torch::Tensor> greedy_steps(torch::Tensor token, torch::Tensor token_embedding, double embedding_scale,
                                         torch::Tensor positions, std::vector<torch::Tensor> weights,
                                         std::vector<torch::Tensor> self_keys, std::vector<torch::Tensor> self_values,
                                         std::vector<torch::Tensor> cross_keys, std::vector<torch::Tensor> cross_values,
                                         torch::Tensor source_rows, c10::optional<torch::Tensor> source_bias,
                                         int64_t position, int64_t heads, double eps, torch::Tensor never_produced,
-                                        int64_t eos, int64_t limit, int64_t topk);
+                                        int64_t eos, int64_t limit, int64_t topk, std::vector<torch::Tensor> scales);
 std::vector<torch::Tensor> select_rows(std::vector<torch::Tensor> caches, torch::Tensor rows, int64_t filled);
-torch::Tensor packed_linear(torch::Tensor x, torch::Tensor packed, torch::Tensor bias);
+torch::Tensor packed_linear(torch::Tensor x, torch::Tensor packed, torch::Tensor bias,
+                            c10::optional<torch::Tensor> scales);
