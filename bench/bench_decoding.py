@@ -39,6 +39,11 @@ float16 copies buys. The kernel is compiled (or loaded from its cache) before an
 Ours through the Python step: the same checkpoint with `fused_decoding = False`, each decoder layer's step through
 its ATen operators instead of one call of the compiled kernel (core/fused_step.py), same tokens checked:
 "python_step_over_ours" is what the fused step buys; "fused_step" says whether it ran, and why not where it did not.
+Ours with the opt-in int8 decoding: the same checkpoint with `int8_decoding = True` (the fused step on int8 copies
+of the decoder's projections, one scale per output): other numbers, so its tokens may differ from the float16 copies'
+("same_tokens_as_float16") and its figures per output token divide by its own output lengths; "int8_ratios" in the
+CTranslate2 block set CTranslate2's int8 rows against it (int8 against int8). check_fused.py measures what it
+changes in BLEU.
 Ours only: greedy without the key/value cache (what the cache buys) and beam 4 without capture (what capture
 costs), kept from the earlier version of this benchmark. Its other rows are dropped: uncached beam and
 uncached capture say nothing the uncached greedy row does not, and the 30-token random-weight row was there
@@ -86,6 +91,7 @@ from ct2_peer import measure_in_own_process, report_block  # noqa: E402  (bench/
 SENTENCE = "A young man in a red jacket is riding his bicycle along a crowded city street."  # 17 pieces + EOS
 BEAM = 4
 COMPARED = ("greedy", "greedy, attention captured", "beam 4, attention captured")
+INT8_ROWS = (*COMPARED, "beam 4")  # the opt-in int8 decoding, beside CTranslate2's int8 rows
 
 
 def marian_model(config, seed: int):
@@ -295,6 +301,24 @@ def measure(args, base) -> dict:
     report["python step"] = {"what": "the same checkpoint with fused_decoding = False: each layer's step through "
                                      "ATen operators, on the same float16 copies"}
 
+    # the opt-in int8 decoding (model.int8_decoding): other numbers, so its tokens may differ; per token of its own
+    int8_model = Translator.from_pretrained(args.checkpoint).model
+    int8_model.int8_decoding = True
+    int8_why = why_not_fused(int8_model, 1)
+    int8_lengths = {}
+    if int8_why is None:
+        int8_runs = ours_runs(int8_model, source_ids)
+        int8_decoded = {name: int8_runs[name]() for name in INT8_ROWS}
+        int8_lengths = {name: len(int8_decoded[name].token_ids) for name in INT8_ROWS}
+        runs.update({("int8", name): int8_runs[name] for name in INT8_ROWS})
+        report["int8"] = {"what": "the same checkpoint with int8_decoding = True: the fused step reads int8 copies of "
+                                  "the decoder's projections, one scale per output (opt-in; check_fused.py: BLEU)",
+                          "output_tokens": int8_lengths,
+                          "same_tokens_as_float16": {name: int8_decoded[name].token_ids == decoded[name].token_ids
+                                                     for name in COMPARED}}
+    else:
+        report["int8"] = {"skipped": int8_why}
+
     if base is not None:
         previous = base_runs(base, args.checkpoint, source_ids)
         for name, run in previous.items():
@@ -304,12 +328,13 @@ def measure(args, base) -> dict:
         report["before"] = {"commit": args.base}
 
     medians = interleaved_medians(runs, args.rounds)
-    for side in ("ours", "python step", "float32 weights", "marian", "before"):
+    for side in ("ours", "python step", "float32 weights", "marian", "before", "int8"):
         side_medians = {name: ms for (who, name), ms in medians.items() if who == side}
         if side_medians:
+            side_lengths = int8_lengths if side == "int8" else lengths
             report[side]["median_ms"] = side_medians
-            report[side]["ms_per_output_token"] = {name: round(side_medians[name] / lengths[name], 3)
-                                                   for name in COMPARED}
+            report[side]["ms_per_output_token"] = {name: round(side_medians[name] / side_lengths[name], 3)
+                                                   for name in (INT8_ROWS if side == "int8" else COMPARED)}
     if args.no_ctranslate2:
         ct2, ct2_why = None, "--no-ctranslate2"
     elif not built:
@@ -317,7 +342,7 @@ def measure(args, base) -> dict:
     else:  # in its own process, now that ours and Marian are done (ct2_peer.py says why)
         ct2, ct2_why = measure_in_own_process(marian, len(source_ids), lengths, args.seed, args.rounds,
                                               list(range(1, torch.get_num_threads() + 1)))
-    report["ctranslate2"] = report_block(ct2, lengths, medians) if ct2 else {"skipped": ct2_why}
+    report["ctranslate2"] = report_block(ct2, lengths, medians, int8_lengths) if ct2 else {"skipped": ct2_why}
     if built:
         report["marian_over_ours"] = {name: round(medians["marian", name] / medians["ours", name], 2)
                                       for name in COMPARED}

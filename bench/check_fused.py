@@ -1,8 +1,11 @@
 """Whether decoding every decoder layer's step in one kernel call (core/fused_step.py) changes any translation: each
 shipped checkpoint translates every val sentence alone, as the app does, with its recorded decoding settings (beam
-search) and greedily, on three paths: the fused step; the Python step on the same float16 copies; and the Python step
-on the float32 weights through F.linear (no kernel at all, the reference). Prints JSON: per checkpoint and strategy,
-how many sentences the fused step translates differently from each of the other two, and each path's seconds.
+search) and greedily, on four paths: the fused step; the Python step on the same float16 copies; the Python step
+on the float32 weights through F.linear (no kernel at all, the reference); and the opt-in int8 decoding
+(`model.int8_decoding`, the fused step on int8 copies of the decoder's projections), which does change numbers.
+Prints JSON: per checkpoint and strategy, how many sentences the fused step translates differently from the Python
+steps, how many the int8 path translates differently from the fused step, each path's BLEU (sacrebleu) against the
+references, and each path's seconds.
 
     python bench/check_fused.py [--checkpoints checkpoints/en-de checkpoints/de-en] [--split val] [--limit N]
 """
@@ -14,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+import sacrebleu
 import torch
 from tqdm import tqdm
 
@@ -26,14 +30,17 @@ from transformer.core.half_linear import KERNEL  # noqa: E402
 from transformer.corpus.data import default_data_dir, read_parallel_or_exit  # noqa: E402
 
 
-PATHS = {"fused": (True, True), "python step": (False, True), "float32 F.linear": (False, False)}
+# name: (fused step, float16 copies, int8 copies)
+PATHS = {"fused": (True, True, False), "python step": (False, True, False), "float32 F.linear": (False, False, False),
+         "int8 (opt-in)": (True, True, True)}
 
 
 def translations(translator: Translator, sentences: list[str], path: str, strategy: str, settings: dict,
                  label: str) -> tuple[list[str], float]:
-    fused, half = PATHS[path]
+    fused, half, int8 = PATHS[path]
     translator.model.fused_decoding = fused
     translator.model.use_half_weights(half)
+    translator.model.int8_decoding = int8
     started = time.perf_counter()
     texts = [translator.translate(s, strategy=strategy, **settings).text
              for s in tqdm(sentences, desc=f"{label} {path}", leave=False)]
@@ -62,22 +69,27 @@ def main() -> None:
         translator = Translator.from_pretrained(checkpoint)
         languages = translator.languages
         corpus = read_parallel_or_exit(data_dir, args.split, languages["src"], languages["tgt"])
-        sentences = corpus.source[: args.limit]
+        sentences, references = corpus.source[: args.limit], corpus.target[: args.limit]
         why = why_not_fused(translator.model, 4)
         if why is not None:
             parser.error(f"{checkpoint}: the kernel would not run ({why})")
-        results = {}
+        translator.model.int8_decoding = True
+        why_not_int8 = why_not_fused(translator.model, 4)  # then the path would be the Python float32 one: left out
+        paths = [path for path in PATHS if why_not_int8 is None or not PATHS[path][2]]
+        results = {} if why_not_int8 is None else {"int8 (opt-in)": f"left out: {why_not_int8}"}
         for strategy, settings in (translator.recorded_decoding(), ("greedy", {})):
             label = f"{Path(checkpoint).name} {strategy}"
             texts, seconds = {}, {}
-            for path in PATHS:
+            for path in paths:
                 texts[path], seconds[path] = translations(translator, sentences, path, strategy, settings, label)
             fused = texts["fused"]
-            results[strategy] = {"settings": settings, "sentences": len(sentences), "seconds": seconds}
-            for other in ("python step", "float32 F.linear"):
+            bleu = {path: round(sacrebleu.corpus_bleu(texts[path], [references]).score, 2) for path in paths}
+            results[strategy] = {"settings": settings, "sentences": len(sentences), "seconds": seconds, "bleu": bleu}
+            for other in paths[1:]:
                 different = [i for i, (a, b) in enumerate(zip(texts[other], fused)) if a != b]
-                results[strategy][f"different_from_{other.replace(' ', '_')}"] = len(different)
-                results[strategy][f"first_different_from_{other.replace(' ', '_')}"] = [
+                key = other.split(" (")[0].replace(" ", "_")
+                results[strategy][f"different_from_{key}"] = len(different)
+                results[strategy][f"first_different_from_{key}"] = [
                     {other: texts[other][i], "fused": fused[i]} for i in different[:5]]
         report["checkpoints"][Path(checkpoint).name] = results
     print(json.dumps(report, indent=2, ensure_ascii=False))

@@ -61,6 +61,11 @@ ROWS = {
 # the project's targets: CTranslate2's ms per output token over ours, at least this
 TARGETS = {"greedy_capture_vs_ct2_float32_attention": 1.5, "greedy_vs_ct2_int8": 1.0,
            "beam4_capture_vs_ct2_float32_attention": 1.0}
+INT8_RATIOS = {  # CTranslate2's int8 rows against ours with the opt-in int8 decoding: (CTranslate2 row, our row)
+    "int8_greedy": ("int8 greedy", "greedy"),
+    "int8_greedy_attention_vs_capture": ("int8 greedy, attention", "greedy, attention captured"),
+    "int8_beam4": ("int8 beam 4", "beam 4"),
+}
 RATIOS = {  # target -> (CTranslate2 row, our row)
     "greedy_capture_vs_ct2_float32_attention": ("float32 greedy, attention", "greedy, attention captured"),
     "greedy_vs_ct2_int8": ("int8 greedy", "greedy"),
@@ -186,9 +191,10 @@ def check_outputs(runs: dict, lengths: dict[str, int]) -> dict[str, bool]:
             "beam 4": hypotheses["int8 beam 4"] == hypotheses["float32 beam 4, attention"]}
 
 
-def report_block(measured: dict, lengths: dict[str, int], medians: dict) -> dict:
+def report_block(measured: dict, lengths: dict[str, int], medians: dict, int8_lengths: dict[str, int]) -> dict:
     """The "ctranslate2" JSON block: its timings at each thread count (from its own processes) and the target
-    ratios against ours' medians of the same run, each row at CTranslate2's fastest thread count for it."""
+    ratios against ours' medians of the same run, each row at CTranslate2's fastest thread count for it; with ours'
+    opt-in int8 decoding measured (`int8_lengths`, its output lengths), its int8 rows against that too."""
     by_threads = {count: run["median_ms"] for count, run in measured.items()}
     fastest = {name: min(by_threads, key=lambda count: by_threads[count][name]) for name in ROWS}
     median_ms = {name: by_threads[fastest[name]][name] for name in ROWS}
@@ -211,6 +217,8 @@ def report_block(measured: dict, lengths: dict[str, int], medians: dict) -> dict
         "ms_per_output_token": {name: round(ms, 3) for name, ms in per_token.items()},
         "ratios": {target: round(per_token[ct2] / ours_per_token[ours], 2) for target, (ct2, ours) in RATIOS.items()},
         "targets": dict(TARGETS),
+        "int8_ratios": {name: round(per_token[ct2] / (medians["int8", ours] / int8_lengths[ours]), 2)
+                        for name, (ct2, ours) in INT8_RATIOS.items()} if int8_lengths else "ours' int8 not measured",
     }
 
 
