@@ -115,66 +115,28 @@ static inline void half_matmul(const float* xp, int64_t rows, int64_t width, con
 // registers the same scheme ran 20% slower than the row-major product for four rows, so AVX2 keeps that one.)
 constexpr int64_t kBlock = 64;
 
-template <int R>
-__attribute__((target("avx512f"))) static void packed_rows_512(const float* xp, int64_t width, const uint16_t* packed,
-                                                               int64_t outputs, const float* bp, float* yp,
-                                                               int64_t first_block, int64_t last_block) {
+// 16 consecutive weights widened to float32: float16 ones, or the opt-in int8 ones (fused_step.py's `quantize`: each
+// an integer q with W[n][k] ~ q * scale[n], symmetric, one scale per output), sign-extended and converted exactly
+__attribute__((target("avx512f"))) static inline __m512 widen16(const uint16_t* w) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w)));
+}
+__attribute__((target("avx512f"))) static inline __m512 widen16(const int8_t* w) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w))));
+}
+
+// Weight: uint16_t (float16 bits) or int8_t; scales (one per output) only with int8, where each sum is scaled once at
+// the end (int8 reads half the bytes of float16, which bound a step on one row); else null
+template <typename Weight, int R>
+__attribute__((target("avx512f"))) static void packed_rows_512(const float* xp, int64_t width, const Weight* packed,
+                                                               const float* scales, int64_t outputs, const float* bp,
+                                                               float* yp, int64_t first_block, int64_t last_block) {
   for (int64_t block = first_block; block < last_block; ++block) {
-    const uint16_t* w = packed + block * width * kBlock;
+    const Weight* w = packed + block * width * kBlock;
     __m512 sums[R][4];
     for (int m = 0; m < R; ++m) for (int v = 0; v < 4; ++v) sums[m][v] = _mm512_setzero_ps();
     for (int64_t k = 0; k < width; ++k, w += kBlock) {
       __m512 weights[4];
-      for (int v = 0; v < 4; ++v) weights[v] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 16 * v)));
-      for (int m = 0; m < R; ++m) {
-        const __m512 x = _mm512_set1_ps(xp[m * width + k]);
-        for (int v = 0; v < 4; ++v) sums[m][v] = _mm512_fmadd_ps(weights[v], x, sums[m][v]);
-      }
-    }
-    const int64_t start = block * kBlock, count = std::min<int64_t>(kBlock, outputs - start);
-    for (int m = 0; m < R; ++m) {
-      alignas(64) float out[kBlock];
-      for (int v = 0; v < 4; ++v) _mm512_store_ps(out + 16 * v, sums[m][v]);
-      for (int64_t j = 0; j < count; ++j) yp[m * outputs + start + j] = bp ? out[j] + bp[start + j] : out[j];
-    }
-  }
-}
-
-// y (rows x outputs) = x (rows x width) W^T + b, W packed as above (AVX-512 only); bias may be null; rows 4 at a time
-static inline void packed_matmul(const float* xp, int64_t rows, int64_t width, const uint16_t* packed, int64_t outputs,
-                                 const float* bp, float* yp) {
-  TORCH_CHECK(has_avx512(), "packed weights need AVX-512; this CPU takes the row-major product");
-  const int64_t blocks = (outputs + kBlock - 1) / kBlock;
-  at::parallel_for(0, blocks, 1, [&](int64_t first, int64_t last) {
-    int64_t m = 0;
-    for (; m + 4 <= rows; m += 4) packed_rows_512<4>(xp + m * width, width, packed, outputs, bp, yp + m * outputs, first, last);
-    const float* x_rest = xp + m * width;
-    float* y_rest = yp + m * outputs;
-    switch (rows - m) {
-      case 3: packed_rows_512<3>(x_rest, width, packed, outputs, bp, y_rest, first, last); break;
-      case 2: packed_rows_512<2>(x_rest, width, packed, outputs, bp, y_rest, first, last); break;
-      case 1: packed_rows_512<1>(x_rest, width, packed, outputs, bp, y_rest, first, last); break;
-      default: break;
-    }
-  });
-}
-
-// The opt-in int8 weights (fused_step.py's `quantize`): the same blocks of kBlock outputs, each weight an int8 q with
-// W[n][k] ~ q * scale[n] (symmetric, one scale per output). Every k adds x[m][k] times the block's widened integers,
-// in order, and each sum is scaled once at the end: half the bytes of float16, which bound a step on one row.
-template <int R>
-__attribute__((target("avx512f"))) static void packed_int8_rows_512(const float* xp, int64_t width, const int8_t* packed,
-                                                                    const float* scales, int64_t outputs, const float* bp,
-                                                                    float* yp, int64_t first_block, int64_t last_block) {
-  for (int64_t block = first_block; block < last_block; ++block) {
-    const int8_t* w = packed + block * width * kBlock;
-    __m512 sums[R][4];
-    for (int m = 0; m < R; ++m) for (int v = 0; v < 4; ++v) sums[m][v] = _mm512_setzero_ps();
-    for (int64_t k = 0; k < width; ++k, w += kBlock) {
-      __m512 weights[4];
-      for (int v = 0; v < 4; ++v) {
-        weights[v] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 16 * v))));
-      }
+      for (int v = 0; v < 4; ++v) weights[v] = widen16(w + 16 * v);
       for (int m = 0; m < R; ++m) {
         const __m512 x = _mm512_set1_ps(xp[m * width + k]);
         for (int v = 0; v < 4; ++v) sums[m][v] = _mm512_fmadd_ps(weights[v], x, sums[m][v]);
@@ -185,32 +147,43 @@ __attribute__((target("avx512f"))) static void packed_int8_rows_512(const float*
       alignas(64) float out[kBlock];
       for (int v = 0; v < 4; ++v) _mm512_store_ps(out + 16 * v, sums[m][v]);
       for (int64_t j = 0; j < count; ++j) {
-        const float scaled = out[j] * scales[start + j];
-        yp[m * outputs + start + j] = bp ? scaled + bp[start + j] : scaled;
+        const float value = scales ? out[j] * scales[start + j] : out[j];
+        yp[m * outputs + start + j] = bp ? value + bp[start + j] : value;
       }
     }
   }
 }
 
-// y (rows x outputs) = x (rows x width) (q * scale)^T + b, q packed as above (AVX-512 only); bias may be null
-static inline void packed_int8_matmul(const float* xp, int64_t rows, int64_t width, const int8_t* packed,
-                                      const float* scales, int64_t outputs, const float* bp, float* yp) {
-  TORCH_CHECK(has_avx512(), "int8 weights need AVX-512");
+// y (rows x outputs) = x (rows x width) W^T + b, W packed as above (AVX-512 only); bias may be null; rows 4 at a time
+template <typename Weight>
+static inline void packed_product(const float* xp, int64_t rows, int64_t width, const Weight* packed,
+                                  const float* scales, int64_t outputs, const float* bp, float* yp) {
+  TORCH_CHECK(has_avx512(), "packed weights need AVX-512; this CPU takes the row-major product");
   const int64_t blocks = (outputs + kBlock - 1) / kBlock;
   at::parallel_for(0, blocks, 1, [&](int64_t first, int64_t last) {
     int64_t m = 0;
     for (; m + 4 <= rows; m += 4) {
-      packed_int8_rows_512<4>(xp + m * width, width, packed, scales, outputs, bp, yp + m * outputs, first, last);
+      packed_rows_512<Weight, 4>(xp + m * width, width, packed, scales, outputs, bp, yp + m * outputs, first, last);
     }
     const float* x_rest = xp + m * width;
     float* y_rest = yp + m * outputs;
     switch (rows - m) {
-      case 3: packed_int8_rows_512<3>(x_rest, width, packed, scales, outputs, bp, y_rest, first, last); break;
-      case 2: packed_int8_rows_512<2>(x_rest, width, packed, scales, outputs, bp, y_rest, first, last); break;
-      case 1: packed_int8_rows_512<1>(x_rest, width, packed, scales, outputs, bp, y_rest, first, last); break;
+      case 3: packed_rows_512<Weight, 3>(x_rest, width, packed, scales, outputs, bp, y_rest, first, last); break;
+      case 2: packed_rows_512<Weight, 2>(x_rest, width, packed, scales, outputs, bp, y_rest, first, last); break;
+      case 1: packed_rows_512<Weight, 1>(x_rest, width, packed, scales, outputs, bp, y_rest, first, last); break;
       default: break;
     }
   });
+}
+
+static inline void packed_matmul(const float* xp, int64_t rows, int64_t width, const uint16_t* packed, int64_t outputs,
+                                 const float* bp, float* yp) {
+  packed_product(xp, rows, width, packed, nullptr, outputs, bp, yp);
+}
+
+static inline void packed_int8_matmul(const float* xp, int64_t rows, int64_t width, const int8_t* packed,
+                                      const float* scales, int64_t outputs, const float* bp, float* yp) {
+  packed_product(xp, rows, width, packed, scales, outputs, bp, yp);
 }
 
 static inline const uint16_t* half_data(const torch::Tensor& t) {
