@@ -42,13 +42,23 @@ def browser():
         browser.close()
 
 
+def open_page(browser, url, width=1280, height=1000, **options):
+    """A new page at `url`, once the app in it has answered its first load event (the footer's). Before that a
+    value typed or a click can reach a page whose events are not wired yet, as a visitor's could not."""
+    from playwright.sync_api import expect
+
+    page = browser.new_page(viewport={"width": width, "height": height}, **options)
+    page.goto(url)
+    expect(page.locator("#footer")).to_contain_text("decoding", timeout=TIMEOUT)
+    return page
+
+
 @pytest.fixture(scope="module")
 def page(browser, server_url):
     """One visitor's page, translated once; later tests walk its views."""
     from playwright.sync_api import expect
 
-    page = browser.new_page(viewport={"width": 1280, "height": 1000})
-    page.goto(server_url)
+    page = open_page(browser, server_url)
     page.get_by_label("Source text").fill(SENTENCE)
     page.get_by_role("button", name="Translate").click()
     reference = Translator.from_pretrained(SHIPPED)
@@ -64,8 +74,7 @@ def open_translated(browser, url, sentence, width=1280, height=1000, strategy=No
     """A new page that has translated `sentence` (with `strategy`'s radio checked first, when given)."""
     from playwright.sync_api import expect
 
-    page = browser.new_page(viewport={"width": width, "height": height}, **options)
-    page.goto(url)
+    page = open_page(browser, url, width, height, **options)
     page.get_by_label("Source text").fill(sentence)
     if strategy:
         page.get_by_text("Decoding settings").click()
@@ -189,8 +198,7 @@ def test_export_downloads_parse(page, tmp_path):
 def test_dark_mode_and_phone_width(browser, server_url):
     from playwright.sync_api import expect
 
-    page = browser.new_page(viewport={"width": 390, "height": 844}, color_scheme="dark")
-    page.goto(server_url + "?__theme=dark")
+    page = open_page(browser, server_url + "?__theme=dark", 390, 844, color_scheme="dark")
     page.get_by_label("Source text").fill("Two dogs are running through the snow.")
     page.get_by_role("button", name="Translate").click()
     expect(page.locator("#translation textarea")).not_to_have_value("", timeout=TIMEOUT)
@@ -207,8 +215,7 @@ def test_dark_mode_and_phone_width(browser, server_url):
 def test_html_input_shows_as_text_and_never_runs(browser, server_url):
     from playwright.sync_api import expect
 
-    page = browser.new_page(viewport={"width": 1280, "height": 1000})
-    page.goto(server_url)
+    page = open_page(browser, server_url)
     payload = '<img src=x onerror="window.__xss=1"><b>A dog</b> <script>window.__xss=2</script>'
     page.get_by_label("Source text").fill(payload)
     page.get_by_role("button", name="Translate").click()
@@ -231,8 +238,7 @@ def test_html_input_shows_as_text_and_never_runs(browser, server_url):
 def test_choosing_a_model_brings_the_decoding_its_card_reports(browser, server_url):
     from playwright.sync_api import expect
 
-    page = browser.new_page(viewport={"width": 1280, "height": 1000})
-    page.goto(server_url)
+    page = open_page(browser, server_url)
     page.get_by_text("Decoding settings").click()
     for model, label in (("de-en", "German → English (de-en)"), ("en-de", "English → German (en-de)")):
         decoding = json.loads((ROOT / "checkpoints" / model / "metrics.json").read_text())["decoding"]

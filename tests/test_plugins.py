@@ -126,6 +126,7 @@ def test_the_page_shows_the_new_strategy_its_setting_and_the_new_tab(app):
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 1000})
         page.goto(url)
+        expect(page.locator("#footer")).to_contain_text("decoding", timeout=TIMEOUT)  # its load events answered
         page.get_by_label("Source text").fill(SENTENCE)
         page.get_by_text("Decoding settings").click()
         page.get_by_label("k-th best").check()

@@ -69,6 +69,7 @@ def test_moving_the_epoch_slider_changes_the_translation_shown(trained_root):
             browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1280, "height": 1000})
             page.goto(url)
+            expect(page.locator("#footer")).to_contain_text("decoding", timeout=TIMEOUT)  # its load events answered
             page.get_by_role("tab", name="Training").click()
             expect(page.locator("#timeline-text")).to_contain_text("Epoch 1", timeout=TIMEOUT)
             slider = page.locator("#timeline-epoch input[type=number]")
