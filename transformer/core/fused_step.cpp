@@ -104,7 +104,7 @@ std::vector<torch::Tensor> decoder_step(torch::Tensor tokens, torch::Tensor toke
   const int64_t layers = static_cast<int64_t>(self_keys.size());
   TORCH_CHECK(scales.empty() || static_cast<int64_t>(scales.size()) == kLayerProjections * layers + 1,
               "expected no scales or ", kLayerProjections * layers + 1, ", got ", scales.size());
-  // the per-output scales of layer l's projection i (i = kLayerProjections: the output projection), or null
+  // the per-output scales of layer l's projection i (l = layers, i = 0: the output projection), or null
   auto scales_of = [&](int64_t l, int64_t i) { return scales.empty() ? nullptr : floats(scales[kLayerProjections * l + i]); };
   TORCH_CHECK(static_cast<int64_t>(weights.size()) == kLayerTensors * layers + 4, "expected ", kLayerTensors * layers + 4,
               " weight tensors for ", layers, " layers, got ", weights.size());
