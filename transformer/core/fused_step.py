@@ -102,9 +102,9 @@ def fused_weights(model) -> FusedWeights | None:
     if not int8 and any(half is None or half.version != linear.weight._version for half, linear in zip(halves, linears)):
         return None
     parameters = [p for module in linears + norms for p in (module.weight, module.bias)]
-    versions = (("int8" if int8 else "float16", 0),) + tuple((id(p), p._version) for p in parameters)
+    versions = tuple((id(p), p._version) for p in parameters)
     cached = getattr(model, "_fused_weights", None)
-    if cached is not None and cached.versions == versions:
+    if cached is not None and cached.versions == versions and bool(cached.scales) == int8:  # int8 ones carry scales
         return cached
     d = model.config.d_model
     # the cross-attention's query rows alone: its keys and values are computed once per sentence
