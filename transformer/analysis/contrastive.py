@@ -21,7 +21,6 @@ import numpy as np
 import torch
 
 from ..core.model import Transformer, padding_mask
-from ..tokenizer import BOS_ID
 
 
 @dataclass
@@ -49,7 +48,7 @@ def contrastive_input_x_gradient(model: Transformer, src_ids: list[int], tgt_ids
     # decoding runs under inference_mode; switch it and no_grad off here and make every tensor inside
     with torch.inference_mode(False), torch.enable_grad():
         src = torch.tensor([src_ids], dtype=torch.long, device=device)
-        tgt_in = torch.tensor([[BOS_ID] + list(tgt_ids[:step])], dtype=torch.long, device=device)
+        tgt_in = torch.tensor([[model.config.decoder_start_id] + list(tgt_ids[:step])], dtype=torch.long, device=device)
         leaves = {}
 
         def use_leaf(module, inputs, output):

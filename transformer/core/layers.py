@@ -18,16 +18,21 @@ from .half_linear import project
 from .source_attention import SourceProjection
 
 
+# config.activation -> the function; "swish" is Marian's name for SiLU
+ACTIVATION_FUNCTIONS = {"relu": torch.relu, "gelu": F.gelu, "swish": F.silu, "silu": F.silu}
+
+
 class FeedForward(nn.Module):
-    """Position-wise feed-forward network, ReLU(x W1 + b1) W2 + b2 (section 3.3)."""
+    """Position-wise feed-forward network, act(x W1 + b1) W2 + b2 with act ReLU (section 3.3) or the configured one."""
 
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.fc1 = nn.Linear(config.d_model, config.d_ff)
         self.fc2 = nn.Linear(config.d_ff, config.d_model)
+        self.activation = ACTIVATION_FUNCTIONS[config.activation]
 
     def forward(self, x):
-        return project(torch.relu(project(x, self.fc1)), self.fc2)
+        return project(self.activation(project(x, self.fc1)), self.fc2)
 
 
 class Residual(nn.Module):
