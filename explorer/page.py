@@ -2,14 +2,25 @@
 as SVG" button on every plotly figure (plotly's own toolbar has PNG)."""
 from __future__ import annotations
 
+from transformer.core.fused_step import why_not_fused
 from transformer.core.half_linear import KERNEL
 
 from .text import literal
 
 
-def decoding_path(pool=None) -> str:
-    """The footer: which path this server's CPU decoding takes, and why when it is not the fast one; and where
-    translations run (`pool`: the service's run_pool.RunPool, None when app.py started none)."""
+def python_step_reasons(registry) -> dict[str, str]:
+    """Per served model whose decoding steps run the Python step although the kernel is ready: why (a Marian
+    model's post-norm layers, say; core/fused_step.py's why_not_fused)."""
+    if registry is None or KERNEL.status != "ready":
+        return {}
+    reasons = {key: why_not_fused(served.translator.model, 1) for key, served in registry.models.items()}
+    return {key: why for key, why in reasons.items() if why is not None}
+
+
+def decoding_path(pool=None, registry=None) -> str:
+    """The footer: which path this server's CPU decoding takes, and why when it is not the fast one, per model where
+    one does not fit the kernel (`registry`); and where translations run (`pool`: the service's run_pool.RunPool,
+    None when app.py started none)."""
     status = KERNEL.status
     if status == "ready":
         path = ("CPU decoding reads float16 copies of the weights through the compiled kernel (float32 arithmetic), "
@@ -17,6 +28,8 @@ def decoding_path(pool=None) -> str:
     else:
         path = (f"CPU decoding runs float32 `F.linear`: the float16-weight kernel is {literal(status)} "
                 "(the same numbers, about 2× slower per step; see the README's Speed section).")
+    for key, why in python_step_reasons(registry).items():
+        path += f" {literal(registry.get(key).label)} decodes through the Python step: {literal(why)}."
     return path + " " + ("Translations run in the server's process." if pool is None else literal(pool.describe()))
 
 

@@ -7,6 +7,7 @@ import pandas as pd
 
 from transformer.corpus.mix import corpora_described
 
+from ..text import literal
 from .base import MODEL, View
 
 
@@ -35,7 +36,13 @@ def card_markdown(profile) -> str:
              f"of size {config.head_dim}, feed-forward {config.d_ff:,}, {config.norm}-norm, {config.pos_encoding} positions, "
              f"vocabulary {config.tgt_vocab_size:,}{', shared embeddings' if config.share_embeddings else ''}"
              f"{', output tied to the target embedding' if config.tie_output else ''}."]
-    if metrics:
+    if metrics and "origin" in metrics:  # a model converted from Hugging Face (transformer/convert_marian.py)
+        origin = metrics["origin"]
+        lines.append(f"Converted from Hugging Face {literal(str(origin.get('source', '?')))} "
+                     f"({literal(str(origin.get('architecture', '?')))}, license "
+                     f"{literal(str(origin.get('license', '?')))}): {config.activation} feed-forward, post-norm layers "
+                     "without a final norm, Marian's sinusoidal layout.")
+    elif metrics:
         training, scores = metrics.get("training", {}), metrics.get("scores", {})
         lines.append(f"Trained {training.get('epochs_run', '?')} epochs ({_count(training.get('updates'))} updates) in "
                      f"{training.get('wall_minutes', '?')} min on {training.get('hardware', '?')}.")
