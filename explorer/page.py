@@ -2,18 +2,18 @@
 as SVG" button on every plotly figure (plotly's own toolbar has PNG)."""
 from __future__ import annotations
 
-from transformer.core.fused_step import why_not_fused
+from transformer.core.fused_step import unfit_architecture
 from transformer.core.half_linear import KERNEL
 
 from .text import literal
 
 
 def python_step_reasons(registry) -> dict[str, str]:
-    """Per served model whose decoding steps run the Python step although the kernel is ready: why (a Marian
-    model's post-norm layers, say; core/fused_step.py's why_not_fused)."""
-    if registry is None or KERNEL.status != "ready":
+    """Per served model whose layers the kernel cannot run, whatever its status: why its decoding steps run in
+    Python (a Marian model's post-norm layers, say; core/fused_step.py's unfit_architecture)."""
+    if registry is None:
         return {}
-    reasons = {key: why_not_fused(served.translator.model, 1) for key, served in registry.models.items()}
+    reasons = {key: unfit_architecture(served.translator.model.config) for key, served in registry.models.items()}
     return {key: why for key, why in reasons.items() if why is not None}
 
 

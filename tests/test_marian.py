@@ -226,3 +226,19 @@ def test_converter_command_line(tmp_path, good_hf):
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert Translator.from_pretrained(tmp_path / "new").languages == {"src": "en", "tgt": "de-AT"}
+
+
+def test_hub_setting_serves_cached_conversions_and_names_bad_values(good_hf, tmp_path, monkeypatch):
+    from explorer.hub_models import SWITCH, converted_folders, hub_models_from_environment
+    from explorer.registry import discover
+
+    monkeypatch.setenv(SWITCH, "Helsinki-NLP/opus-mt-en-de, local/tiny")
+    assert hub_models_from_environment() == ["Helsinki-NLP/opus-mt-en-de", "local/tiny"]
+    monkeypatch.setenv(SWITCH, "opus-mt-en-de")
+    with pytest.raises(ValueError, match=f"{SWITCH} must be comma-separated Hub model names.*'opus-mt-en-de'"):
+        hub_models_from_environment()
+    convert(str(good_hf), tmp_path / "cache" / "tiny")  # converted on an earlier start: no network needed
+    folders, problems = converted_folders(["local/tiny"], tmp_path / "cache")
+    assert folders == [tmp_path / "cache" / "tiny"] and problems == {}
+    registry = discover(tmp_path / "no-checkpoints-here", folders)
+    assert registry.choices == [("English → German (tiny)", "tiny")]

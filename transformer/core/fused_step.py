@@ -131,6 +131,17 @@ def fused_weights(model) -> FusedWeights | None:
     return model._fused_weights
 
 
+def unfit_architecture(config) -> str | None:
+    """Why the kernel cannot run a model of this configuration whatever the context (its layers' shape or its
+    activation), else None: what the app's footer names per model."""
+    if config.norm != "pre" or not config.final_norm:
+        shape = f"{config.norm}-norm {'with' if config.final_norm else 'without'} a final norm"
+        return f"the kernel runs pre-norm layers with a final norm; this model is {shape}"
+    if config.activation != "relu":
+        return f"the kernel's feed-forward is ReLU; this model's is {config.activation}"
+    return None
+
+
 def why_not_fused(model, rows: int) -> str | None:
     """None when `FusedStep.start` would run the kernel for `rows` rows in this context, else the reason."""
     config = model.config
@@ -140,11 +151,8 @@ def why_not_fused(model, rows: int) -> str | None:
         return f"the compiled kernel is {KERNEL.status}"
     if model.training or model.device.type != "cpu" or model.generator.weight.dtype != torch.float32:
         return "the kernel decodes float32 models in eval mode on the CPU"
-    if config.norm != "pre" or not config.final_norm:
-        shape = f"{config.norm}-norm {'with' if config.final_norm else 'without'} a final norm"
-        return f"the kernel runs pre-norm layers with a final norm; this model is {shape}"
-    if config.activation != "relu":
-        return f"the kernel's feed-forward is ReLU; this model's is {config.activation}"
+    if unfit_architecture(config):
+        return unfit_architecture(config)
     if model.int8_decoding and not KERNEL.module.has_avx512():
         return "int8 decoding (model.int8_decoding) needs an AVX-512 CPU"
     if rows > MAX_ROWS:
