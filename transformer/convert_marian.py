@@ -280,6 +280,11 @@ def resolve_source(src: str, work: Path) -> Path:
         raise ConversionError(f"{src}: no such folder, and not a Hub model name (owner/name)")
     try:
         from huggingface_hub import list_repo_files, snapshot_download  # noqa: PLC0415
+        from huggingface_hub.utils import disable_progress_bars  # noqa: PLC0415
+        from huggingface_hub.utils import logging as hub_logging  # noqa: PLC0415
+
+        hub_logging.set_verbosity_error()  # its retries are log lines; the one line below says what failed
+        disable_progress_bars()
         files = set(list_repo_files(src))
         weights = "model.safetensors" if "model.safetensors" in files else "pytorch_model.bin"
         wanted = ["config.json", "generation_config.json", "tokenizer_config.json", "README.md", weights,
