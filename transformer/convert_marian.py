@@ -67,6 +67,8 @@ INERT_KEYS = {
     "no_repeat_ngram_size", "num_return_sequences", "output_attentions", "output_hidden_states", "return_dict",
     "extra_pos_embeddings", "output_past", "model_max_length", "tokenizer_class", "prefix", "task_specific_params",
     "chunk_size_feed_forward", "problem_type", "pruned_heads", "torchscript", "use_return_dict",
+    "renormalize_logits", "do_sample", "temperature", "top_k", "top_p", "repetition_penalty", "num_beam_groups",
+    "diversity_penalty", "tf_legacy_loss", "use_bfloat16",
 }
 
 
