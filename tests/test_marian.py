@@ -242,3 +242,24 @@ def test_hub_setting_serves_cached_conversions_and_names_bad_values(good_hf, tmp
     assert folders == [tmp_path / "cache" / "tiny"] and problems == {}
     registry = discover(tmp_path / "no-checkpoints-here", folders)
     assert registry.choices == [("English → German (tiny)", "tiny")]
+
+
+def test_every_view_renders_a_converted_model(good_hf, tmp_path):
+    """The page's every view and analysis, in-process, on a converted model served beside nothing else."""
+    from explorer.registry import discover
+    from explorer.request import Request
+    from explorer.shell import build_demo
+
+    folder = convert(str(good_hf), tmp_path / "tiny-marian")
+    _, ui = build_demo(discover(tmp_path / "no-checkpoints-here", [folder]))
+    for strategy in ("greedy", "beam"):
+        named = ui.translate(Request.from_api(ui.registry, "the cat runs over the big house.", model="tiny-marian",
+                                              strategy=strategy, max_length=10))
+        expected = Translator.from_pretrained(folder).translate("the cat runs over the big house.", strategy=strategy,
+                                                                max_length=10)
+        assert named["translation"] == expected.text
+        assert named["result"].translations[0].tgt_ids == expected.tgt_ids
+    from explorer.views.model import card_markdown
+
+    card = card_markdown(ui.registry.get("tiny-marian").profile)
+    assert "Converted from Hugging Face" in card and "cc-by-4.0" in card and "✓ matches" in card
