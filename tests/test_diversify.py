@@ -62,7 +62,7 @@ def test_training_split_grows_by_forward_and_back_translation(models, small_corp
 
 @pytest.mark.parametrize("change, message", [
     ({"--backward": "forward"}, "the backward model must translate de→en"),
-    ({"--batch-size": "0"}, "--batch-size must be at least 1"),
+    ({"--batch-size": "0"}, "argument --batch-size: must be at least 1"),
     ({"--out": "data"}, "--out must differ from --data-dir"),
     ({"--forward-strategy": "sample"}, "invalid choice"),
 ])

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from ..command_line import CommandParser, number_type
 from ..decoding.strategies import SettingError, build_settings
 from ..decoding.translator import Translator
 from ..corpus.data import default_data_dir, read_parallel
@@ -92,7 +93,7 @@ def diversify(data_dir, corpus, out, forward: Translator, backward: Translator, 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m transformer.diversify", description=__doc__,
+    parser = CommandParser(prog="python -m transformer.diversify", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--forward", required=True, help="checkpoint folder translating src→tgt (decides the pair)")
     parser.add_argument("--backward", required=True, help="checkpoint folder translating tgt→src")
@@ -104,7 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "with its settings)")
     parser.add_argument("--backward-strategy", choices=["greedy", "beam"], default="greedy",
                         help="decoding for the back-translated sources (default: greedy)")
-    parser.add_argument("--batch-size", type=int, default=128, help="sentences per batch (default: 128)")
+    parser.add_argument("--batch-size", type=number_type("--batch-size", int, 1), default=128,
+                        help="sentences per batch (default: 128)")
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where to translate (default: cpu)")
     return parser
 
@@ -114,8 +116,6 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     if args.data_dir is None:
         parser.error("no --data-dir given and ../shared/data/multi30k does not exist")
-    if args.batch_size < 1:
-        parser.error(f"--batch-size must be at least 1, got {args.batch_size}")
     if Path(args.out).resolve() == Path(args.data_dir).resolve():
         parser.error("--out must differ from --data-dir: the original training split would be overwritten")
     forward = Translator.from_pretrained(args.forward, device=args.device)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..command_line import CommandParser
 from ..checkpoint import read_metrics
 from ..corpus.mix import corpora_described
 
@@ -69,7 +70,7 @@ def model_card(metrics: dict, checkpoint: str) -> str:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m transformer.model_card", description=__doc__,
+    parser = CommandParser(prog="python -m transformer.model_card", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--checkpoint", default="checkpoints/en-de")
     args = parser.parse_args(argv)

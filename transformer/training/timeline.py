@@ -24,6 +24,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
+from ..command_line import CommandParser, number_type
 from ..core.probes import ATTENTION_KINDS
 from ..decoding.translator import Translator
 
@@ -186,14 +187,14 @@ def with_stages(timeline: Timeline, specs: list[list[str]]) -> Timeline:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m transformer.training.timeline", description=__doc__,
+    parser = CommandParser(prog="python -m transformer.training.timeline", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--checkpoint", required=True, help="checkpoint folder whose metrics.json lists the epochs")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--epochs-dir", help="folder of epoch-NNN.safetensors written by --save-epochs")
     source.add_argument("--prepend", metavar="FOLDER",
                         help="a folder with the timeline of the stage the checkpoint was warm-started from")
-    parser.add_argument("--prepend-epochs", type=int, metavar="N",
+    parser.add_argument("--prepend-epochs", type=number_type("--prepend-epochs", int), metavar="N",
                         help="with --prepend: only the earlier stage's first N epochs (default: all of them)")
     source.add_argument("--stage", nargs=3, action="append", metavar=("FIRST_EPOCH", "NAME", "LABEL"),
                         help="name the stage that starts at FIRST_EPOCH (repeat for each stage, in order); "
