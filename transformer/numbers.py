@@ -29,13 +29,14 @@ def allowed(kind: type | None, low, high) -> str:
 
 def checked_number(name: str, value, kind: type = int, low=None, high=None, sent=None):
     """`value` as `kind` (int or float) when it is a finite number of that kind within [low, high] (None: no
-    bound); else a NumberError naming `name`, the range and the value as sent (`sent`, default `value`)."""
+    bound); else a NumberError naming `name`, the range and the value: as sent (`sent`, default `value`) when it
+    is no number of that kind, as the number it is when it is only out of range."""
     shown = value if sent is None else sent
     is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
     if not is_number or not math.isfinite(value) or (kind is int and value != int(value)):
         raise NumberError(f"{name} must be {allowed(kind, low, high)}, got {shown!r}")
     if (low is not None and value < low) or (high is not None and value > high):
-        raise NumberError(f"{name} must be {allowed(None, low, high)}, got {shown!r}")  # the kind is right
+        raise NumberError(f"{name} must be {allowed(None, low, high)}, got {value!r}")  # a number, out of range
     return kind(value)
 
 
