@@ -65,8 +65,6 @@ class Request:
         given = {name: value for name, value in (settings or {}).items() if value is not None}
         checked = checked_settings(strategy, {**recorded, **given})
         max_length = check_max_length(max_length)
-        if prefix is not None and not isinstance(prefix, str):
-            raise RequestError("prefix", f"prefix must be text (the forced start of the translation), got {prefix!r}")
         try:
             translator.prefix_ids(prefix, max_length)
         except SettingError as error:

@@ -172,7 +172,7 @@ def test_link_layers_and_heads_are_counted_from_1(registry):
     assert view["layer"] == config.n_layers - 1 and view["head"] == 0
 
 
-@pytest.mark.parametrize("arguments, field", [({"prefix": 5}, "prefix"), ({"prefix": ["a"]}, "prefix"),
+@pytest.mark.parametrize("arguments, field", [({"prefix": 5}, "prefix"), ({"prefix": [5]}, "prefix"), ({"prefix": math.inf}, "prefix"),
                                               ({"heads_off": 5}, "heads_off"), ({"heads_off": [5]}, "heads_off"),
                                               ({"heads_off": [["cross", math.nan, 0]]}, "heads_off"),
                                               ({"heads_off": [["cross", 0.5, 0]]}, "heads_off")])
