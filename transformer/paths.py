@@ -13,13 +13,14 @@ import re
 from pathlib import Path, PurePosixPath
 
 _WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
+_ABSOLUTE = re.compile(r"^(?:/[\w.-]|~[\w.-]*/|\\\\\w)")  # /root/..., ~/runs, \\server\share (a lone "/" is not one)
 
 
 def is_machine_path(text: str) -> bool:
     """An absolute path (POSIX, Windows or ~), or a relative one that climbs more than one folder above the
     working directory: either names the layout of one machine."""
     text = str(text)
-    if text.startswith(("/", "~", "\\\\")) or _WINDOWS_DRIVE.match(text):
+    if _ABSOLUTE.match(text) or _WINDOWS_DRIVE.match(text):
         return True
     parts = PurePosixPath(text.replace("\\", "/")).parts
     return parts[:2] == ("..", "..")
