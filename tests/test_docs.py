@@ -148,4 +148,5 @@ def test_recorded_paths_are_portable(tmp_path, monkeypatch):
     assert portable_path("C:\\Users\\me\\runs\\mix") == "runs/mix"
     assert portable_words(["--data-dir", "/root/runs2/mix", "--out=/work/runs/s2", "--lr", "0.1"]) == [
         "--data-dir", "runs2/mix", "--out=runs/s2", "--lr", "0.1"]
-    assert stage_label("/work/runs/en-de-s1", "/root/runs2/mix") == "a warm start from runs/en-de-s1, trained on runs2/mix"
+    assert stage_label("/work/runs/en-de-s1", "/root/runs2/mix") == (
+        "a warm start from runs/en-de-s1, trained on runs2/mix")

@@ -2,8 +2,9 @@
 
 metrics.json, a timeline's stage labels and the reproduce commands travel with a checkpoint to every machine (and
 the app shows them), so a folder such as /root/runs2/mix is written as `runs2/mix`; one inside the working
-directory keeps its relative form, and a relative path as typed (../shared/data) stays as it is. The files a run reads and writes while it
-runs (its resume state, a mix's recipe) keep the real paths: only what is recorded for others is made portable.
+directory keeps its relative form, and a relative path as typed (../shared/data) stays as it is. The files a run
+reads and writes while it runs (its resume state, a mix's recipe) keep the real paths: only what is recorded for
+others is made portable.
 """
 from __future__ import annotations
 
