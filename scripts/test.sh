@@ -46,10 +46,10 @@ site=$(mktemp -d)
 fixtures=$(mktemp -d)
 trap 'rm -rf "$site" "$fixtures"' EXIT
 step "building the docs (mkdocs build --strict)..."
-NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir "$site"
+NO_MKDOCS_2_WARNING=1 .venv/bin/python -m mkdocs build --strict --site-dir "$site"
 
 step "linting (ruff check)..."
-.venv/bin/ruff check .
+.venv/bin/python -m ruff check --output-format concise .
 
 # the live view's data module (explorer/static/live_data.js) under Node's own test runner, against a fixture
 # Python computes from a real translation
