@@ -150,3 +150,15 @@ def test_recorded_paths_are_portable(tmp_path, monkeypatch):
         "--data-dir", "runs2/mix", "--out=runs/s2", "--lr", "0.1"]
     assert stage_label("/work/runs/en-de-s1", "/root/runs2/mix") == (
         "a warm start from runs/en-de-s1, trained on runs2/mix")
+
+
+def test_the_python_api_page_lists_every_strategy_setting_with_its_range():
+    from transformer.decoding.strategies.registry import all_settings, get_strategy
+
+    page = (ROOT / "docs" / "python-api.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (\w+) \| `(\w+)` \| ([\d.]+) \| ([\d.]+) to ([\d.]+) \| (.+?) \|$", page, re.M)
+    listed = {(strategy, name): (float(default), float(low), float(high)) for strategy, name, default, low, high, _
+              in rows}
+    shipped = [spec for spec in all_settings()  # the package's own strategies, not one a test registers
+               if get_strategy(spec.strategy).decode.__module__.startswith("transformer.decoding.strategies.")]
+    assert listed == {(spec.strategy, spec.name): (spec.default, spec.minimum, spec.maximum) for spec in shipped}
