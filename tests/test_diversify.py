@@ -109,4 +109,5 @@ def test_a_run_on_the_grown_split_records_how_it_was_grown(models, small_corpus,
     assert str(tmp_path) not in json.dumps(metrics)
     card = model_card(metrics, "run")
     assert f"the {len(read_lines(small_corpus / 'train.en'))} original pairs" in card
-    assert f"back-translated by `{backward.parent.name}/{backward.name}` (greedy), built by `transformer.diversify`" in card
+    shown_backward = f"{backward.parent.name}/{backward.name}"
+    assert f"back-translated by `{shown_backward}` (greedy), built by `transformer.diversify`" in card
