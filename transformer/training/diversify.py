@@ -28,6 +28,7 @@ from ..decoding.strategies import SettingError, build_settings
 from ..decoding.translator import Translator
 from ..corpus.data import default_data_dir, read_parallel
 from ..corpus.scoring import translate_corpus
+from ..paths import portable_path
 
 PROVENANCE_FILE = "diversified.json"
 
@@ -82,7 +83,7 @@ def diversify(data_dir, corpus, out, forward: Translator, backward: Translator, 
     (out / f"train.{tgt}").write_text("\n".join(targets) + "\n", encoding="utf-8")
     return {
         "method": "data diversification (Nguyen et al., 2020): original, forward-translated, back-translated",
-        "from": str(data_dir), "languages": {"src": src, "tgt": tgt},
+        "from": portable_path(data_dir), "languages": {"src": src, "tgt": tgt},
         "train_lines": {"original": len(corpus), "forward_translated": len(distilled),
                         "back_translated": len(back_translated), "total": len(sources)},
         "forward": {"checkpoint": names[0], "strategy": forward_strategy, **forward_settings},
@@ -129,7 +130,7 @@ def main(argv=None) -> None:
         with tqdm(total=2 * len(corpus), unit="sentence", desc="translating train", dynamic_ncols=True) as bar:
             record = diversify(args.data_dir, corpus, args.out, forward, backward, *decodings,
                                batch_size=args.batch_size, progress=bar.update,
-                               names=(str(args.forward), str(args.backward)))
+                               names=(portable_path(args.forward), portable_path(args.backward)))
     except (DiversifyError, SettingError, FileNotFoundError, ValueError) as error:
         parser.error(str(error))
     (Path(args.out) / PROVENANCE_FILE).write_text(json.dumps(record, indent=2) + "\n")

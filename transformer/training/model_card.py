@@ -1,4 +1,4 @@
-"""Markdown model card from a checkpoint's metrics.json, so the README states exactly what was measured.
+"""Markdown model card from a checkpoint's metrics.json, so docs/model-cards.md states exactly what was measured.
 
     python -m transformer.model_card --checkpoint checkpoints/en-de
 """

@@ -27,6 +27,7 @@ from safetensors.torch import load_file, save_file
 from ..command_line import CommandParser, number_type
 from ..core.probes import ATTENTION_KINDS
 from ..decoding.translator import Translator
+from ..paths import portable_path
 
 TIMELINE_JSON, TIMELINE_TENSORS = "timeline.json", "timeline.safetensors"
 PROBE_SENTENCES = {  # written for this project and in no corpus split: four everyday sentences, four captions
@@ -115,8 +116,8 @@ class Timeline:
 
 def stage_label(init_from: str | None, data: str | None = None) -> str:
     """How a run started, in words, for the timeline it records; `data` names a training split other than the default."""
-    start = f"a warm start from {init_from}" if init_from else "from scratch"
-    return f"{start}, trained on {data}" if data else start
+    start = f"a warm start from {portable_path(init_from)}" if init_from else "from scratch"
+    return f"{start}, trained on {portable_path(data)}" if data else start
 
 
 def concatenate(earlier: Timeline, later: Timeline) -> Timeline:
