@@ -62,7 +62,7 @@ from .alignment import (
     shift_align,
 )
 from .norms import weighted_norms
-from .statistical_aligner import EflomalSettings, eflomal_links, eflomal_version
+from .statistical_aligner import AlignerMissing, EflomalSettings, eflomal_links, eflomal_version
 from .symmetrize import SYMMETRIZATIONS
 
 RESULT_FILE = "alignment.json"
@@ -241,7 +241,10 @@ def main(argv=None) -> None:
         if args.reference_out:
             check_writable(args.reference_out)
         if not args.reference:
-            eflomal_version()  # a missing aligner is said before the corpus is read
+            try:
+                eflomal_version()  # a missing aligner is said before the corpus is read
+            except AlignerMissing as error:
+                parser.error(f"{error}; or score against a file with --reference")
     languages = translator.languages
     src, tgt, max_len = languages["src"], languages["tgt"], translator.model.config.max_len
     evaluated = read_parallel_or_exit(args.data_dir, args.split, src, tgt)

@@ -84,10 +84,10 @@ def main(argv=None) -> None:
             parser.error(f"--checkpoint {args.checkpoint}: no {METRICS_FILE} there to record the choice in")
         translator = Translator.from_pretrained(args.checkpoint, device=args.device)
         metrics = translator.metrics  # a corrupt metrics.json is said here, before any decoding
+        _, recorded = translator.recorded_decoding("beam")
     try:
         values = parse_values(args.values)
-        recorded = metrics.get("decoding", {})
-        beam_size = args.beam_size if args.beam_size is not None else recorded.get("beam_size", 4)
+        beam_size = args.beam_size if args.beam_size is not None else recorded["beam_size"]
         beam_spec = next(s for s in get_strategy("beam").specs if s.name == "beam_size")
         beam_size = beam_spec.check(beam_size)
     except SettingError as error:
