@@ -53,3 +53,8 @@ def examples_for(language: str | None) -> list[str]:
     if not path.is_file():
         path = STATIC / "examples.en.txt"
     return [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def placeholder_for(language: str | None) -> str:
+    """The source box's hint, in the model's source language: its first example sentence."""
+    return f"One sentence per line, e.g. {examples_for(language)[0]}"

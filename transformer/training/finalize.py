@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from ..checkpoint import save_checkpoint
+from ..checkpoint import checkpoint_folder, read_metrics, save_checkpoint
 from ..core.config import ModelConfig
 from ..core.model import Transformer
 from ..decoding.translator import Translator
@@ -68,12 +68,29 @@ def finish(out, model, result, tokenizer, tokenizer_file, extra_config, settings
                      # recorded for other machines: no path of this one (transformer/paths.py)
                      "command": shlex.join(portable_words(shlex.split(command))),
                      "invocation": "python -m transformer.train " + shlex.join(portable_words(invocation))},
+        # a warm start carries the stages behind its starting weights, so the card tells the whole story
+        "earlier_stages": earlier_stages(args.init_from) if args.init_from else [],
         "epochs": [vars(r) for r in result.reports],
         "selection": selection, "weights_dtype": str(dtype).replace("torch.", ""), "fp16_val_bleu_cost": fp16_cost,
         "decoding": decoding, "scores": scores,
     }
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     return scores
+
+
+STAGE_KEYS = ("epochs_run", "updates", "wall_minutes", "hardware", "torch", "init_from", "lr", "warmup", "max_tokens",
+              "command")
+
+
+def earlier_stages(init_from) -> list[dict]:
+    """The stages that made the weights a warm start begins from: its own earlier stages, then its last one, each
+    as its metrics.json recorded it (a starting folder without one is a stage of unknown record)."""
+    metrics = read_metrics(checkpoint_folder(init_from)) or {}
+    if "training" not in metrics:
+        return [{"init_from": None, "note": f"{portable_path(init_from)} records no training"}]
+    last = {key: metrics["training"].get(key) for key in STAGE_KEYS}
+    return [*metrics.get("earlier_stages", []), {**last, "checkpoint": portable_path(init_from),
+                                                 "data": metrics.get("data", {}).get("train", {}).get("files")}]
 
 
 def reported_tests(args) -> dict[str, tuple]:
