@@ -10,13 +10,15 @@ import logging
 import gradio as gr
 
 from transformer.core.half_linear import KERNEL
+from transformer.core.probes import ATTENTION_KINDS
 from transformer.decoding.export import to_json
+from transformer.numbers import NumberError, checked_number
 
 from .heads_off import format_heads_off
 from .page import python_step_reasons
 from .request import DEFAULT_MAX_LENGTH, Request, RequestError
 from .session import ALTI, EVERY_ANALYSIS, ModelService, RunResult
-from .text import literal
+from .text import literal, page_error, page_warning
 from .views.live_payload import live_payload
 
 log = logging.getLogger("attention-explorer")
@@ -98,12 +100,22 @@ def layers_json(translation, layers) -> dict:
             "biases": round(layers.biases, 6)}
 
 
+def counted(name: str, value, high=None, of: str = "") -> int:
+    """An API argument counted from 1 (sentence, step, layer, head, query): a finite whole number in [1, high]
+    (high None: only its kind and sign are known before translating), else an error naming it, the range as the API
+    counts and the value as sent."""
+    try:
+        return checked_number(name, value, int, 1, high)
+    except NumberError as error:
+        raise page_error(f"{error}{of} (the API counts {name} from 1)") from None
+
+
 def one_translation(ui, sentence, text, model, device, strategy, settings, max_length, prefix, heads_off):
     """(result, its translation of line `sentence`, from 1) for the endpoints that explain one sentence."""
+    counted("sentence", sentence)
     result = run_request(ui.service, lambda: Request.from_api(
         ui.registry, text, model, device, strategy, settings, max_length, prefix, heads_off), analyses=frozenset())
-    if not isinstance(sentence, int) or not 1 <= sentence <= len(result.translations):
-        raise gr.Error(f"sentence must be in [1, {len(result.translations)}], got {sentence!r}")
+    sentence = counted("sentence", sentence, len(result.translations))
     return result, result.translations[sentence - 1]
 
 
@@ -113,16 +125,16 @@ def why_not_endpoint(ui):
                 heads_off: str = None) -> dict:
         """Translate, then explain why the translation of line `sentence` chose its piece at `step` (both from 1)
         and not the piece `foil`: each source piece's and each earlier output piece's push on the log-odds."""
+        counted("step", step)
+        if not isinstance(foil, str) or not foil:
+            raise page_error("foil must name a piece of the model's vocabulary, such as one of a step's candidates")
         result, translation = one_translation(ui, sentence, text, model, device, strategy, settings, max_length,
                                               prefix, heads_off)
-        if not isinstance(step, int) or not 1 <= step <= len(translation.tgt_ids):
-            raise gr.Error(f"step must be in [1, {len(translation.tgt_ids)}] for this translation, got {step!r}")
-        if not isinstance(foil, str) or not foil:
-            raise gr.Error("foil must name a piece of the model's vocabulary, such as one of a step's candidates")
+        step = counted("step", step, len(translation.tgt_ids), " for this translation")
         try:
             contrast = ui.service.contrast(result, translation, step, foil)
         except ValueError as error:
-            raise gr.Error(f"foil: {error}") from error
+            raise page_error(f"foil: {error}") from error
         return contrast_json(translation, contrast, foil)
 
     return why_not
@@ -134,16 +146,17 @@ def query_key_endpoint(ui):
                   max_length: int = DEFAULT_MAX_LENGTH, prefix: str = None, heads_off: str = None) -> dict:
         """Translate, then take one head's weights at one query apart (layer, head, query and sentence from 1):
         the query vector, each key vector, their elementwise products, the scores and the weights."""
+        if kind not in ATTENTION_KINDS:
+            raise page_error(f"kind must be one of {list(ATTENTION_KINDS)}, got {kind!r}")
+        for name, value in (("layer", layer), ("head", head), ("query", query)):
+            counted(name, value)
         result, translation = one_translation(ui, sentence, text, model, device, strategy, settings, max_length,
                                               prefix, heads_off)
-        for name, value in (("layer", layer), ("head", head), ("query", query)):
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise gr.Error(f"{name} must be a whole number counted from 1, got {value!r}")
-        try:
-            breakdown = ui.service.query_key(result, translation, kind, layer - 1, head - 1, query - 1)
-        except ValueError as error:
-            raise gr.Error(f"{error} (the API counts layer, head and query from 1)") from error
         recorded = translation.recorded[kind]
+        layers, heads, queries = recorded.values.shape[:3]
+        layer, head = counted("layer", layer, layers), counted("head", head, heads)
+        query = counted("query", query, queries, f" for {kind} in this translation")
+        breakdown = ui.service.query_key(result, translation, kind, layer - 1, head - 1, query - 1)
         return {"kind": kind, "layer": layer, "head": head, "query": query, "query_token": recorded.rows[query - 1],
                 "key_tokens": recorded.cols[: len(breakdown.weights)],
                 "query_vector": breakdown.query_vector.round(6).tolist(),
@@ -183,10 +196,10 @@ def run_request(service: ModelService, build, analyses: frozenset[str] = EVERY_A
     try:
         result = service.run(build(), analyses)
     except RequestError as error:
-        raise gr.Error(str(error)) from error
+        raise page_error(str(error)) from error
     except Exception as error:  # one visitor's failure must not take the server down
         log.exception("translation failed")
-        raise gr.Error(f"Translation failed: {type(error).__name__}. Try a shorter or different input.") from error
+        raise page_error(f"Translation failed: {type(error).__name__}. Try a shorter or different input.") from error
     for notice in result.notices:
-        gr.Warning(notice)
+        page_warning(notice)
     return result

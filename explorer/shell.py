@@ -11,7 +11,7 @@ import torch
 from . import controls
 from .components import Dropdown, Radio
 from .registry import Registry
-from .text import examples_for, literal
+from .text import examples_for, literal, placeholder_for
 from .views import VIEWS, View
 from .views.selection import head_choices, layer_choices
 from .wiring import Wiring, wire
@@ -35,11 +35,11 @@ def build_demo(registry: Registry, views: list[View] | None = None) -> tuple[gr.
         gr.Markdown("## Attention Explorer · a Transformer trained from scratch translates; look inside it",
                     elem_id="title")
         context = ui.context(registry.default_key)
-        with gr.Row(equal_height=False):
-            with gr.Column(scale=4, min_width=320):
+        with gr.Row(equal_height=False, elem_id="first-screen"):
+            with gr.Column(scale=4, min_width=320, elem_id="input-column"):
                 source = gr.Textbox(label="Source text", lines=2, elem_id="source",
-                                    placeholder="One sentence per line, e.g. A man is riding a bicycle.")
-                with gr.Row():
+                                    placeholder=placeholder_for(registry.source_language(registry.default_key)))
+                with gr.Row(elem_id="model-row"):
                     model_choice = Dropdown(registry.choices, value=registry.default_key, label="Model", elem_id="model",
                                             scale=3)
                     translate_button = gr.Button("Translate", variant="primary", elem_id="translate-button", scale=2)
@@ -48,11 +48,11 @@ def build_demo(registry: Registry, views: list[View] | None = None) -> tuple[gr.
                                       elem_id="example")
                 translation = gr.Textbox(label="Translation", interactive=False, elem_id="translation", lines=2)
                 summary_text = gr.Markdown(elem_id="summary")
-                with gr.Row():
+                with gr.Row(elem_id="link-row"):
                     copy_link = gr.Button("Copy link to this view", size="sm", elem_id="copy-link", scale=1)
                     link = gr.Textbox(show_label=False, interactive=False, elem_id="link", scale=3, max_lines=1,
                                       placeholder="the link appears here")
-                with gr.Accordion("Decoding settings", open=False):
+                with gr.Accordion("Decoding settings", open=False, elem_id="decoding-settings"):
                     device_choice = Radio(devices, value="cpu", label="Device", elem_id="device")
                     decoding = default.translator.recorded_decoding()
                     strategy = controls.strategy_radio(decoding[0])
@@ -62,7 +62,7 @@ def build_demo(registry: Registry, views: list[View] | None = None) -> tuple[gr.
                     max_length = controls.max_length_slider()
                     prefix = controls.prefix_box()
                     heads_off = controls.heads_off_box()
-            with gr.Column(scale=5, min_width=320):
+            with gr.Column(scale=5, min_width=320, elem_id="live-column"):
                 for view in views:
                     if view.placement == "first_screen":
                         ui.add(view.build(context), owner=view.name)
@@ -73,7 +73,7 @@ def build_demo(registry: Registry, views: list[View] | None = None) -> tuple[gr.
         ui.add({"source": source, "translate_button": translate_button, "model": model_choice, "device": device_choice,
                 "example": example, "new_seed": new_seed, "copy_link": copy_link, "link": link, "strategy": strategy, **settings, "max_length": max_length, "prefix": prefix, "heads_off": heads_off,
                 "translation": translation, "summary": summary_text, "sentence": sentence, "layer": layer, "head": head})
-        with gr.Tabs() as tabs:
+        with gr.Tabs(overflow_behavior="wrap") as tabs:  # every tab visible by its label, on as many rows as it takes
             ui.add({"tabs": tabs})
             for view in views:
                 if view.placement == "tab":

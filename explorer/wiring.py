@@ -19,7 +19,7 @@ from .registry import Registry
 from .request import Request, RequestError
 from .session import ModelService
 from .share import wire_link
-from .text import examples_for, literal
+from .text import examples_for, literal, placeholder_for
 from .views import MODEL, TRANSLATION, View, ViewContext
 from .views.selection import head_choices, layer_choices, valid_head, valid_layer
 
@@ -214,7 +214,7 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
         return ui.render(views, result, ui.state_from(values[:-1]), model_key, MODEL) | model_inputs(ui, model_key, result)
 
     for event in (c["model"].change, demo.load):
-        event(on_model, ui.state_inputs + [c["model"]], view_outputs + [c["example"], c["summary"]],
+        event(on_model, ui.state_inputs + [c["model"]], view_outputs + [c["example"], c["source"], c["summary"]],
               api_visibility="private", **ui.quiet)
     for view in views:
         view.wire(ui)
@@ -263,8 +263,9 @@ def model_inputs(ui: Wiring, model_key: str, result) -> dict:
     stale = result is not None and result.model_key != model_key
     note = (f"⚠️ The result below is from **{literal(ui.registry.get(result.model_key).label)}**; press Translate "
             f"to translate with **{literal(ui.registry.get(model_key).label)}**." if stale else gr.update())
-    return {c["example"]: gr.update(choices=examples_for(ui.registry.source_language(model_key)), value=None),
-            c["summary"]: note}
+    language = ui.registry.source_language(model_key)
+    return {c["example"]: gr.update(choices=examples_for(language), value=None),
+            c["source"]: gr.update(placeholder=placeholder_for(language)), c["summary"]: note}
 
 
 def wire_controls(ui: Wiring) -> None:

@@ -299,7 +299,8 @@ def test_query_key_takes_one_weight_apart_on_the_api(server, reference):
     np.testing.assert_allclose(np.exp(scores) / np.exp(scores).sum(), out["weights"], atol=1e-5)
     np.testing.assert_allclose(np.array(out["products"]).sum(-1) / np.sqrt(len(out["query_vector"])), scores, atol=1e-4)
     assert out["query_token"] == expected.tgt_tokens[3] and out["key_tokens"] == expected.decoder_input_tokens[:4]
-    with pytest.raises(Exception, match=r"layer and head must be in .*counts layer, head and query from 1"):
+    layers = reference.model.config.n_layers
+    with pytest.raises(Exception, match=rf"layer must be in \[1, {layers}\], got 99 \(the API counts layer from 1\)"):
         client.predict(SENTENCE, "cross", 99, 1, 1, api_name="/query_key")
     with pytest.raises(Exception, match=r"kind must be one of"):
         client.predict(SENTENCE, "sideways", api_name="/query_key")

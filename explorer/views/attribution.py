@@ -12,6 +12,7 @@ from transformer.analysis.rollout import RESIDUAL_WEIGHT, rollout
 
 from .. import figures
 from .base import TRANSLATION, View, current_translation, plot_row
+from ..text import page_error
 
 PROMPT = "Press the button to compute the three readings for the current sentence."
 
@@ -43,7 +44,7 @@ class AttributionView(View):
         def compute(result, sentence):
             translation = current_translation(result, {"sentence": sentence})
             if translation is None:
-                raise gr.Error("Translate a sentence first.")
+                raise page_error("Translate a sentence first.")
             rows, cols = translation.tgt_tokens, translation.src_tokens
             raw = translation.recorded["cross"].values.mean(axis=(0, 1))
             rolled = rollout(translation).source

@@ -7,7 +7,7 @@ from __future__ import annotations
 import gradio as gr
 
 from ..figures.steps import contrast_bar
-from ..text import literal
+from ..text import literal, page_error
 from .base import current_translation
 
 
@@ -53,14 +53,14 @@ def wire_panel(ui) -> None:
     def why(result, sentence, step, foil):
         translation = current_translation(result, {"sentence": sentence})
         if translation is None:
-            raise gr.Error("Translate a sentence first.")
+            raise page_error("Translate a sentence first.")
         if not foil:
-            raise gr.Error("Choose a candidate to compare with first.")
+            raise page_error("Choose a candidate to compare with first.")
         step = max(1, min(int(step or 1), len(translation.steps)))
         try:
             contrast = ui.service.contrast(result, translation, step, foil)
         except ValueError as error:
-            raise gr.Error(str(error)) from error
+            raise page_error(str(error)) from error
         return ui.by_component(explained(translation, contrast, foil))
 
     c["contrast_button"].click(why, [ui.result_state, c["sentence"], c["step"], c["contrast_foil"]],

@@ -6,6 +6,7 @@ import gradio as gr
 
 from ..exports import export_files
 from .base import TRANSLATION, View
+from ..text import page_error
 
 
 class ExportView(View):
@@ -26,7 +27,7 @@ class ExportView(View):
     def wire(self, ui):
         def export(result):
             if result is None:
-                raise gr.Error("Translate a sentence first, then export it.")
+                raise page_error("Translate a sentence first, then export it.")
             return export_files(result, ui.registry)
 
         ui.components["export_button"].click(export, ui.result_state, ui.components["export_files"],

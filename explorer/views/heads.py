@@ -18,7 +18,7 @@ from transformer.core.probes import ATTENTION_KINDS, PROBES
 from ..figures.heads import head_grid
 from ..figures.links import alignment_svg
 from ..heads_off import format_heads_off
-from ..text import literal
+from ..text import literal, page_error
 from .base import TRANSLATION, View, current_translation
 
 STATISTICS = {"spread": "spread (normalised entropy)", "max_weight": "confidence (mean max weight)",
@@ -27,7 +27,7 @@ STATISTICS = {"spread": "spread (normalised entropy)", "max_weight": "confidence
 THRESHOLDS = (f"Roles, checked in this order: *previous* / *next token* when ≥ {POSITION_SHARE:.0%} of "
               f"rows put their maximum one position back / ahead (not for cross-attention); *diagonal / alignment* "
               f"when ≥ {POSITION_SHARE:.0%} of maxima lie on the diagonal scaled to the two lengths; "
-              f"*sink on </s>* (or <s>) when ≥ {SINK_SHARE:.0%} of the weight goes there; *broad* when "
+              f"*sink on {literal('</s>')}* (or {literal('<s>')}) when ≥ {SINK_SHARE:.0%} of the weight goes there; *broad* when "
               f"the spread is ≥ {BROAD_SPREAD}; else *mixed*.")
 
 
@@ -91,7 +91,7 @@ class HeadsView(View):
         def ablate(result, sentence, *chosen):
             translation = current_translation(result, {"sentence": sentence})
             if translation is None:
-                raise gr.Error("Translate a sentence first.")
+                raise page_error("Translate a sentence first.")
             heads_off = [HeadRef.parse(entry) for entries in chosen for entry in entries or []]
             changed = ui.service.rerun(result, translation, heads_off=heads_off)
             drop = (ui.service.output_log_prob(result, translation, heads_off)

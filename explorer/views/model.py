@@ -6,6 +6,7 @@ import gradio as gr
 import pandas as pd
 
 from transformer.corpus.mix import corpora_described
+from transformer.training.model_card import stage_line, training_stages
 
 from ..text import literal
 from .base import MODEL, View
@@ -43,9 +44,10 @@ def card_markdown(profile) -> str:
                      f"{literal(str(origin.get('license', '?')))}): {config.activation} feed-forward, post-norm layers "
                      "without a final norm, Marian's sinusoidal layout.")
     elif metrics:
-        training, scores = metrics.get("training", {}), metrics.get("scores", {})
-        lines.append(f"Trained {training.get('epochs_run', '?')} epochs ({_count(training.get('updates'))} updates) in "
-                     f"{training.get('wall_minutes', '?')} min on {training.get('hardware', '?')}.")
+        scores = metrics.get("scores", {})
+        stages = training_stages(metrics)
+        lines.append(f"Trained in {len(stages)} stage(s): " + "; then ".join(
+            f"stage {number}, {literal(stage_line(stage))}" for number, stage in enumerate(stages, start=1)) + ".")
         if "data" in metrics:
             lines.append(f"Learned from {corpora_described(metrics['data'])}.")
         for split, s in scores.items():

@@ -10,7 +10,7 @@ from transformer.core.head_ref import head_label, layer_label
 from transformer.core.probes import PROBES
 
 from ..figures.query_key import query_key_figure
-from ..text import literal
+from ..text import literal, page_error
 from .base import MODEL, TRANSLATION, View, current_translation
 
 KINDS = [(PROBES[kind].title.split(" (")[0], kind) for kind in ("encoder_self", "decoder_self", "cross")]
@@ -45,11 +45,11 @@ class QueryKeyView(View):
     def show(self, ui, result, sentence, kind: str, layer: int, head: int, query: int) -> dict:
         translation = current_translation(result, {"sentence": sentence})
         if translation is None:
-            raise gr.Error("Translate a sentence first.")
+            raise page_error("Translate a sentence first.")
         try:
             breakdown = ui.service.query_key(result, translation, kind, layer, head, query)
         except ValueError as error:
-            raise gr.Error(str(error)) from error
+            raise page_error(str(error)) from error
         recorded = translation.recorded[kind]
         keys = recorded.cols[: len(breakdown.weights)]
         where = f"{layer_label(layer)}, {head_label(head)}"
@@ -79,7 +79,7 @@ class QueryKeyView(View):
             kind, query = evt.kind, int(evt.query)
             translation = current_translation(result, {"sentence": sentence})
             if translation is None:
-                raise gr.Error("Translate a sentence first.")
+                raise page_error("Translate a sentence first.")
             result.rendered_views.add(self.name)  # drawn here: opening the tab must not draw it over again
             return {ui.result_state: result, c["tabs"]: gr.Tabs(selected=self.name), c["qk_kind"]: kind,
                     c["qk_text"]: "Computing…",

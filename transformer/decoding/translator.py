@@ -6,7 +6,7 @@ from pathlib import Path
 
 import torch
 
-from ..checkpoint import METRICS_FILE, TOKENIZER_FILE, checkpoint_folder, load_checkpoint, read_metrics, save_checkpoint
+from ..checkpoint import METRICS_FILE, TOKENIZER_FILE, CheckpointError, checkpoint_folder, load_checkpoint, read_metrics, save_checkpoint
 from ..core.head_mask import HeadMaskError, check_heads_off, heads_masked
 from ..core.model import Transformer
 from ..core.probes import ATTENTION_KINDS, check_probe_names
@@ -55,6 +55,9 @@ class Translator:
         """`strategy` (default: the one metrics.json records, else beam) with each of its settings as metrics.json
         records it, else the strategy's default: how this checkpoint was tuned on val to decode."""
         recorded = (self.metrics or {}).get("decoding", {})
+        if not isinstance(recorded, dict):
+            raise CheckpointError(f"{self.source / METRICS_FILE}: 'decoding' must be an object of a strategy and its "
+                                  f"settings, got {recorded!r}")
         strategy = strategy or recorded.get("strategy", "beam")
         if strategy != recorded.get("strategy"):
             recorded = {}

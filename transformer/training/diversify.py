@@ -23,10 +23,12 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from ..command_line import CommandParser, number_type
 from ..decoding.strategies import SettingError, build_settings
 from ..decoding.translator import Translator
 from ..corpus.data import default_data_dir, read_parallel
 from ..corpus.scoring import translate_corpus
+from ..paths import portable_path
 
 PROVENANCE_FILE = "diversified.json"
 
@@ -81,7 +83,7 @@ def diversify(data_dir, corpus, out, forward: Translator, backward: Translator, 
     (out / f"train.{tgt}").write_text("\n".join(targets) + "\n", encoding="utf-8")
     return {
         "method": "data diversification (Nguyen et al., 2020): original, forward-translated, back-translated",
-        "from": str(data_dir), "languages": {"src": src, "tgt": tgt},
+        "from": portable_path(data_dir), "languages": {"src": src, "tgt": tgt},
         "train_lines": {"original": len(corpus), "forward_translated": len(distilled),
                         "back_translated": len(back_translated), "total": len(sources)},
         "forward": {"checkpoint": names[0], "strategy": forward_strategy, **forward_settings},
@@ -92,7 +94,7 @@ def diversify(data_dir, corpus, out, forward: Translator, backward: Translator, 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m transformer.diversify", description=__doc__,
+    parser = CommandParser(prog="python -m transformer.diversify", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--forward", required=True, help="checkpoint folder translating src→tgt (decides the pair)")
     parser.add_argument("--backward", required=True, help="checkpoint folder translating tgt→src")
@@ -104,7 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "with its settings)")
     parser.add_argument("--backward-strategy", choices=["greedy", "beam"], default="greedy",
                         help="decoding for the back-translated sources (default: greedy)")
-    parser.add_argument("--batch-size", type=int, default=128, help="sentences per batch (default: 128)")
+    parser.add_argument("--batch-size", type=number_type("--batch-size", int, 1), default=128,
+                        help="sentences per batch (default: 128)")
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where to translate (default: cpu)")
     return parser
 
@@ -114,8 +117,6 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     if args.data_dir is None:
         parser.error("no --data-dir given and ../shared/data/multi30k does not exist")
-    if args.batch_size < 1:
-        parser.error(f"--batch-size must be at least 1, got {args.batch_size}")
     if Path(args.out).resolve() == Path(args.data_dir).resolve():
         parser.error("--out must differ from --data-dir: the original training split would be overwritten")
     forward = Translator.from_pretrained(args.forward, device=args.device)
@@ -129,7 +130,7 @@ def main(argv=None) -> None:
         with tqdm(total=2 * len(corpus), unit="sentence", desc="translating train", dynamic_ncols=True) as bar:
             record = diversify(args.data_dir, corpus, args.out, forward, backward, *decodings,
                                batch_size=args.batch_size, progress=bar.update,
-                               names=(str(args.forward), str(args.backward)))
+                               names=(portable_path(args.forward), portable_path(args.backward)))
     except (DiversifyError, SettingError, FileNotFoundError, ValueError) as error:
         parser.error(str(error))
     (Path(args.out) / PROVENANCE_FILE).write_text(json.dumps(record, indent=2) + "\n")
