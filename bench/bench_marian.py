@@ -9,9 +9,9 @@ Each side runs in a process of its own (so its memory is its own): it loads the 
 Translator.from_pretrained of the converted folder; theirs MarianMTModel.from_pretrained of the Hugging Face folder),
 reads its resident memory (rss_mb after loading, peak_rss_mb at the end), decodes every sentence once to warm up,
 then `--rounds` rounds over them (rss_after_decoding_mb: every weight touched; theirs memory-maps its weights file,
-so rss_mb after loading counts only what loading touched); ms_per_token is the median over rounds of the round's time over the tokens it
-produced. Both produce exactly `--tokens` tokens per sentence: the random model practically never produces </s>
-(1 in 58,101), ours stops at its length limit, theirs at max_new_tokens (with opus-mt's forced </s> as its last
+so rss_mb after loading counts only what loading touched); ms_per_token is the median over rounds of the round's
+time over the tokens it produced. Both produce exactly `--tokens` tokens per sentence: the random model practically
+never produces </s> (1 in 58,101), ours stops at its length limit, theirs at max_new_tokens (with opus-mt's forced </s> as its last
 token). Ours is `Translator.translate(strategy="greedy")`, which also keeps each step's top-10 candidates for the
 views; the Marian model's post-norm layers run through the Python step (the compiled kernel runs pre-norm ones).
 "same_tokens_before_the_last" checks that both produced the same ids but the last (opus-mt's forced_eos_token_id
@@ -126,7 +126,8 @@ def run_side(side: str, hf_folder: Path, converted: Path, sentences: list[str], 
         per_token.append(1000 * (time.perf_counter() - started) / count)
     return {"load_s": round(load_s, 2), "rss_mb": round(loaded_rss, 1), "rss_before_load_mb": round(rss_before, 1),
             "rss_after_decoding_mb": round(memory_mb(), 1), "peak_rss_mb": round(memory_mb("VmHWM"), 1),
-            "ms_per_token": round(statistics.median(per_token), 2), "ms_per_token_rounds": [round(t, 2) for t in per_token],
+            "ms_per_token": round(statistics.median(per_token), 2),
+            "ms_per_token_rounds": [round(t, 2) for t in per_token],
             "tokens_per_sentence": [len(ids) for ids in produced], "ids": produced,
             **({"sources": sources} if sources else {})}
 

@@ -154,7 +154,8 @@ def test_converted_folder_is_a_checkpoint(pair, tmp_path):
     assert "cc-by-4.0" in (ours.source / "README.md").read_text()
     copy = ours.save_pretrained(tmp_path / "copy")
     again = Translator.from_pretrained(copy)
-    assert again.translate(SOURCES[1], strategy="greedy").tgt_ids == ours.translate(SOURCES[1], strategy="greedy").tgt_ids
+    greedy = {"strategy": "greedy"}
+    assert again.translate(SOURCES[1], **greedy).tgt_ids == ours.translate(SOURCES[1], **greedy).tgt_ids
 
 
 def test_the_package_never_imports_transformers():
@@ -217,7 +218,8 @@ def test_converter_refuses(good_hf, tmp_path, change, message, capsys):
 def test_converter_command_line(tmp_path, good_hf):
     """The real command: one line and status 2 for a bad SRC or an OUT that exists, no traceback; then it converts."""
     command = [sys.executable, "-m", "transformer.convert_marian"]
-    result = subprocess.run([*command, str(tmp_path / "nowhere"), str(tmp_path / "out")], capture_output=True, text=True)
+    result = subprocess.run([*command, str(tmp_path / "nowhere"), str(tmp_path / "out")], capture_output=True,
+                            text=True)
     assert result.returncode == 2 and "no such folder" in result.stderr and "Traceback" not in result.stderr
     (tmp_path / "taken").mkdir()
     result = subprocess.run([*command, str(good_hf), str(tmp_path / "taken")], capture_output=True, text=True)

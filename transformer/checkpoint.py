@@ -147,8 +147,9 @@ def load_checkpoint(directory, device="cpu") -> tuple[Transformer, Tokenizer, di
     for name, expected in (("pad", model_config.pad_id), ("unk", model_config.unk_id), ("eos", model_config.eos_id),
                            ("bos", model_config.decoder_start_id)):
         if getattr(tokenizer, f"{name}_id") != expected:
-            raise CheckpointError(f"{vocabulary_file}: the tokenizer's {name} id is {getattr(tokenizer, f'{name}_id')}, "
-                                  f"config.json's model says {expected}")
+            actual = getattr(tokenizer, f"{name}_id")
+            raise CheckpointError(f"{vocabulary_file}: the tokenizer's {name} id is {actual}, config.json's model "
+                                  f"says {expected}")
     return model.to(device).eval(), tokenizer, config
 
 

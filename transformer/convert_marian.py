@@ -102,9 +102,10 @@ def model_config_of(hf: dict, path: Path, vocabulary: dict[str, int]) -> ModelCo
                                   f"Marian's {flag}={json.dumps(value)})")
     activation = hf.get("activation_function", "gelu")
     if activation not in ACTIVATIONS:
-        raise ConversionError(f"{path}: unsupported activation_function {activation!r}; supported: {sorted(ACTIVATIONS)}")
-    for encoder, decoder in (("encoder_layers", "decoder_layers"), ("encoder_attention_heads", "decoder_attention_heads"),
-                             ("encoder_ffn_dim", "decoder_ffn_dim")):
+        raise ConversionError(f"{path}: unsupported activation_function {activation!r}; "
+                              f"supported: {sorted(ACTIVATIONS)}")
+    for encoder, decoder in (("encoder_layers", "decoder_layers"), ("encoder_ffn_dim", "decoder_ffn_dim"),
+                             ("encoder_attention_heads", "decoder_attention_heads")):
         if hf.get(encoder) != hf.get(decoder):
             raise ConversionError(f"{path}: unsupported {encoder}={hf.get(encoder)} != {decoder}={hf.get(decoder)} "
                                   "(our Transformer's two stacks have one shape)")
@@ -118,14 +119,16 @@ def model_config_of(hf: dict, path: Path, vocabulary: dict[str, int]) -> ModelCo
     try:
         return ModelConfig(
             src_vocab_size=vocab_size, tgt_vocab_size=vocab_size, d_model=hf.get("d_model"),
-            n_heads=hf.get("encoder_attention_heads"), n_layers=hf.get("encoder_layers"), d_ff=hf.get("encoder_ffn_dim"),
+            n_heads=hf.get("encoder_attention_heads"), n_layers=hf.get("encoder_layers"),
+            d_ff=hf.get("encoder_ffn_dim"),
             dropout=float(hf.get("dropout", 0.1)), attention_dropout=float(hf.get("attention_dropout", 0.0)),
             max_len=hf.get("max_position_embeddings"), norm="post", final_norm=False, pos_encoding="sinusoidal",
             sinusoidal_layout="halves", activation=ACTIVATIONS[activation],
             scale_embedding=bool(hf.get("scale_embedding", False)),
             share_embeddings=bool(hf.get("share_encoder_decoder_embeddings", True)),
             tie_output=bool(hf.get("tie_word_embeddings", True)),
-            pad_id=hf.get("pad_token_id"), unk_id=vocabulary["<unk>"], decoder_start_id=hf.get("decoder_start_token_id"),
+            pad_id=hf.get("pad_token_id"), unk_id=vocabulary["<unk>"],
+            decoder_start_id=hf.get("decoder_start_token_id"),
             eos_id=eos[0] if isinstance(eos, list) and len(eos) == 1 else eos,
         )
     except (TypeError, ValueError) as error:
@@ -154,7 +157,8 @@ def load_hf_model(folder: Path):
     # the sinusoidal tables are computed, not stored; any other missing tensor would stay random
     missing = [k for k in info.get("missing_keys", []) if "embed_positions" not in k]
     if missing or info.get("mismatched_keys"):
-        what = f"missing tensors {sorted(missing)[:3]}" if missing else f"tensors of another shape {info['mismatched_keys'][:3]}"
+        what = (f"missing tensors {sorted(missing)[:3]}" if missing
+                else f"tensors of another shape {info['mismatched_keys'][:3]}")
         raise ConversionError(f"{weights[0]}: does not match config.json ({what})")
     return model.eval()
 
@@ -202,7 +206,8 @@ def shared_as_loaded(hf_model, config: ModelConfig) -> ModelConfig:
     on both flags (share_encoder_decoder_embeddings without tie_word_embeddings gives three matrices in 5.x), so the
     weights, not the flags, say whether one matrix serves both embeddings and the output projection."""
     model = hf_model.model
-    encoder, decoder, output = model.encoder.embed_tokens.weight, model.decoder.embed_tokens.weight, hf_model.lm_head.weight
+    encoder, decoder = model.encoder.embed_tokens.weight, model.decoder.embed_tokens.weight
+    output = hf_model.lm_head.weight
     return replace(config, share_embeddings=encoder.shape == decoder.shape and torch.equal(encoder, decoder),
                    tie_output=torch.equal(decoder, output))
 
@@ -268,8 +273,8 @@ def model_card(name: str, origin: dict, config: ModelConfig, decoding: dict, par
         f"{config.n_heads} heads, feed-forward {config.d_ff} ({config.activation}), sinusoidal positions (halves "
         f"layout), vocabulary {config.tgt_vocab_size:,}, {parameters:,} parameters.",
         f"- **Recorded decoding** (from generation_config.json): {json.dumps(decoding)}.",
-        "- **Equivalence**: tests/test_marian.py holds this conversion's logits, greedy output, tokenizer and attention "
-        "equal to Hugging Face's on random Marian models.", "",
+        "- **Equivalence**: tests/test_marian.py holds this conversion's logits, greedy output, tokenizer and "
+        "attention equal to Hugging Face's on random Marian models.", "",
     ])
 
 
@@ -293,7 +298,8 @@ def resolve_source(src: str, work: Path) -> Path:
                   *TOKENIZER_FILES]
         return Path(snapshot_download(src, allow_patterns=wanted, local_dir=work / "download"))
     except ImportError:
-        raise ConversionError(f"{src}: not a folder; downloading from the Hub needs `pip install \".[marian]\"`") from None
+        raise ConversionError(f"{src}: not a folder; downloading from the Hub needs "
+                              f"`pip install \".[marian]\"`") from None
     except Exception as error:  # noqa: BLE001  offline, unknown repository, refused: one line either way
         first = (str(error).strip().splitlines() or [type(error).__name__])[0]
         raise ConversionError(f"{src}: not a folder, and the Hugging Face Hub did not provide it ({first})") from None
@@ -313,7 +319,8 @@ def convert(src: str, out, source_lang: str | None = None, target_lang: str | No
         folder = resolve_source(src, work)
         for name in TOKENIZER_FILES:
             if not (folder / name).is_file():
-                raise ConversionError(f"{folder / name}: file is missing (Marian's tokenizer needs {', '.join(TOKENIZER_FILES)})")
+                raise ConversionError(f"{folder / name}: file is missing (Marian's tokenizer needs "
+                                      f"{', '.join(TOKENIZER_FILES)})")
         hf_config = read_json_object(folder / "config.json")
         try:
             tokenizer = MarianTokenizer.load(folder)

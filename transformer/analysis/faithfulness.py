@@ -71,7 +71,8 @@ def deletion_curve(model: Transformer, src_ids: list[int], tgt_ids: list[int], s
         for t in range(outputs):
             sources[k, t, order[t, :k]] = model.config.unk_id
     src = torch.tensor(sources.reshape(-1, length), device=model.device)
-    tgt_in = torch.tensor([[model.config.decoder_start_id] + list(tgt_ids[:-1])], device=model.device).expand(src.size(0), -1)
+    tgt_in = torch.tensor([[model.config.decoder_start_id] + list(tgt_ids[:-1])], device=model.device)
+    tgt_in = tgt_in.expand(src.size(0), -1)
     logits = model(src, tgt_in)  # (rows, T, V); row (k, t) is read at position t only
     rows = torch.arange(src.size(0), device=model.device)
     positions = torch.arange(outputs, device=model.device).repeat(steps + 1)

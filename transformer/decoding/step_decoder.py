@@ -50,7 +50,8 @@ class StepDecoder:
         self.src_mask = None if bool(src_mask.all()) else src_mask
         self.fused = FusedStep.start(model, memory, self.src_mask) if use_cache else None
         self.cache = model.new_cache() if use_cache and self.fused is None else None
-        self.prefix = torch.full((memory.size(0), 1), model.config.decoder_start_id, dtype=torch.long, device=memory.device)
+        start = model.config.decoder_start_id
+        self.prefix = torch.full((memory.size(0), 1), start, dtype=torch.long, device=memory.device)
         self.never_produced = never_produced_ids(model.config, memory.device)
 
     def step(self) -> torch.Tensor:

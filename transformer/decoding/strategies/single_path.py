@@ -82,8 +82,8 @@ def decode_fused_greedy(model: Transformer, source: list[int], max_length: int |
     decoder = StepDecoder(model, memory, src_mask)
     if decoder.fused is None:
         return None
-    ids, probs, top_ids, top_probs = decoder.fused.greedy(model.config.decoder_start_id, decoder.never_produced, model.config.eos_id,
-                                                         limit, TRACE_TOPK)
+    start, eos = model.config.decoder_start_id, model.config.eos_id
+    ids, probs, top_ids, top_probs = decoder.fused.greedy(start, decoder.never_produced, eos, limit, TRACE_TOPK)
     result = DecodedSentence([], [], 0.0)
     for step in zip(ids.tolist(), probs.tolist(), top_ids.tolist(), top_probs.tolist()):
         extend(result, *step, forced=False)
