@@ -11,12 +11,12 @@ folder), reads its resident memory (rss_mb after loading, peak_rss_mb at the end
 warm up, then `--rounds` rounds over them (rss_after_decoding_mb: every weight touched; theirs memory-maps its
 weights file, so rss_mb after loading counts only what loading touched); ms_per_token is the median over rounds of
 the round's time over the tokens it produced. Both produce exactly `--tokens` tokens per sentence: the random model
-practically never produces </s> (1 in 58,101), ours stops at its length limit, theirs at max_new_tokens (with opus-
-mt's forced </s> as its last token). Ours is `Translator.translate(strategy="greedy")`, which also keeps each step's
-top-10 candidates for the views; the Marian model's post-norm layers run through the Python step (the compiled
-kernel runs pre-norm ones). "same_tokens_before_the_last" checks that both produced the same ids but the last (opus-
-mt's forced_eos_token_id makes theirs </s> there). The conversion's time (convert_s) and the checkpoint folder's
-size are reported too. Needs transformers (pip install ".[marian]").
+practically never produces </s> (1 in 58,101), ours stops at its length limit, theirs at max_new_tokens (with
+opus-mt's forced </s> as its last token). Ours is `Translator.translate(strategy="greedy")`, which also keeps each
+step's top-10 candidates for the views; the Marian model's post-norm layers run through the Python step (the
+compiled kernel runs pre-norm ones). "same_tokens_before_the_last" checks that both produced the same ids but the
+last (opus-mt's forced_eos_token_id makes theirs </s> there). The conversion's time (convert_s) and the checkpoint
+folder's size are reported too. Needs transformers (pip install ".[marian]").
 """
 from __future__ import annotations
 
