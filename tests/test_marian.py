@@ -261,7 +261,8 @@ def test_every_view_renders_a_converted_model(good_hf, tmp_path):
                                                                 max_length=10)
         assert named["translation"] == expected.text
         assert named["result"].translations[0].tgt_ids == expected.tgt_ids
+    from explorer.text import literal
     from explorer.views.model import card_markdown
 
     card = card_markdown(ui.registry.get("tiny-marian").profile)
-    assert "Converted from Hugging Face" in card and "cc-by-4.0" in card and "✓ matches" in card
+    assert "Converted from Hugging Face" in card and literal("cc-by-4.0") in card and "✓ matches" in card
