@@ -322,6 +322,9 @@ def convert(src: str, out, source_lang: str | None = None, target_lang: str | No
                 raise ConversionError(f"{folder / name}: file is missing (Marian's tokenizer needs "
                                       f"{', '.join(TOKENIZER_FILES)})")
         hf_config = read_json_object(folder / "config.json")
+        tokenizer_settings = folder / "tokenizer_config.json"
+        if tokenizer_settings.is_file() and read_json_object(tokenizer_settings).get("separate_vocabs"):
+            raise ConversionError(f"{tokenizer_settings}: unsupported separate_vocabs=true (one shared vocab.json)")
         try:
             tokenizer = MarianTokenizer.load(folder)
         except (FileNotFoundError, ValueError) as error:
