@@ -39,7 +39,7 @@ from .session import RunResult, run
 log = logging.getLogger(__name__)
 
 SWITCH = "ATTENTION_EXPLORER_WORKERS"
-START_TIMEOUT_S = 120  # a worker loads in about 2 s; a kernel build it waits for takes about 30
+START_TIMEOUT_S = 120  # generous: a worker may wait for the float16 kernel's build
 
 
 def workers_from_environment() -> int:

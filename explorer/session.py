@@ -73,7 +73,7 @@ def run(registry: Registry, request: Request, analyses: frozenset[str] = EVERY_A
         translations = translate_with(translator)
     elapsed = (time.perf_counter() - started) * 1000
     for translation in translations if ALTI in analyses else []:  # one teacher-forced pass each: ALTI+ and the norms
-        # float32: the page draws them as bytes, and it takes 28% less time than float64 (17.0 against 23.5 ms)
+        # float32: the page draws them as bytes, and it is faster than float64 (docs/speed.md)
         add_contributions(translator.model, translation, torch.float32)
         if translation.norms is None:  # a post-norm model has no ALTI+ reading
             add_norms(translator.model, translation)

@@ -26,7 +26,7 @@ def build_demo(registry: Registry, views: list[View] | None = None) -> tuple[gr.
     config = default.profile.config
     devices = [("CPU", "cpu"), ("CUDA" if torch.cuda.is_available() else "CUDA (not available here: falls back to CPU)", "cuda")]
     # Gradio's copies of exported files: removed after an hour, checked every hour. No analytics: the app works
-    # offline, and Gradio's version check alone cost 0.05 s of start-up (an HTTPS client in a thread)
+    # offline, and Gradio's version check costs start-up time (an HTTPS client in a thread)
     with gr.Blocks(title="Attention Explorer", delete_cache=(3600, 3600), analytics_enabled=False) as demo:
         ui.result_state = gr.State(None)
         if registry.problems:

@@ -188,7 +188,7 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
 
     tab_outputs = [component for view in views if view.placement == "tab" for component in ui.outputs_of(view)]
     # the progress animation runs on the translation box alone: animating every output kept the browser busy while
-    # the server translated, on the same cores (the 30-token sentence's click to live picture: ~306 -> ~261 ms);
+    # the server translated, on the same cores (docs/speed.md);
     # the live picture keeps the last translation's until the new one is drawn
     for trigger in (c["translate_button"].click, c["source"].submit):  # the page: checked first, result kept
         trigger(translate_page, translate_inputs, translate_outputs, api_name=False, api_visibility="private",

@@ -74,7 +74,7 @@ class Transformer(nn.Module):
         # the Python step (core/fused_step.py); False keeps the Python step (benchmarks, tests)
         self.fused_decoding = True
         # opt-in: the kernel reads int8 copies of the decoder's projections (one scale per output) instead of the
-        # exact float16 ones: half the bytes, but not the same numbers (README: what it changes, measured with BLEU)
+        # exact float16 ones: half the bytes, but not the same numbers (docs/speed.md: what it changes, measured with BLEU)
         self.int8_decoding = False
 
     @staticmethod
