@@ -18,7 +18,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", "1000")
 
 from explorer.gradio_import import skip_stub_generation  # noqa: E402
 
-skip_stub_generation()  # Gradio's editor stubs, rebuilt at every import, slow start-up (gradio_import.py; docs/speed.md)
+skip_stub_generation()  # Gradio's editor stubs, rebuilt at every import, slow start-up (gradio_import.py)
 import gradio as gr  # noqa: E402  (after the two above: the setting is read when the queue is made)
 import torch  # noqa: E402
 

@@ -41,9 +41,15 @@ def summary(result: RunResult) -> str:
 def details_json(result: RunResult) -> dict:
     """Translate and return every number behind the plots: tokens, ids, steps with top-k candidates, the search
     tree, and attention weights [layer][head][query][key] for encoder_self, decoder_self and cross."""
-    return {"model": result.model_key, "device": result.device, "strategy": result.strategy, "settings": result.settings,
-            "milliseconds": round(result.milliseconds, 1), "notices": result.notices,
-            **json.loads(to_json(result.translations))}
+    return {
+        "model": result.model_key,
+        "device": result.device,
+        "strategy": result.strategy,
+        "settings": result.settings,
+        "milliseconds": round(result.milliseconds, 1),
+        "notices": result.notices,
+        **json.loads(to_json(result.translations)),
+    }
 
 
 def translation_json(result: RunResult) -> dict:
@@ -79,24 +85,32 @@ def endpoint(ui, respond, analyses: frozenset[str] = EVERY_ANALYSIS):
 
 def contrast_json(translation, contrast, foil: str) -> dict:
     """A Contrast (analysis/contrastive.py) with its tokens, numbered from 1 as the page numbers steps."""
-    return {"step": contrast.step + 1, "chosen": translation.tgt_tokens[contrast.step], "foil": foil,
-            "log_odds": round(contrast.log_odds, 6),
-            "method": "contrastive input x gradient of log p(chosen) - log p(foil) (Yin and Neubig, 2022)",
-            "source": [{"token": t, "score": round(float(v), 6)} for t, v in zip(translation.src_tokens, contrast.source)],
-            "prefix": [{"token": t, "score": round(float(v), 6)}
-                       for t, v in zip(translation.decoder_input_tokens, contrast.prefix)],
-            "alti_logit": None if contrast.layers is None else layers_json(translation, contrast.layers)}
+    return {
+        "step": contrast.step + 1,
+        "chosen": translation.tgt_tokens[contrast.step],
+        "foil": foil,
+        "log_odds": round(contrast.log_odds, 6),
+        "method": "contrastive input x gradient of log p(chosen) - log p(foil) (Yin and Neubig, 2022)",
+        "source": [{"token": t, "score": round(float(v), 6)} for t, v in zip(translation.src_tokens, contrast.source)],
+        "prefix": [
+            {"token": t, "score": round(float(v), 6)} for t, v in zip(translation.decoder_input_tokens, contrast.prefix)
+        ],
+        "alti_logit": None if contrast.layers is None else layers_json(translation, contrast.layers),
+    }
 
 
 def layers_json(translation, layers) -> dict:
     """The log-odds read through the layers (analysis/alti_logit.py): each input's share; with `biases` they sum to
     the log-odds exactly."""
-    return {"method": "ALTI-Logit (Ferrando et al., 2023): each input's share of log p(chosen) - log p(foil), "
-                      "through the layers; the shares and the biases sum to the log-odds",
-            "source": [{"token": t, "score": round(float(v), 6)} for t, v in zip(translation.src_tokens, layers.source)],
-            "prefix": [{"token": t, "score": round(float(v), 6)}
-                       for t, v in zip(translation.decoder_input_tokens, layers.prefix)],
-            "biases": round(layers.biases, 6)}
+    return {
+        "method": "ALTI-Logit (Ferrando et al., 2023): each input's share of log p(chosen) - log p(foil), "
+        "through the layers; the shares and the biases sum to the log-odds",
+        "source": [{"token": t, "score": round(float(v), 6)} for t, v in zip(translation.src_tokens, layers.source)],
+        "prefix": [
+            {"token": t, "score": round(float(v), 6)} for t, v in zip(translation.decoder_input_tokens, layers.prefix)
+        ],
+        "biases": round(layers.biases, 6),
+    }
 
 
 def counted(name: str, value, high=None, of: str = "") -> int:
@@ -156,11 +170,19 @@ def query_key_endpoint(ui):
         layer, head = counted("layer", layer, layers), counted("head", head, heads)
         query = counted("query", query, queries, f" for {kind} in this translation")
         breakdown = ui.service.query_key(result, translation, kind, layer - 1, head - 1, query - 1)
-        return {"kind": kind, "layer": layer, "head": head, "query": query, "query_token": recorded.rows[query - 1],
-                "key_tokens": recorded.cols[: len(breakdown.weights)],
-                "query_vector": breakdown.query_vector.round(6).tolist(),
-                "key_vectors": breakdown.key_vectors.round(6).tolist(), "products": breakdown.products.round(6).tolist(),
-                "scores": breakdown.scores.round(6).tolist(), "weights": breakdown.weights.round(6).tolist()}
+        return {
+            "kind": kind,
+            "layer": layer,
+            "head": head,
+            "query": query,
+            "query_token": recorded.rows[query - 1],
+            "key_tokens": recorded.cols[: len(breakdown.weights)],
+            "query_vector": breakdown.query_vector.round(6).tolist(),
+            "key_vectors": breakdown.key_vectors.round(6).tolist(),
+            "products": breakdown.products.round(6).tolist(),
+            "scores": breakdown.scores.round(6).tolist(),
+            "weights": breakdown.weights.round(6).tolist(),
+        }
 
     return query_key
 
@@ -171,8 +193,12 @@ def server_status_endpoint(ui):
         float16 kernel is in use, else why not) and its worker processes (`workers_status`: "ready", "starting",
         "off", or why they are unavailable; translations run in the server's own process until they are ready)."""
         pool = ui.service.pool
-        return {"models": sorted(ui.registry.models), "kernel": KERNEL.status,
-                "workers": 0 if pool is None else pool.workers, "workers_status": "off" if pool is None else pool.status}
+        return {
+            "models": sorted(ui.registry.models),
+            "kernel": KERNEL.status,
+            "workers": 0 if pool is None else pool.workers,
+            "workers_status": "off" if pool is None else pool.status,
+        }
 
     return server_status
 

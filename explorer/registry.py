@@ -97,7 +97,8 @@ def discover(root: Path) -> Registry:
     if not models:
         details = "; ".join(f"{name}: {why}" for name, why in problems.items()) or "no folder with a config.json"
         raise NoUsableCheckpoint(
-            f"no usable checkpoint under {root} ({details}). Restore the shipped one with `git checkout -- checkpoints/` "
+            f"no usable checkpoint under {root} ({details}). Restore the shipped one with "
+            "`git checkout -- checkpoints/` "
             "or train one with `python -m transformer.train --out checkpoints/en-de`."
         )
     return Registry(models, problems)

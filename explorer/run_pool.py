@@ -43,7 +43,8 @@ START_TIMEOUT_S = 120  # generous: a worker may wait for the float16 kernel's bu
 
 
 def workers_from_environment() -> int:
-    """How many worker processes ATTENTION_EXPLORER_WORKERS asks for (0: none), with a message that names it when bad."""
+    """How many worker processes ATTENTION_EXPLORER_WORKERS asks for (0: none), with a message that names it when
+    bad."""
     text = os.environ.get(SWITCH, str(os.cpu_count() or 1)).strip()
     if not text.isdigit():
         raise ValueError(f"{SWITCH} must be a whole number of worker processes (0: translate in the server's "

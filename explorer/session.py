@@ -24,6 +24,7 @@ from .registry import Registry
 from .request import Request
 from .result_cache import ResultCache, capacity_from_environment, request_key
 
+
 @dataclass
 class RunResult:
     model_key: str
@@ -58,9 +59,16 @@ def run(registry: Registry, request: Request, analyses: frozenset[str] = EVERY_A
     heads_off = list(request.heads_off) or None
 
     def translate_with(chosen):
-        return chosen.translate_batch(list(request.lines), strategy=request.strategy, max_length=request.max_length,
-                                      capture=True, prefix=request.prefix, logit_lens=LENS in analyses, heads_off=heads_off,
-                                      **request.settings)
+        return chosen.translate_batch(
+            list(request.lines),
+            strategy=request.strategy,
+            max_length=request.max_length,
+            capture=True,
+            prefix=request.prefix,
+            logit_lens=LENS in analyses,
+            heads_off=heads_off,
+            **request.settings,
+        )
 
     started = time.perf_counter()
     try:

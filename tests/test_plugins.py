@@ -49,7 +49,9 @@ class PieceCountView(View):
         translation = current_translation(result, state)
         if translation is None or changed == MODEL:
             return {}
-        return {"toy_count": f"{len(translation.src_tokens)} source pieces, {len(translation.tgt_tokens)} target pieces"}
+        return {
+            "toy_count": f"{len(translation.src_tokens)} source pieces, {len(translation.tgt_tokens)} target pieces"
+        }
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +98,9 @@ def test_both_endpoints_take_the_new_strategys_settings_in_its_own_namespace(app
     # the same name, each strategy's own range: 3.0 is too hot for kth, fine for sampling
     with pytest.raises(Exception, match=r"temperature must be in \[0.5, 2.0\]"):
         client.predict(SENTENCE, strategy="kth", settings={"temperature": 3.0}, api_name="/translate")
-    sampled = client.predict(SENTENCE, strategy="sample", settings={"temperature": 3.0, "seed": 1}, api_name="/translate")
+    sampled = client.predict(
+        SENTENCE, strategy="sample", settings={"temperature": 3.0, "seed": 1}, api_name="/translate"
+    )
     assert sampled["settings"]["temperature"] == 3.0
 
 

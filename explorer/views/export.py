@@ -5,8 +5,8 @@ from __future__ import annotations
 import gradio as gr
 
 from ..exports import export_files
-from .base import TRANSLATION, View
 from ..text import page_error
+from .base import TRANSLATION, View
 
 
 class ExportView(View):

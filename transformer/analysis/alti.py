@@ -34,7 +34,6 @@ from ..core.model import Transformer
 from ..core.probes import ATTENTION_KINDS
 from ..tokenizer import BOS_ID
 
-
 _pass: ContextVar = ContextVar("alti_pass", default=None)  # the alti_plus call whose hooks listen in this context
 
 

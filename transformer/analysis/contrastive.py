@@ -39,11 +39,15 @@ def contrastive_input_x_gradient(model: Transformer, src_ids: list[int], tgt_ids
                                  foil_id: int) -> Contrast:
     """Why `tgt_ids[step]` and not `foil_id`, given the source and the output before `step`."""
     if model.training:
-        raise ValueError("contrastive attribution needs the model in eval mode (model.eval()): dropout would make it random")
+        raise ValueError(
+            "contrastive attribution needs the model in eval mode (model.eval()): dropout would make it random"
+        )
     if not 0 <= step < len(tgt_ids):
         raise ValueError(f"step must be in [0, {len(tgt_ids) - 1}] for an output of {len(tgt_ids)} pieces, got {step}")
     if not 0 <= foil_id < model.config.tgt_vocab_size:
-        raise ValueError(f"foil_id must be a target vocabulary id in [0, {model.config.tgt_vocab_size - 1}], got {foil_id}")
+        raise ValueError(
+            f"foil_id must be a target vocabulary id in [0, {model.config.tgt_vocab_size - 1}], got {foil_id}"
+        )
     chosen_id = tgt_ids[step]
     device = model.device
     # decoding runs under inference_mode; switch it and no_grad off here and make every tensor inside

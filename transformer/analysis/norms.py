@@ -27,7 +27,9 @@ from ..tokenizer import BOS_ID
 __all__ = ["add_norms", "transported_norms", "weighted_norms"]
 
 
-def transported_norms(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_off=None) -> dict[str, np.ndarray]:
+def transported_norms(
+    model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_off=None
+) -> dict[str, np.ndarray]:
     """kind -> (layers, heads, keys) ‖f_h(x_j)‖ from one teacher-forced pass: the source's keys for encoder_self
     and cross, the decoder inputs (<s>, then tgt_ids[:-1]) for decoder_self."""
     device = model.device

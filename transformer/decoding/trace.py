@@ -130,8 +130,16 @@ def label_recorded(arrays: dict[str, np.ndarray], src_tokens: list[str], tgt_tok
         probe = PROBES[name]
         rows = src_tokens if probe.stage == ENCODER else tgt_tokens
         cols = {SOURCE: src_tokens, TARGET: decoder_inputs, None: None}[probe.keys]
-        labelled[name] = Recorded(name, probe.title, values, probe.axes, list(rows), None if cols is None else list(cols),
-                                  probe.row_title, probe.col_title)
+        labelled[name] = Recorded(
+            name,
+            probe.title,
+            values,
+            probe.axes,
+            list(rows),
+            None if cols is None else list(cols),
+            probe.row_title,
+            probe.col_title,
+        )
     return labelled
 
 
@@ -154,7 +162,9 @@ def path_tree(steps: list[StepTrace], piece) -> SearchTree:
         log_prob = math.log(max(step.prob, 1e-30))
         score += log_prob
         status = FINISHED if depth == len(steps) - 1 else KEPT
-        nodes.append(TreeNode(len(nodes), parent, depth, step.token_id, log_prob, score, score, status, piece(step.token_id)))
+        nodes.append(
+            TreeNode(len(nodes), parent, depth, step.token_id, log_prob, score, score, status, piece(step.token_id))
+        )
         parent = nodes[-1].id
         winner.append(parent)
     return SearchTree(nodes, winner)
