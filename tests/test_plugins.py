@@ -19,8 +19,8 @@ from explorer.request import Request
 from explorer.session import run
 from explorer.shell import CSS, build_demo
 from explorer.views import MODEL, VIEWS, View, current_translation
-from transformer.analysis.alti import alti_plus
 from transformer.analysis import registry as analyses
+from transformer.analysis.alti import alti_plus
 from transformer.analysis.registry import Analysis, ModelAccess, run_analysis
 from transformer.core.head_mask import attention_modules
 from transformer.core.probes import ATTENTION_KINDS
@@ -303,7 +303,7 @@ def test_an_analysis_gets_what_it_declares_recorded_and_must_return_its_type(app
         assert translation.recorded["encoder_hidden"].values.shape[1:] == (len(translation.src_ids), config.d_model)
         assert "encoder_hidden" not in run(ui.registry, request, frozenset()).translations[0].recorded
         access = ui.service.access(run(ui.registry, request, frozenset()))
-        analyses.register(Analysis("states", "Encoder states", EncoderStates, lambda access, translation: {"layers": 1}))
+        analyses.register(Analysis("states", "Encoder states", EncoderStates, lambda access, t: {"layers": 1}))
         with pytest.raises(TypeError, match="returned dict, not the EncoderStates it declares"):
             run_analysis(access, translation, "states")
     finally:
