@@ -137,7 +137,7 @@ def entropy():
 
 @pytest.fixture(scope="module")
 def app(kth_best, entropy):
-    demo, ui = build_demo(discover(ROOT / "checkpoints"), views=[*VIEWS, PieceCountView(), EntropyView()])
+    demo, ui = build_demo(discover(ROOT / "checkpoints"), views=[*VIEWS, PieceCountView()])  # the view's one line
     _, url, _ = demo.launch(prevent_thread_lock=True, quiet=True, server_name="127.0.0.1", server_port=None,
                             run_history=False, css=CSS)
     yield ui, url
@@ -240,7 +240,8 @@ def test_the_new_analysis_reaches_translate_details(app):
 
 
 def test_the_page_shows_the_new_analysis_in_the_new_view(app):
-    ui, _ = app
+    served, _ = app
+    _, ui = build_demo(served.registry, views=[*VIEWS, EntropyView()])  # a page of its own: its tabs stay in view
     named = ui.translate(Request.from_api(ui.registry, SENTENCE))
     translation = named["result"].translations[0]
     assert isinstance(translation.analyses["entropy"], HeadEntropy)
