@@ -24,24 +24,18 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ..core.head_mask import heads_masked
 from ..core.probes import PROBES
+from ..decoding.trace import AnalysisResult, Translation
 
 if TYPE_CHECKING:
     from ..core.head_ref import HeadRef
     from ..core.model import Transformer
-    from ..decoding.trace import Translation
     from ..tokenizer import Tokenizer
 
 LOGIT_LENS = "logit_lens"  # what `records` names for the logit lens (decoding computes it from decoder_hidden)
-
-
-class AnalysisResult(Protocol):
-    """An analysis's result: an instance of a dataclass (its fields are the labelled, typed numbers)."""
-
-    __dataclass_fields__: ClassVar[dict[str, Any]]
 
 
 @dataclass(frozen=True)

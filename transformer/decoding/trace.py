@@ -12,17 +12,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
 from ..core.probes import ENCODER, PROBES, SOURCE, TARGET
 from .decoded import FINISHED, KEPT, PRUNED, SearchNode, StepTrace
 from .logit_lens import LogitLens
-
-if TYPE_CHECKING:
-    from ..analysis.alti import Contributions
-    from ..analysis.registry import AnalysisResult
 
 
 @dataclass
@@ -37,6 +33,13 @@ class Recorded:
     cols: list[str] | None  # one label per key, None when the last axis is features
     row_title: str
     col_title: str
+
+
+class AnalysisResult(Protocol):
+    """An analysis's result (analysis/registry.py): an instance of a dataclass, whose fields are its labelled, typed
+    numbers."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
 
 
 # the built-in analyses whose results a Translation also shows as fields (`norms`, `contributions`)
@@ -124,13 +127,13 @@ class Translation:
         self._set(NORMS, None if by_kind is None else Norms(by_kind))
 
     @property
-    def contributions(self) -> Contributions | None:
-        """ALTI+ (analysis/alti.py): how much of each prediction came from each source piece and each decoder
-        input, through the layers, once the "alti" analysis ran (a pre-norm model's)."""
+    def contributions(self) -> AnalysisResult | None:
+        """ALTI+ (analysis/alti.py Contributions): how much of each prediction came from each source piece and
+        each decoder input, through the layers, once the "alti" analysis ran (a pre-norm model's)."""
         return self.analyses.get(ALTI_PLUS)
 
     @contributions.setter
-    def contributions(self, contributions: Contributions | None) -> None:
+    def contributions(self, contributions: AnalysisResult | None) -> None:
         self._set(ALTI_PLUS, contributions)
 
     def _set(self, name: str, result) -> None:
