@@ -2,7 +2,6 @@
 endpoints through one registration line each; an analysis sees the heads a result switched off without handling
 them; the default model is read from what is served."""
 import copy
-import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from explorer.shell import CSS, build_demo
 from explorer.views import MODEL, VIEWS, View, current_translation
 from transformer.analysis import registry as analyses
 from transformer.analysis.alti import alti_plus
+from transformer.analysis.attribution import input_x_gradient
 from transformer.analysis.registry import Analysis, ModelAccess, run_analysis
 from transformer.core.head_mask import attention_modules
 from transformer.core.probes import ATTENTION_KINDS
@@ -281,6 +281,9 @@ def test_every_analysis_sees_the_results_heads_off_without_handling_them(app):
         # a cheap built-in one, computed with the translation: ALTI+ of the model with the head zeroed
         reference = alti_plus(zeroed, translation.src_ids, translation.tgt_ids)
         np.testing.assert_allclose(translation.contributions.matrix, reference.matrix, atol=1e-4)
+        # an on-demand built-in one, as the attribution view asks it
+        reference = input_x_gradient(zeroed, translation.src_ids, translation.tgt_ids).scores
+        np.testing.assert_allclose(ui.service.attribute(off, translation).scores, reference, rtol=1e-4, atol=1e-5)
     finally:
         analyses.unregister("log_prob")
 
@@ -330,4 +333,3 @@ def test_the_default_model_is_read_from_what_is_served(app, monkeypatch, tmp_pat
     with pytest.raises(ValueError, match=rf"{DEFAULT_MODEL_SETTING} must be one of the served models \['de-en'\], "
                                          "got 'fr-en'"):
         discover(tmp_path)
-    assert os.environ[DEFAULT_MODEL_SETTING] == "fr-en"
