@@ -274,16 +274,16 @@ def test_every_analysis_sees_the_results_heads_off_without_handling_them(app):
         zeroed = zeroed_head_copy(model, "cross", 0, 1)
         # an on-demand analysis defined here, asked through the session service
         asked = ui.service.analyse(off, translation, "log_prob").log_prob
-        assert asked == pytest.approx(teacher_forced_log_prob(zeroed, translation), rel=1e-5)
-        assert abs(asked - teacher_forced_log_prob(model, translation)) > 1e-3  # the head matters here
+        assert asked == pytest.approx(teacher_forced_log_prob(zeroed, translation), rel=1e-4)
+        assert abs(asked - teacher_forced_log_prob(model, translation)) > 1e-3  # the head matters here (by ~0.01)
         assert ui.service.analyse(on, translation, "log_prob").log_prob == pytest.approx(
-            teacher_forced_log_prob(model, translation), rel=1e-5)
+            teacher_forced_log_prob(model, translation), rel=1e-4)
         # a cheap built-in one, computed with the translation: ALTI+ of the model with the head zeroed
         reference = alti_plus(zeroed, translation.src_ids, translation.tgt_ids)
         np.testing.assert_allclose(translation.contributions.matrix, reference.matrix, atol=1e-4)
         # an on-demand built-in one, as the attribution view asks it
         reference = input_x_gradient(zeroed, translation.src_ids, translation.tgt_ids).scores
-        np.testing.assert_allclose(ui.service.attribute(off, translation).scores, reference, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(ui.service.attribute(off, translation).scores, reference, rtol=1e-3, atol=1e-4)
     finally:
         analyses.unregister("log_prob")
 
