@@ -12,7 +12,8 @@ Adding an analysis is one file in `transformer/analysis/` that makes an `Analysi
 
     def entropy(access: ModelAccess, translation: Translation) -> Entropy: ...
 
-    register(Analysis("entropy", "Mean attention entropy per head", Entropy, entropy))
+    ANALYSIS = Analysis("entropy", "Mean attention entropy per head", Entropy, entropy)   # in entropy.py
+    ENTROPY = register(entropy.ANALYSIS).name                                               # in registered.py
 
 Switched-off heads: every analysis runs inside `heads_masked(model, access.heads_off)` (`run_analysis`), so a
 teacher-forced pass it makes sees the heads off as the translation was made, and none handles them itself. A
