@@ -9,6 +9,7 @@ import logging
 
 import gradio as gr
 
+from transformer.analysis.registry import ANALYSES
 from transformer.core.half_linear import KERNEL
 from transformer.core.probes import ATTENTION_KINDS
 from transformer.decoding.export import to_json
@@ -16,7 +17,7 @@ from transformer.numbers import NumberError, checked_number
 
 from .heads_off import format_heads_off
 from .request import DEFAULT_MAX_LENGTH, Request, RequestError
-from .session import ALTI, EVERY_ANALYSIS, ModelService, RunResult
+from .session import ALTI, EVERY_ANALYSIS, NORMS, ModelService, RunResult
 from .text import literal, page_error, page_warning
 from .views.live_payload import live_payload
 
@@ -41,6 +42,11 @@ def summary(result: RunResult) -> str:
 def details_json(result: RunResult) -> dict:
     """Translate and return every number behind the plots: tokens, ids, steps with top-k candidates, the search
     tree, and attention weights [layer][head][query][key] for encoder_self, decoder_self and cross."""
+    details = json.loads(to_json(result.translations))
+    for sentence, translation in zip(details["sentences"], result.translations):
+        extra = analyses_json(translation)
+        if extra:
+            sentence["analyses"] = extra
     return {
         "model": result.model_key,
         "device": result.device,
@@ -48,8 +54,15 @@ def details_json(result: RunResult) -> dict:
         "settings": result.settings,
         "milliseconds": round(result.milliseconds, 1),
         "notices": result.notices,
-        **json.loads(to_json(result.translations)),
+        **details,
     }
+
+
+def analyses_json(translation) -> dict:
+    """Each registered analysis's result that declares a JSON form, by name, with its label (the built-in ones keep
+    their own fields: "contributions", the attention's "norms")."""
+    return {name: {"label": ANALYSES[name].label, **ANALYSES[name].to_json(translation, result)}
+            for name, result in translation.analyses.items() if name in ANALYSES and ANALYSES[name].to_json}
 
 
 def translation_json(result: RunResult) -> dict:
@@ -207,7 +220,7 @@ def wire_api(ui) -> None:
     """Registers the endpoints on the page being built; `ui` is the page's Wiring. The view state (layer,
     head, each view's controls) belongs to the page and is no argument here."""
     gr.api(endpoint(ui, translation_json, analyses=frozenset()), api_name="translate")
-    gr.api(endpoint(ui, trace_json, analyses=frozenset({ALTI})), api_name="translate_trace")
+    gr.api(endpoint(ui, trace_json, analyses=frozenset({ALTI, NORMS})), api_name="translate_trace")
     gr.api(endpoint(ui, details_json), api_name="translate_details")
     gr.api(why_not_endpoint(ui), api_name="why_not")
     gr.api(query_key_endpoint(ui), api_name="query_key")

@@ -21,10 +21,11 @@ from ..core.capture import record
 from ..core.head_mask import heads_masked
 from ..core.model import Transformer
 from ..core.probes import ATTENTION_KINDS, NORM_PROBES
-from ..decoding.trace import Translation, weighted_norms
+from ..decoding.trace import ALTI_PLUS, NORMS, Norms, Translation, weighted_norms
 from ..tokenizer import BOS_ID
+from .registry import Analysis, ModelAccess
 
-__all__ = ["add_norms", "transported_norms", "weighted_norms"]
+__all__ = ["ANALYSIS", "Norms", "add_norms", "norms_analysis", "transported_norms", "weighted_norms"]
 
 
 def transported_norms(
@@ -42,6 +43,18 @@ def transported_norms(
 
 def add_norms(model: Transformer, translation: Translation) -> Translation:
     """Fills `translation.norms` for the translation as it was made (its heads switched off included)."""
-    heads_off = translation.settings.get("heads_off") or None
-    translation.norms = transported_norms(model, translation.src_ids, translation.tgt_ids, heads_off)
+    with heads_masked(model, translation.settings.get("heads_off") or None):
+        translation.norms = transported_norms(model, translation.src_ids, translation.tgt_ids)
     return translation
+
+
+def norms_analysis(access: ModelAccess, translation: Translation) -> Norms:
+    """The norms from ALTI+'s pass where it ran first (registered before this one), else a pass of their own."""
+    alti = translation.analyses.get(ALTI_PLUS)
+    if alti is not None:
+        return Norms(alti.norms)
+    return Norms(transported_norms(access.model, translation.src_ids, translation.tgt_ids))
+
+
+ANALYSIS = Analysis(NORMS, "Norm-based attention", Norms, norms_analysis,
+                    description="‖f_h(x_j)‖ per attention kind, layer, head and key (Kobayashi et al., 2020)")

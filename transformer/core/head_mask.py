@@ -103,4 +103,15 @@ def heads_masked(model: nn.Module, heads_off: Iterable | None):
         masked_heads.reset(token)
 
 
-__all__ = ["HeadKey", "HeadMaskError", "attention_modules", "check_heads_off", "heads_masked", "heads_to_zero"]
+def heads_masked_now(model: nn.Module) -> list[HeadKey]:
+    """Every head of `model` switched off in this context (by any enclosing `heads_masked`), as (kind, layer,
+    head), for an analysis that reads recorded weights (a capture records a masked head's weights too)."""
+    masks = masked_heads.get()
+    if not masks:
+        return []
+    return [(kind, layer, head) for kind, modules in attention_modules(model).items()
+            for layer, module in enumerate(modules) for head in sorted(masks.get(id(module), ()))]
+
+
+__all__ = ["HeadKey", "HeadMaskError", "attention_modules", "check_heads_off", "heads_masked", "heads_masked_now",
+           "heads_to_zero"]
