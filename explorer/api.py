@@ -9,6 +9,7 @@ import logging
 
 import gradio as gr
 
+from transformer.analysis.registry import ANALYSES
 from transformer.core.half_linear import KERNEL
 from transformer.core.probes import ATTENTION_KINDS
 from transformer.decoding.export import to_json
@@ -17,7 +18,7 @@ from transformer.numbers import NumberError, checked_number
 from .heads_off import format_heads_off
 from .page import python_step_reasons
 from .request import DEFAULT_MAX_LENGTH, Request, RequestError
-from .session import ALTI, EVERY_ANALYSIS, ModelService, RunResult
+from .session import ALTI, EVERY_ANALYSIS, NORMS, ModelService, RunResult
 from .text import literal, page_error, page_warning
 from .views.live_payload import live_payload
 
@@ -42,9 +43,27 @@ def summary(result: RunResult) -> str:
 def details_json(result: RunResult) -> dict:
     """Translate and return every number behind the plots: tokens, ids, steps with top-k candidates, the search
     tree, and attention weights [layer][head][query][key] for encoder_self, decoder_self and cross."""
-    return {"model": result.model_key, "device": result.device, "strategy": result.strategy, "settings": result.settings,
-            "milliseconds": round(result.milliseconds, 1), "notices": result.notices,
-            **json.loads(to_json(result.translations))}
+    details = json.loads(to_json(result.translations))
+    for sentence, translation in zip(details["sentences"], result.translations):
+        extra = analyses_json(translation)
+        if extra:
+            sentence["analyses"] = extra
+    return {
+        "model": result.model_key,
+        "device": result.device,
+        "strategy": result.strategy,
+        "settings": result.settings,
+        "milliseconds": round(result.milliseconds, 1),
+        "notices": result.notices,
+        **details,
+    }
+
+
+def analyses_json(translation) -> dict:
+    """Each registered analysis's result that declares a JSON form, by name, with its label (the built-in ones keep
+    their own fields: "contributions", the attention's "norms")."""
+    return {name: {"label": ANALYSES[name].label, **ANALYSES[name].to_json(translation, result)}
+            for name, result in translation.analyses.items() if name in ANALYSES and ANALYSES[name].to_json}
 
 
 def translation_json(result: RunResult) -> dict:
@@ -80,24 +99,32 @@ def endpoint(ui, respond, analyses: frozenset[str] = EVERY_ANALYSIS):
 
 def contrast_json(translation, contrast, foil: str) -> dict:
     """A Contrast (analysis/contrastive.py) with its tokens, numbered from 1 as the page numbers steps."""
-    return {"step": contrast.step + 1, "chosen": translation.tgt_tokens[contrast.step], "foil": foil,
-            "log_odds": round(contrast.log_odds, 6),
-            "method": "contrastive input x gradient of log p(chosen) - log p(foil) (Yin and Neubig, 2022)",
-            "source": [{"token": t, "score": round(float(v), 6)} for t, v in zip(translation.src_tokens, contrast.source)],
-            "prefix": [{"token": t, "score": round(float(v), 6)}
-                       for t, v in zip(translation.decoder_input_tokens, contrast.prefix)],
-            "alti_logit": None if contrast.layers is None else layers_json(translation, contrast.layers)}
+    return {
+        "step": contrast.step + 1,
+        "chosen": translation.tgt_tokens[contrast.step],
+        "foil": foil,
+        "log_odds": round(contrast.log_odds, 6),
+        "method": "contrastive input x gradient of log p(chosen) - log p(foil) (Yin and Neubig, 2022)",
+        "source": [{"token": t, "score": round(float(v), 6)} for t, v in zip(translation.src_tokens, contrast.source)],
+        "prefix": [
+            {"token": t, "score": round(float(v), 6)} for t, v in zip(translation.decoder_input_tokens, contrast.prefix)
+        ],
+        "alti_logit": None if contrast.layers is None else layers_json(translation, contrast.layers),
+    }
 
 
 def layers_json(translation, layers) -> dict:
     """The log-odds read through the layers (analysis/alti_logit.py): each input's share; with `biases` they sum to
     the log-odds exactly."""
-    return {"method": "ALTI-Logit (Ferrando et al., 2023): each input's share of log p(chosen) - log p(foil), "
-                      "through the layers; the shares and the biases sum to the log-odds",
-            "source": [{"token": t, "score": round(float(v), 6)} for t, v in zip(translation.src_tokens, layers.source)],
-            "prefix": [{"token": t, "score": round(float(v), 6)}
-                       for t, v in zip(translation.decoder_input_tokens, layers.prefix)],
-            "biases": round(layers.biases, 6)}
+    return {
+        "method": "ALTI-Logit (Ferrando et al., 2023): each input's share of log p(chosen) - log p(foil), "
+        "through the layers; the shares and the biases sum to the log-odds",
+        "source": [{"token": t, "score": round(float(v), 6)} for t, v in zip(translation.src_tokens, layers.source)],
+        "prefix": [
+            {"token": t, "score": round(float(v), 6)} for t, v in zip(translation.decoder_input_tokens, layers.prefix)
+        ],
+        "biases": round(layers.biases, 6),
+    }
 
 
 def counted(name: str, value, high=None, of: str = "") -> int:
@@ -157,11 +184,19 @@ def query_key_endpoint(ui):
         layer, head = counted("layer", layer, layers), counted("head", head, heads)
         query = counted("query", query, queries, f" for {kind} in this translation")
         breakdown = ui.service.query_key(result, translation, kind, layer - 1, head - 1, query - 1)
-        return {"kind": kind, "layer": layer, "head": head, "query": query, "query_token": recorded.rows[query - 1],
-                "key_tokens": recorded.cols[: len(breakdown.weights)],
-                "query_vector": breakdown.query_vector.round(6).tolist(),
-                "key_vectors": breakdown.key_vectors.round(6).tolist(), "products": breakdown.products.round(6).tolist(),
-                "scores": breakdown.scores.round(6).tolist(), "weights": breakdown.weights.round(6).tolist()}
+        return {
+            "kind": kind,
+            "layer": layer,
+            "head": head,
+            "query": query,
+            "query_token": recorded.rows[query - 1],
+            "key_tokens": recorded.cols[: len(breakdown.weights)],
+            "query_vector": breakdown.query_vector.round(6).tolist(),
+            "key_vectors": breakdown.key_vectors.round(6).tolist(),
+            "products": breakdown.products.round(6).tolist(),
+            "scores": breakdown.scores.round(6).tolist(),
+            "weights": breakdown.weights.round(6).tolist(),
+        }
 
     return query_key
 
@@ -173,9 +208,13 @@ def server_status_endpoint(ui):
         why) and its worker processes (`workers_status`: "ready", "starting",
         "off", or why they are unavailable; translations run in the server's own process until they are ready)."""
         pool = ui.service.pool
-        return {"models": sorted(ui.registry.models), "kernel": KERNEL.status,
-                "python_step": python_step_reasons(ui.registry),
-                "workers": 0 if pool is None else pool.workers, "workers_status": "off" if pool is None else pool.status}
+        return {
+            "models": sorted(ui.registry.models),
+            "kernel": KERNEL.status,
+            "python_step": python_step_reasons(ui.registry),
+            "workers": 0 if pool is None else pool.workers,
+            "workers_status": "off" if pool is None else pool.status,
+        }
 
     return server_status
 
@@ -184,7 +223,7 @@ def wire_api(ui) -> None:
     """Registers the endpoints on the page being built; `ui` is the page's Wiring. The view state (layer,
     head, each view's controls) belongs to the page and is no argument here."""
     gr.api(endpoint(ui, translation_json, analyses=frozenset()), api_name="translate")
-    gr.api(endpoint(ui, trace_json, analyses=frozenset({ALTI})), api_name="translate_trace")
+    gr.api(endpoint(ui, trace_json, analyses=frozenset({ALTI, NORMS})), api_name="translate_trace")
     gr.api(endpoint(ui, details_json), api_name="translate_details")
     gr.api(why_not_endpoint(ui), api_name="why_not")
     gr.api(query_key_endpoint(ui), api_name="query_key")

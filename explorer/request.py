@@ -11,8 +11,8 @@ from dataclasses import asdict, dataclass
 from urllib.parse import urlencode
 
 from transformer.core.head_mask import HeadMaskError, check_heads_off
-from transformer.numbers import NumberError, checked_number, parsed_number
 from transformer.decoding.strategies import STRATEGIES, SettingError, build_settings, get_strategy
+from transformer.numbers import NumberError, checked_number, parsed_number
 
 from .heads_off import format_heads_off, parse_heads_off
 
@@ -146,7 +146,9 @@ def split_lines(text) -> list[str]:
                                    "request.")
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if len(lines) > MAX_LINES:
-        raise RequestError("text", f"Source text has {len(lines)} lines; the limit is {MAX_LINES} sentences per request.")
+        raise RequestError(
+            "text", f"Source text has {len(lines)} lines; the limit is {MAX_LINES} sentences per request."
+        )
     return lines
 
 
@@ -180,8 +182,11 @@ def as_head_entries(heads_off) -> list[tuple[str, int, int]] | None:
         except SettingError as error:
             raise RequestError("heads_off", str(error)) from None
     if not isinstance(heads_off, (list, tuple)):
-        raise RequestError("heads_off", 'heads_off must be text such as "cross 3 2; decoder_self 1 4" (numbered from 1) '
-                                        f"or a list of [kind, layer, head] numbered from 0, got {heads_off!r}")
+        raise RequestError(
+            "heads_off",
+            'heads_off must be text such as "cross 3 2; decoder_self 1 4" (numbered from 1) '
+            f"or a list of [kind, layer, head] numbered from 0, got {heads_off!r}",
+        )
     return [tuple(entry) if isinstance(entry, (list, tuple)) else entry for entry in heads_off]  # checked later
 
 

@@ -107,9 +107,17 @@ def test_max_length_that_is_no_finite_whole_number_is_named(client, endpoint, va
     assert "Translation failed" not in message
 
 
-@pytest.mark.parametrize("setting, strategy, low, high", [("beam_size", "beam", 1, 8), ("length_penalty", "beam", 0.0, 2.0),
-                                                         ("temperature", "sample", 0.05, 5.0), ("top_k", "sample", 0, 1000),
-                                                         ("top_p", "sample", 0.05, 1.0), ("seed", "sample", 0, 2147483647)])
+@pytest.mark.parametrize(
+    "setting, strategy, low, high",
+    [
+        ("beam_size", "beam", 1, 8),
+        ("length_penalty", "beam", 0.0, 2.0),
+        ("temperature", "sample", 0.05, 5.0),
+        ("top_k", "sample", 0, 1000),
+        ("top_p", "sample", 0.05, 1.0),
+        ("seed", "sample", 0, 2147483647),
+    ],
+)
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, "3", True], ids=repr)
 def test_strategy_settings_that_are_no_finite_numbers_are_named(client, setting, strategy, low, high, value):
     message = error_of(client, "/translate", text=SENTENCE, strategy=strategy, settings={setting: value})

@@ -65,7 +65,9 @@ def test_details_hold_the_numbers_behind_the_plots(server, reference):
     expected = reference.translate(SENTENCE, capture=True, **recorded(reference))
     assert sentence["tgt_tokens"] == expected.tgt_tokens and sentence["src_tokens"] == expected.src_tokens
     for kind in ("encoder_self", "decoder_self", "cross"):
-        np.testing.assert_allclose(np.array(sentence["attention"][kind]["weights"]), getattr(expected.attention, kind), atol=1e-5)
+        np.testing.assert_allclose(
+            np.array(sentence["attention"][kind]["weights"]), getattr(expected.attention, kind), atol=1e-5
+        )
     assert [s["token"] for s in sentence["steps"]] == expected.tgt_tokens
     # ALTI+: each prediction's contributions over the source and the decoder inputs (tests/test_alti.py checks them)
     alti = sentence["contributions"]
@@ -178,7 +180,9 @@ def test_translating_keeps_the_chosen_view(server):
 def test_translate_and_details_take_the_same_named_arguments(server):
     _, client = server
     endpoints = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
-    names = [[p["parameter_name"] for p in endpoints[api]["parameters"]] for api in ("/translate", "/translate_details")]
+    names = [
+        [p["parameter_name"] for p in endpoints[api]["parameters"]] for api in ("/translate", "/translate_details")
+    ]
     expected = ["text", "model", "device", "strategy", "settings", "max_length", "prefix", "heads_off"]
     assert names[0] == expected and names[1] == expected  # no view state: that belongs to the page
     beam = {"text": SENTENCE, "strategy": "beam", "settings": {"beam_size": 2, "length_penalty": 1.0}, "max_length": 20}

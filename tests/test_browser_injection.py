@@ -60,8 +60,8 @@ def test_markup_in_the_text_and_forced_start_of_a_link_stays_text(browser, serve
     ("beam_size", "-Infinity", "beam_size in the link must be an integer in [1, 8], got '-Infinity'"),
     ("step", "1e999", "step in the link must be an integer in [1, 10000], got '1e999'"),
 ])
-def test_a_link_number_that_is_not_finite_is_named_and_the_page_stays_usable(browser, server_url, name, value,
-                                                                             message):  # noqa: F811
+def test_a_link_number_that_is_not_finite_is_named_and_the_page_stays_usable(  # noqa: F811
+        browser, server_url, name, value, message):  # noqa: F811
     from playwright.sync_api import expect
 
     page = open_page(browser, server_url + "?" + urlencode({"text": SENTENCE, "strategy": "beam", name: value}))

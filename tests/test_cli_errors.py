@@ -18,7 +18,11 @@ from .conftest import ROOT
 
 # name -> (main, flags that make a good run on the synthetic corpus besides --checkpoint, numeric flags it has)
 COMMANDS = {
-    "faithfulness": (faithfulness.main, ["--limit", "2", "--steps", "1"], ["--limit", "--steps", "--seed", "--threads"]),
+    "faithfulness": (
+        faithfulness.main,
+        ["--limit", "2", "--steps", "1"],
+        ["--limit", "--steps", "--seed", "--threads"],
+    ),
     "alignment_eval": (alignment_eval.main, ["--split", "test_2016_flickr"], ["--batch-size", "--threads"]),
     "importance": (importance.main, ["--limit", "2"], ["--limit", "--batch-size", "--max-tokens", "--threads"]),
     "corpus_stats": (corpus_stats.main, ["--limit", "2"], ["--limit", "--batch-size", "--threads"]),
@@ -96,9 +100,12 @@ def test_a_missing_checkpoint_folder_is_named(name, tmp_path, corpus_dir, capsys
 
 @pytest.mark.parametrize("name, report", [("faithfulness", "alignment.json"), ("evaluate", "metrics.json"),
                                           ("tune_length_penalty", "metrics.json")])
-@pytest.mark.parametrize("content", ['{"best_head": {"layer": "x"', "[1, 2]", "", '{"best_head": {"layer": 99, "head": 1}}'])
-def test_a_corrupt_report_beside_good_weights_is_named(name, report, content, checkpoint, corpus_dir, capsys,
-                                                       random_translator, tmp_path):
+@pytest.mark.parametrize(
+    "content", ['{"best_head": {"layer": "x"', "[1, 2]", "", '{"best_head": {"layer": 99, "head": 1}}']
+)
+def test_a_corrupt_report_beside_good_weights_is_named(
+    name, report, content, checkpoint, corpus_dir, capsys, random_translator, tmp_path
+):
     if report == "metrics.json" and "best_head" in content and content.endswith("}}"):
         content = '{"decoding": "beam"}'  # well-formed JSON, its structure wrong
     (checkpoint / report).write_text(content)

@@ -87,7 +87,9 @@ def test_an_existing_training_split_is_not_overwritten(models, small_corpus, tmp
     out.mkdir()
     (out / "train.de").write_text("kept\n")
     with pytest.raises(SystemExit):
-        main(["--forward", str(forward), "--backward", str(backward), "--out", str(out), "--data-dir", str(small_corpus)])
+        main(
+            ["--forward", str(forward), "--backward", str(backward), "--out", str(out), "--data-dir", str(small_corpus)]
+        )
     assert "already holds a training split" in capsys.readouterr().err
     assert (out / "train.de").read_text() == "kept\n"
 

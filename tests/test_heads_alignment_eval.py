@@ -162,7 +162,9 @@ def test_reference_round_trips_through_pharaoh_and_the_cli(random_translator, co
     assert len(heads) == 2 * 3 * 4 and data["best_head"]["aer"] == min(r["aer"] for r in heads)
     by_norms = [r for r in data["table"] if r["reading"] == "head" and r["measure"] == "norms"]
     assert len(by_norms) == len(heads)
-    assert data["best_head_by_measure"]["norms"]["shift"]["aer"] == min(r["aer"] for r in by_norms if r["method"] == "shift")
+    assert data["best_head_by_measure"]["norms"]["shift"]["aer"] == min(
+        r["aer"] for r in by_norms if r["method"] == "shift"
+    )
     assert data["baseline"]["reading"] == "diagonal baseline"
     assert "best head: cross L" in capsys.readouterr().out
 

@@ -172,10 +172,18 @@ def test_link_layers_and_heads_are_counted_from_1(registry):
     assert view["layer"] == config.n_layers - 1 and view["head"] == 0
 
 
-@pytest.mark.parametrize("arguments, field", [({"prefix": 5}, "prefix"), ({"prefix": [5]}, "prefix"), ({"prefix": math.inf}, "prefix"),
-                                              ({"heads_off": 5}, "heads_off"), ({"heads_off": [5]}, "heads_off"),
-                                              ({"heads_off": [["cross", math.nan, 0]]}, "heads_off"),
-                                              ({"heads_off": [["cross", 0.5, 0]]}, "heads_off")])
+@pytest.mark.parametrize(
+    "arguments, field",
+    [
+        ({"prefix": 5}, "prefix"),
+        ({"prefix": [5]}, "prefix"),
+        ({"prefix": math.inf}, "prefix"),
+        ({"heads_off": 5}, "heads_off"),
+        ({"heads_off": [5]}, "heads_off"),
+        ({"heads_off": [["cross", math.nan, 0]]}, "heads_off"),
+        ({"heads_off": [["cross", 0.5, 0]]}, "heads_off"),
+    ],
+)
 def test_wrong_types_are_named(registry, arguments, field):
     with pytest.raises(RequestError) as caught:
         Request.from_api(registry, "A dog runs.", **arguments)

@@ -8,8 +8,8 @@ import torch
 from transformer import Translator
 from transformer import evaluate as evaluate_cli
 from transformer import train as train_cli
-from transformer.training.averaging import average_state_dicts
 from transformer.corpus.data import read_parallel, token_batches
+from transformer.training.averaging import average_state_dicts
 from transformer.training.model_card import model_card
 from transformer.training.timeline import Timeline
 from transformer.training.trainer import TrainingSettings, learning_rate
@@ -54,7 +54,10 @@ def test_short_training_run_lowers_loss_and_writes_a_usable_checkpoint(corpus_di
     assert Timeline.load(continued).stages == [{"first_epoch": 1,
                                                 "label": f"a warm start from {shown_out}, trained on {shown_corpus}"}]
     card = model_card(metrics, "toy")
-    assert f"| val | **{metrics['scores']['val']['bleu']}** |" in card and "Reproduce: `python -m transformer.train" in card
+    assert (
+        f"| val | **{metrics['scores']['val']['bleu']}** |" in card
+        and "Reproduce: `python -m transformer.train" in card
+    )
     warm_card = model_card(resumed, "continued")
     assert f"a warm start from `{shown_out}`: `python -m transformer.train" in warm_card and "--init-from" in warm_card
 
@@ -100,7 +103,9 @@ def test_learning_rate_warms_up_then_decays_as_inverse_square_root():
     assert learning_rate(400, settings) == pytest.approx(5e-4)
 
 
-needs_shipped = pytest.mark.skipif(not (SHIPPED / "config.json").is_file(), reason="no shipped checkpoint at checkpoints/en-de")
+needs_shipped = pytest.mark.skipif(
+    not (SHIPPED / "config.json").is_file(), reason="no shipped checkpoint at checkpoints/en-de"
+)
 needs_multi30k = pytest.mark.skipif(not (MULTI30K / "val.en").is_file(),
                                     reason="Multi30k not found at ../shared/data/multi30k (CI has it)")
 

@@ -27,7 +27,9 @@ def checkpoint(corpus_dir, tmp_path_factory):
 
 def test_the_sweep_records_each_values_bleu_and_keeps_the_best(checkpoint, corpus_dir, capsys):
     assert "test_2016_flickr" in json.loads((checkpoint / "metrics.json").read_text())["scores"]
-    tune_cli.main(["--checkpoint", str(checkpoint), "--data-dir", str(corpus_dir), "--values", "0,2", "--beam-size", "3"])
+    tune_cli.main(
+        ["--checkpoint", str(checkpoint), "--data-dir", str(corpus_dir), "--values", "0,2", "--beam-size", "3"]
+    )
     metrics = json.loads((checkpoint / "metrics.json").read_text())
     sweep = metrics["length_penalty_sweep"]
 

@@ -21,7 +21,12 @@ from .core.model import Transformer
 from .marian_tokenizer import MarianTokenizer
 from .tokenizer import Tokenizer
 
-CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE, METRICS_FILE = "config.json", "model.safetensors", "spm.model", "metrics.json"
+CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE, METRICS_FILE = (
+    "config.json",
+    "model.safetensors",
+    "spm.model",
+    "metrics.json",
+)
 # the checkpoints shipped with the repository, found by name ("en-de") from any directory: installed with
 # `pip install .` they are the package data transformer/checkpoints/ (setup.py maps the repository's checkpoints/
 # there); in a clone or an editable install they are the repository's checkpoints/
@@ -98,11 +103,14 @@ def load_weights(model: Transformer, path: Path) -> None:
     expected = unique_state_dict(model)
     missing, unexpected = sorted(set(expected) - set(stored)), sorted(set(stored) - set(expected))
     if missing or unexpected:
-        raise CheckpointError(f"{path}: does not match config.json (missing tensors {missing[:5]}, unexpected {unexpected[:5]})")
+        raise CheckpointError(
+            f"{path}: does not match config.json (missing tensors {missing[:5]}, unexpected {unexpected[:5]})"
+        )
     for name, tensor in expected.items():
         if stored[name].shape != tensor.shape:
             raise CheckpointError(
-                f"{path}: tensor {name!r} has shape {list(stored[name].shape)} but config.json implies {list(tensor.shape)}"
+                f"{path}: tensor {name!r} has shape {list(stored[name].shape)} but config.json implies "
+                f"{list(tensor.shape)}"
             )
         if not torch.isfinite(stored[name]).all():
             raise CheckpointError(f"{path}: tensor {name!r} holds NaN or infinite values")

@@ -46,17 +46,21 @@ def tree_svg(tree, selected: int | None = None) -> str:
             if node.parent in position:
                 px, py = position[node.parent]
                 on_path = node.id in winner and node.parent in winner
-                edges.append(f'<line x1="{px + column_width[node.parent] - 12}" y1="{py}" x2="{x}" y2="{y}" '
-                             f'stroke="{WINNER_COLOR if on_path else "#d1d5db"}" stroke-width="{2.5 if on_path else 1}"/>')
+                edges.append(
+                    f'<line x1="{px + column_width[node.parent] - 12}" y1="{py}" x2="{x}" y2="{y}" '
+                    f'stroke="{WINNER_COLOR if on_path else "#d1d5db"}" stroke-width="{2.5 if on_path else 1}"/>'
+                )
             color = WINNER_COLOR if node.id in winner else STATUS_COLORS.get(node.status, "#9ca3af")
             tip = (f"{node.token} · step {node.depth + 1} · p {math.exp(node.log_prob):.3f} · score {node.score:.2f} · "
                    f"normalised {node.normalized_score:.2f} · {node.status}{' · winner' if node.id in winner else ''}")
             ring = ' stroke="#111827" stroke-width="2"' if node.id == selected else ""
-            labels.append(f'<g class="tree-node" data-node="{node.id}" style="cursor:pointer">'
-                          f'<title>{html.escape(tip)}</title>'
-                          f'<rect x="{x - 2}" y="{y - 9}" width="{column_width[node.id] - 14}" height="18" rx="4" '
-                          f'fill="{color}" fill-opacity="0.25"{ring}/>'
-                          f'<text x="{x + 2}" y="{y + 4}" font-size="11" fill="currentColor">{html.escape(node.token)}</text></g>')
+            labels.append(
+                f'<g class="tree-node" data-node="{node.id}" style="cursor:pointer">'
+                f"<title>{html.escape(tip)}</title>"
+                f'<rect x="{x - 2}" y="{y - 9}" width="{column_width[node.id] - 14}" height="18" rx="4" '
+                f'fill="{color}" fill-opacity="0.25"{ring}/>'
+                f'<text x="{x + 2}" y="{y + 4}" font-size="11" fill="currentColor">{html.escape(node.token)}</text></g>'
+            )
     steps = "".join(f'<text x="{lefts[d]}" y="{MARGIN}" font-size="10" fill="currentColor" '
                     f'opacity="0.6">step {d + 1}</text>' for d in range(len(columns)))
     # the counts are of what is drawn: one column per step, the winning path's tokens (</s> included)

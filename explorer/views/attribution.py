@@ -11,8 +11,8 @@ import numpy as np
 from transformer.analysis.rollout import RESIDUAL_WEIGHT, rollout
 
 from .. import figures
-from .base import TRANSLATION, View, current_translation, plot_row
 from ..text import page_error
+from .base import TRANSLATION, View, current_translation, plot_row
 
 PROMPT = "Press the button to compute the three readings for the current sentence."
 
@@ -27,9 +27,11 @@ class AttributionView(View):
                     "gradient is signed (red: the source piece raised the chosen token's log-probability).")
         button = gr.Button("Compute attribution for this sentence", elem_id="attribution-button")
         note = gr.Markdown(PROMPT, elem_id="attribution-text")
-        plots = plot_row(attribution_attention=("Cross-attention (mean over layers and heads)", "attribution-attention"),
-                         attribution_rollout=("Attention rollout", "attribution-rollout"),
-                         attribution_gradient=("Input × gradient", "attribution-gradient"))
+        plots = plot_row(
+            attribution_attention=("Cross-attention (mean over layers and heads)", "attribution-attention"),
+            attribution_rollout=("Attention rollout", "attribution-rollout"),
+            attribution_gradient=("Input × gradient", "attribution-gradient"),
+        )
         return {"attribution_button": button, "attribution_text": note, **plots}
 
     def render(self, result, state, context, changed):

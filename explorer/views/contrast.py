@@ -27,12 +27,16 @@ def explained(translation, contrast, foil: str) -> dict:
     chosen = translation.tgt_tokens[contrast.step]
     p_chosen = translation.steps[contrast.step].prob
     prefix = translation.decoder_input_tokens[:step]
-    strongest = max(zip([*translation.src_tokens, *prefix], [*contrast.source, *contrast.prefix]), key=lambda x: abs(x[1]))
-    text = (f"**Step {step}: why “{literal(chosen)}” ({p_chosen:.1%}) and not “{literal(foil)}”?** The log-odds "
-            f"log p({literal(chosen)}) − log p({literal(foil)}) is **{contrast.log_odds:+.2f}**. Each bar is an input's "
-            f"first-order push on it (input × gradient; right: towards “{literal(chosen)}”, left: towards "
-            f"“{literal(foil)}”); the strongest is “{literal(strongest[0])}” ({strongest[1]:+.2f}). Source total "
-            f"{contrast.source.sum():+.2f}, the words so far {contrast.prefix.sum():+.2f}.")
+    strongest = max(
+        zip([*translation.src_tokens, *prefix], [*contrast.source, *contrast.prefix]), key=lambda x: abs(x[1])
+    )
+    text = (
+        f"**Step {step}: why “{literal(chosen)}” ({p_chosen:.1%}) and not “{literal(foil)}”?** The log-odds "
+        f"log p({literal(chosen)}) − log p({literal(foil)}) is **{contrast.log_odds:+.2f}**. Each bar is an input's "
+        f"first-order push on it (input × gradient; right: towards “{literal(chosen)}”, left: towards "
+        f"“{literal(foil)}”); the strongest is “{literal(strongest[0])}” ({strongest[1]:+.2f}). Source total "
+        f"{contrast.source.sum():+.2f}, the words so far {contrast.prefix.sum():+.2f}."
+    )
     layers = contrast.layers
     if layers is not None:
         decisive = max(zip([*translation.src_tokens, *prefix], [*layers.source, *layers.prefix]), key=lambda x: x[1])

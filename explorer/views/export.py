@@ -5,8 +5,8 @@ from __future__ import annotations
 import gradio as gr
 
 from ..exports import export_files
-from .base import TRANSLATION, View
 from ..text import page_error
+from .base import TRANSLATION, View
 
 
 class ExportView(View):
@@ -15,7 +15,7 @@ class ExportView(View):
     def build(self, context):
         gr.Markdown("Tokens, decoding steps, the search tree, the logit lens and every attention weight of the current "
                     "translation, with the model, its weights' hash and the settings that produced it; the first "
-                    "sentence's attention in the layout `bertviz` takes (see the README); and each sentence's whole "
+                    "sentence's attention in the layout `bertviz` takes (see docs/views.md); and each sentence's whole "
                     "live view as one HTML file that opens offline, for a paper or a slide.")
         button = gr.Button("Export JSON, CSV, bertviz and HTML", elem_id="export-button")
         files = gr.File(label="Downloads", file_count="multiple", elem_id="export-files")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import gradio as gr
 
 from ..figures.lens import lens_grid
-from .base import TRANSLATION, View, current_translation
 from ..text import page_error
+from .base import TRANSLATION, View, current_translation
 
 
 class LensView(View):

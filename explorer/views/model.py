@@ -31,12 +31,15 @@ class ModelView(View):
 def card_markdown(profile) -> str:
     config, metrics = profile.config, profile.metrics
     check = "✓ matches" if profile.parameters == profile.closed_form_parameters else "✗ differs from"
-    lines = [f"**{profile.parameters:,} trainable parameters** — {check} the closed-form count "
-             f"{profile.closed_form_parameters:,}.",
-             f"{config.n_layers} encoder + {config.n_layers} decoder layers, d_model {config.d_model}, {config.n_heads} heads "
-             f"of size {config.head_dim}, feed-forward {config.d_ff:,}, {config.norm}-norm, {config.pos_encoding} positions, "
-             f"vocabulary {config.tgt_vocab_size:,}{', shared embeddings' if config.share_embeddings else ''}"
-             f"{', output tied to the target embedding' if config.tie_output else ''}."]
+    lines = [
+        f"**{profile.parameters:,} trainable parameters** — {check} the closed-form count "
+        f"{profile.closed_form_parameters:,}.",
+        f"{config.n_layers} encoder + {config.n_layers} decoder layers, d_model {config.d_model}, "
+        f"{config.n_heads} heads of size {config.head_dim}, feed-forward {config.d_ff:,}, {config.norm}-norm, "
+        f"{config.pos_encoding} positions, "
+        f"vocabulary {config.tgt_vocab_size:,}{', shared embeddings' if config.share_embeddings else ''}"
+        f"{', output tied to the target embedding' if config.tie_output else ''}.",
+    ]
     if metrics and "origin" in metrics:  # a model converted from Hugging Face (transformer/convert_marian.py)
         origin = metrics["origin"]
         lines.append(f"Converted from Hugging Face {literal(str(origin.get('source', '?')))} "
@@ -51,8 +54,10 @@ def card_markdown(profile) -> str:
         if "data" in metrics:
             lines.append(f"Learned from {corpora_described(metrics['data'])}.")
         for split, s in scores.items():
-            lines.append(f"- **{split}**: BLEU {s['bleu']}, chrF {s['chrf']} ({_count(s.get('sentences'))} sentences) — "
-                         f"`{s['bleu_signature']}`")
+            lines.append(
+                f"- **{split}**: BLEU {s['bleu']}, chrF {s['chrf']} ({_count(s.get('sentences'))} sentences) — "
+                f"`{s['bleu_signature']}`"
+            )
     return "\n\n".join(lines)
 
 

@@ -53,11 +53,15 @@ class QueryKeyView(View):
         recorded = translation.recorded[kind]
         keys = recorded.cols[: len(breakdown.weights)]
         where = f"{layer_label(layer)}, {head_label(head)}"
-        text = (f"**{literal(dict((v, k) for k, v in KINDS)[kind])}, {where}, query “{literal(recorded.rows[query])}”.** "
-                f"Each row's products sum to its score times √{breakdown.query_vector.size}; the softmax of the scores "
-                f"is the weight row the heatmap draws (largest: “{literal(keys[int(breakdown.weights.argmax())])}”, "
-                f"{breakdown.weights.max():.1%}). Blue: the two vectors agree in that dimension, red: they disagree.")
-        figure = query_key_figure(breakdown, recorded.rows[query], keys, f"{kind}: {where}, query {recorded.rows[query]}")
+        text = (
+            f"**{literal(dict((v, k) for k, v in KINDS)[kind])}, {where}, query “{literal(recorded.rows[query])}”.** "
+            f"Each row's products sum to its score times √{breakdown.query_vector.size}; the softmax of the scores "
+            f"is the weight row the heatmap draws (largest: “{literal(keys[int(breakdown.weights.argmax())])}”, "
+            f"{breakdown.weights.max():.1%}). Blue: the two vectors agree in that dimension, red: they disagree."
+        )
+        figure = query_key_figure(
+            breakdown, recorded.rows[query], keys, f"{kind}: {where}, query {recorded.rows[query]}"
+        )
         return {"qk_text": text, "qk_plot": figure}
 
     def wire(self, ui):
@@ -68,8 +72,12 @@ class QueryKeyView(View):
             head_index = int(head) if str(head).isdigit() else 0  # the mean or all heads: head 1
             return ui.by_component(self.show(ui, result, sentence, kind, layer_index, head_index, int(query or 0)))
 
-        c["qk_button"].click(chosen, [ui.result_state, c["sentence"], c["qk_kind"], c["layer"], c["head"], c["qk_query"]],
-                             [c["qk_text"], c["qk_plot"]], api_visibility="private")
+        c["qk_button"].click(
+            chosen,
+            [ui.result_state, c["sentence"], c["qk_kind"], c["layer"], c["head"], c["qk_query"]],
+            [c["qk_text"], c["qk_plot"]],
+            api_visibility="private",
+        )
         if "live_attention" not in c:
             return
 

@@ -86,7 +86,9 @@ class StepsView(View):
             if not continuation:
                 raise page_error("Choose another candidate or type a continuation first.")
             try:
-                alternative = ui.service.rerun(result, translation, prefix=translation.tgt_tokens[: step - 1] + continuation)
+                alternative = ui.service.rerun(
+                    result, translation, prefix=translation.tgt_tokens[: step - 1] + continuation
+                )
             except ValueError as error:
                 raise page_error(str(error)) from error
             return ui.by_component(whatif.comparison(translation, alternative, layer, head))

@@ -9,7 +9,6 @@ import gradio as gr
 
 from transformer.core.head_ref import head_label, layer_label
 
-
 from .. import figures
 from ..figures.tree import tree_svg
 from ..text import literal, page_error
@@ -58,13 +57,19 @@ class TreeView(View):
         which = "mean over heads" if head == MEAN else head_label(int(head))
         return {
             "search_tree": tree_svg(tree, selected=node_id),
-            "node_text": (f"**Step {node.depth + 1}, {node.status}{' (winning path)' if node_id in tree.winner else ''}.** "
-                          f"Hypothesis: {hypothesis}  \nThis token: probability {math.exp(node.log_prob):.1%}, "
-                          f"cumulative log-probability {node.score:.3f}, length-normalised {node.normalized_score:.3f}."),
-            "node_candidates": figures.candidates_bar(step.topk, node.token, f"Step {node.depth + 1}: what this "
-                                                      "hypothesis weighed next"),
-            "node_source": figures.source_attention_bar(weights, translation.src_tokens, f"Step {node.depth + 1}: "
-                                                        f"cross-attention ({layer_label(layer)}, {which})"),
+            "node_text": (
+                f"**Step {node.depth + 1}, {node.status}{' (winning path)' if node_id in tree.winner else ''}.** "
+                f"Hypothesis: {hypothesis}  \nThis token: probability {math.exp(node.log_prob):.1%}, "
+                f"cumulative log-probability {node.score:.3f}, length-normalised {node.normalized_score:.3f}."
+            ),
+            "node_candidates": figures.candidates_bar(
+                step.topk, node.token, f"Step {node.depth + 1}: what this hypothesis weighed next"
+            ),
+            "node_source": figures.source_attention_bar(
+                weights,
+                translation.src_tokens,
+                f"Step {node.depth + 1}: cross-attention ({layer_label(layer)}, {which})",
+            ),
         }
 
     def wire(self, ui):

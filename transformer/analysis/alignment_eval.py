@@ -22,7 +22,6 @@ links, so AER = 1 - 2 |A & S| / (|A| + |S|).
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -35,14 +34,18 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from ..command_line import (
+    CommandParser,
+    InputError,
+    answered,
+    check_writable,
+    command_text,
+    number_type,
+    write_atomically,
+    write_json_atomically,
+)
 from ..core.capture import record
 from ..core.head_ref import shown
-from ..decoding.translator import Translator
-from ..decoding.words import word_groups, word_label
-from ..tokenizer import Tokenizer
-from ..command_line import (CommandParser, InputError, answered, check_writable, command_text, number_type,
-                            write_atomically, write_json_atomically)
-from .cli import add_checkpoint_and_data, add_hardware, check_data_dir, use_threads
 from ..corpus.data import (
     REPOSITORY,
     ParallelCorpus,
@@ -50,6 +53,9 @@ from ..corpus.data import (
     read_parallel_or_exit,
 )
 from ..corpus.scoring import EncodedCorpus
+from ..decoding.translator import Translator
+from ..decoding.words import word_groups, word_label
+from ..tokenizer import Tokenizer
 from .alignment import (
     BOUNDARY_TOKENS,
     Alignment,
@@ -61,6 +67,7 @@ from .alignment import (
     scored,
     shift_align,
 )
+from .cli import add_checkpoint_and_data, add_hardware, check_data_dir, use_threads
 from .norms import weighted_norms
 from .statistical_aligner import AlignerMissing, EflomalSettings, eflomal_links, eflomal_version
 from .symmetrize import SYMMETRIZATIONS
@@ -149,8 +156,14 @@ def read_alignments(cross: np.ndarray, sentence: PieceSentence, readings_: Seque
     if norms is not None:
         by_measure["norms"] = weighted_norms(by_measure["weights"], norms.astype(np.float64))
     means = {measure: values.mean(axis=1) for measure, values in by_measure.items()}
-    return [READERS[r.method](by_measure[r.measure][r.layer, r.head] if r.head is not None else means[r.measure][r.layer],
-                              sentence.tgt_pieces, sentence.src_pieces) for r in readings_]
+    return [
+        READERS[r.method](
+            by_measure[r.measure][r.layer, r.head] if r.head is not None else means[r.measure][r.layer],
+            sentence.tgt_pieces,
+            sentence.src_pieces,
+        )
+        for r in readings_
+    ]
 
 
 def score_readings(model, sentences: Sequence[PieceSentence], reference: Sequence[Alignment], batch_size: int = 64,
@@ -160,7 +173,9 @@ def score_readings(model, sentences: Sequence[PieceSentence], reference: Sequenc
         raise ValueError(f"{len(reference)} reference alignments for {len(sentences)} sentences")
     table = readings(model.config.n_layers, model.config.n_heads)
     predicted: list[list[Alignment]] = [[] for _ in table]
-    for index, (sentence, (cross, norms)) in enumerate(zip(sentences, teacher_forced_cross(model, sentences, batch_size))):
+    for index, (sentence, (cross, norms)) in enumerate(
+        zip(sentences, teacher_forced_cross(model, sentences, batch_size))
+    ):
         for column, links in zip(predicted, read_alignments(cross, sentence, table, norms)):
             column.append(links)
         if progress is not None and ((index + 1) % batch_size == 0 or index + 1 == len(sentences)):
@@ -227,7 +242,12 @@ def main(argv=None) -> None:
                         help="score against this Pharaoh file (one line per sentence of --split, source-target word "
                              "indices over our words) instead of running eflomal")
     parser.add_argument("--reference-out", help="also write the reference alignments here, in Pharaoh format")
-    parser.add_argument("--batch-size", type=number_type("--batch-size", int, 1), default=64, help="sentences per teacher-forced pass (default: 64)")
+    parser.add_argument(
+        "--batch-size",
+        type=number_type("--batch-size", int, 1),
+        default=64,
+        help="sentences per teacher-forced pass (default: 64)",
+    )
     add_hardware(parser)
     parser.add_argument("--out", help=f"write the JSON here instead of CHECKPOINT/{RESULT_FILE}")
     args = parser.parse_args(argv)
@@ -257,7 +277,9 @@ def main(argv=None) -> None:
     else:
         settings = EflomalSettings()
         version = eflomal_version()
-        extra = [read_parallel_or_exit(args.data_dir, split, src, tgt) for split in args.aligner_splits.split(",") if split]
+        extra = [
+            read_parallel_or_exit(args.data_dir, split, src, tgt) for split in args.aligner_splits.split(",") if split
+        ]
         extra_sentences = [s for corpus in extra
                            for s in piece_sentences(translator.tokenizer, corpus.source, corpus.target, max_len)]
         source_lines, target_lines = aligner_lines([*extra_sentences, *sentences])
@@ -310,8 +332,11 @@ def main(argv=None) -> None:
     for layer in range(1, translator.model.config.n_layers + 1):
         averages = {(r["measure"], r["method"]): r["aer"] for r in rows
                     if r["reading"] == "layer average" and r["layer"] == layer}
-        print(f"layer {layer} average: AER {averages['weights', 'attention']} (shift-att {averages['weights', 'shift']}); "
-              f"norm-based {averages['norms', 'attention']} (shift-att {averages['norms', 'shift']})")
+        print(
+            f"layer {layer} average: AER {averages['weights', 'attention']} "
+            f"(shift-att {averages['weights', 'shift']}); "
+            f"norm-based {averages['norms', 'attention']} (shift-att {averages['norms', 'shift']})"
+        )
     print(f"diagonal baseline (no attention): AER {result['baseline']['aer']}")
     print(f"wrote {out} ({result['minutes']} min)")
 

@@ -11,8 +11,11 @@ from ..corpus.data import default_data_dir
 
 
 def add_checkpoint_and_data(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--checkpoint", required=True,
-                        help="checkpoint folder, or a shipped one by name (en-de, de-en); the result is written into it")
+    parser.add_argument(
+        "--checkpoint",
+        required=True,
+        help="checkpoint folder, or a shipped one by name (en-de, de-en); the result is written into it",
+    )
     parser.add_argument("--data-dir", default=default_data_dir(),
                         help="folder of {split}.{lang} files (default: ../shared/data/multi30k)")
 

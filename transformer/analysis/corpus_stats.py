@@ -14,11 +14,11 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from ..core.probes import ATTENTION_KINDS
-from ..decoding.translator import Translator
-from ..core.head_ref import HeadRef
 from ..command_line import CommandParser, answered, check_writable, command_text, number_type, write_json_atomically
+from ..core.head_ref import HeadRef
+from ..core.probes import ATTENTION_KINDS
 from ..corpus.data import default_data_dir, read_parallel_or_exit
+from ..decoding.translator import Translator
 from .cli import add_hardware, check_data_dir, use_threads
 from .head_stats import aggregate_head_stats, head_stats
 
@@ -61,7 +61,9 @@ def main(argv=None) -> None:
         translator = Translator.from_pretrained(args.checkpoint, device=args.device)
         path = check_writable(Path(translator.source) / STATS_FILE)
     languages = translator.languages
-    sentences = read_parallel_or_exit(args.data_dir, args.split, languages["src"], languages["tgt"]).source[: args.limit]
+    sentences = read_parallel_or_exit(args.data_dir, args.split, languages["src"], languages["tgt"]).source[
+        : args.limit
+    ]
     started = time.perf_counter()
     with tqdm(total=len(sentences), unit="sentence", desc=f"head statistics over {args.split}") as bar:
         per_kind = split_head_stats(translator, sentences, args.batch_size, progress=bar.update)

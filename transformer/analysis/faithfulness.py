@@ -23,15 +23,23 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from ..command_line import (
+    CommandParser,
+    InputError,
+    answered,
+    check_writable,
+    command_text,
+    number_type,
+    read_json_input,
+    write_json_atomically,
+)
 from ..core.model import Transformer
 from ..corpus.data import read_parallel_or_exit
 from ..decoding.trace import Translation
 from ..decoding.translator import Translator
+from ..numbers import NumberError, parsed_number
 from .alti import alti_plus
 from .attribution import input_x_gradient
-from ..command_line import (CommandParser, InputError, answered, check_writable, command_text, number_type,
-                            read_json_input, write_json_atomically)
-from ..numbers import NumberError, parsed_number
 from .cli import add_checkpoint_and_data, add_hardware, check_data_dir, use_threads
 from .norms import add_norms
 from .rollout import source_rollout
@@ -124,7 +132,9 @@ def main(argv=None) -> None:
         translator = Translator.from_pretrained(args.checkpoint, device=args.device)
         out = check_writable(args.out if args.out else translator.source / RESULT_FILE)
         languages = translator.languages
-        sources = read_parallel_or_exit(args.data_dir, args.split, languages["src"], languages["tgt"]).source[: args.limit]
+        sources = read_parallel_or_exit(args.data_dir, args.split, languages["src"], languages["tgt"]).source[
+            : args.limit
+        ]
         alignment = translator.source / "alignment.json"
         best = read_json_input(alignment, "the alignment report").get("best_head") if alignment.is_file() else None
         best_head = best_head_index(best, translator.model.config, alignment)

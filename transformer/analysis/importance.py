@@ -17,7 +17,6 @@ shows them, and every head also carries `heads_off_entry`, the 0-based [kind, la
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -27,11 +26,9 @@ from dataclasses import asdict, dataclass
 import torch
 from tqdm import tqdm
 
+from ..command_line import CommandParser, answered, check_writable, command_text, number_type, write_json_atomically
 from ..core.head_mask import HeadKey, attention_modules, heads_masked
 from ..core.head_ref import HeadRef, shown
-from ..decoding.translator import Translator
-from ..command_line import CommandParser, answered, check_writable, command_text, number_type, write_json_atomically
-from .cli import add_checkpoint_and_data, add_hardware, check_data_dir, use_threads
 from ..corpus.data import (
     REPOSITORY,
     ParallelCorpus,
@@ -40,6 +37,8 @@ from ..corpus.data import (
     token_batches,
 )
 from ..corpus.scoring import EncodedCorpus, batch_loss, score, translate_corpus
+from ..decoding.translator import Translator
+from .cli import add_checkpoint_and_data, add_hardware, check_data_dir, use_threads
 
 RESULT_FILE = "head_importance.json"
 STRATEGY = "greedy"  # one deterministic output per sentence, and the cheapest search: 70-odd passes stay affordable
@@ -213,9 +212,14 @@ def main(argv=None) -> None:
         curve = pruning_curve(scorer, pruning_order(importances), base["bleu"], progress)
 
     result = result_json(
-        base, importances, curve,
-        checkpoint=str(args.checkpoint), direction=f"{languages['src']}-{languages['tgt']}", split=args.split,
-        sentences=len(corpus), data_files=[os.path.relpath(path, REPOSITORY) for path in (corpus.source_file, corpus.target_file)],
+        base,
+        importances,
+        curve,
+        checkpoint=str(args.checkpoint),
+        direction=f"{languages['src']}-{languages['tgt']}",
+        split=args.split,
+        sentences=len(corpus),
+        data_files=[os.path.relpath(path, REPOSITORY) for path in (corpus.source_file, corpus.target_file)],
         decoding={"strategy": STRATEGY, "batch_size": args.batch_size, "max_length": None},
         log_likelihood="teacher-forced mean log-probability per reference piece (</s> included), label smoothing 0",
         bleu_signature=scorer.bleu_signature,

@@ -84,7 +84,8 @@ class Transformer(nn.Module):
         # the Python step (core/fused_step.py); False keeps the Python step (benchmarks, tests)
         self.fused_decoding = True
         # opt-in: the kernel reads int8 copies of the decoder's projections (one scale per output) instead of the
-        # exact float16 ones: half the bytes, but not the same numbers (README: what it changes, measured with BLEU)
+        # exact float16 ones: half the bytes, but not the same numbers (docs/speed.md: what it changes, measured
+        # with BLEU)
         self.int8_decoding = False
 
     @staticmethod
@@ -122,7 +123,9 @@ class Transformer(nn.Module):
     def embed(self, tokens: torch.Tensor, embedding: TokenEmbedding, start: int = 0) -> torch.Tensor:
         length = tokens.size(1)
         if start + length > self.config.max_len:
-            raise ValueError(f"sequence of {start + length} positions exceeds the model's max_len {self.config.max_len}")
+            raise ValueError(
+                f"sequence of {start + length} positions exceeds the model's max_len {self.config.max_len}"
+            )
         return self.embed_dropout(embedding(tokens) + self.positions(start, length).to(embedding.weight.dtype))
 
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:

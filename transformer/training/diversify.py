@@ -9,7 +9,8 @@ The new training split holds, in this order:
 Only the training split is translated; every other split is copied unchanged, so models are still selected on
 val and reported on test against human references.
 
-    python -m transformer.diversify --forward checkpoints/en-de --backward checkpoints/de-en --out data/diversified-en-de
+    python -m transformer.diversify --forward checkpoints/en-de --backward checkpoints/de-en \
+        --out data/diversified-en-de
     python -m transformer.train --data-dir data/diversified-en-de --init-from checkpoints/en-de ...
 """
 from __future__ import annotations
@@ -24,10 +25,10 @@ from pathlib import Path
 from tqdm import tqdm
 
 from ..command_line import CommandParser, number_type
-from ..decoding.strategies import SettingError, build_settings
-from ..decoding.translator import Translator
 from ..corpus.data import default_data_dir, read_parallel
 from ..corpus.scoring import translate_corpus
+from ..decoding.strategies import SettingError, build_settings
+from ..decoding.translator import Translator
 from ..paths import portable_path
 
 PROVENANCE_FILE = "diversified.json"
@@ -41,7 +42,9 @@ def pair_of(translator: Translator) -> tuple[str, str]:
     return translator.languages["src"], translator.languages["tgt"]
 
 
-def check_directions(forward: Translator, backward: Translator, forward_name: str, backward_name: str) -> tuple[str, str]:
+def check_directions(
+    forward: Translator, backward: Translator, forward_name: str, backward_name: str
+) -> tuple[str, str]:
     src, tgt = pair_of(forward)
     if pair_of(backward) != (tgt, src):
         back_src, back_tgt = pair_of(backward)
@@ -98,7 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--forward", required=True, help="checkpoint folder translating src→tgt (decides the pair)")
     parser.add_argument("--backward", required=True, help="checkpoint folder translating tgt→src")
-    parser.add_argument("--out", required=True, help="folder to write {split}.{lang} files to (must not hold a train split)")
+    parser.add_argument(
+        "--out", required=True, help="folder to write {split}.{lang} files to (must not hold a train split)"
+    )
     parser.add_argument("--data-dir", default=default_data_dir(), help="folder of {split}.{lang} files to grow "
                         "(default: ../shared/data/multi30k)")
     parser.add_argument("--forward-strategy", choices=["greedy", "beam"], default=None,

@@ -15,17 +15,21 @@ from tqdm import tqdm
 
 from ..checkpoint import METRICS_FILE
 from ..command_line import CommandParser, add_device, answered, check_writable, number_type, write_atomically
-from ..decoding.strategies import STRATEGIES, SettingError, all_settings, build_settings
-from ..decoding.translator import Translator
 from ..corpus.data import default_data_dir, read_parallel_or_exit
 from ..corpus.mix import score_name
 from ..corpus.scoring import score, translate_corpus
+from ..decoding.strategies import STRATEGIES, SettingError, all_settings, build_settings
+from ..decoding.translator import Translator
 
 
 def add_strategy_arguments(parser: argparse.ArgumentParser) -> None:
     """--strategy and one flag per registered strategy setting, with its range, from the registry."""
-    parser.add_argument("--strategy", choices=list(STRATEGIES), default=None,
-                        help="decoding strategy (default: the one recorded in the checkpoint's metrics.json, else beam)")
+    parser.add_argument(
+        "--strategy",
+        choices=list(STRATEGIES),
+        default=None,
+        help="decoding strategy (default: the one recorded in the checkpoint's metrics.json, else beam)",
+    )
     group = parser.add_argument_group("strategy settings (default: from metrics.json, else the strategy's default); "
                                       "a flag sets the chosen strategy's setting of that name")
     by_name: dict[str, list] = {}
@@ -51,9 +55,17 @@ def chosen_settings(args, translator: Translator) -> tuple[str, dict]:
 
 def main(argv=None) -> None:
     parser = CommandParser(prog="python -m transformer.evaluate", description=__doc__)
-    parser.add_argument("--checkpoint", required=True, help="checkpoint folder (config.json, model.safetensors, spm.model)")
-    parser.add_argument("--split", default="val", help="split name: reads {split}.{src} and {split}.{tgt} (default: val)")
-    parser.add_argument("--data-dir", default=default_data_dir(), help="folder of {split}.{lang} files (default: ../shared/data/multi30k)")
+    parser.add_argument(
+        "--checkpoint", required=True, help="checkpoint folder (config.json, model.safetensors, spm.model)"
+    )
+    parser.add_argument(
+        "--split", default="val", help="split name: reads {split}.{src} and {split}.{tgt} (default: val)"
+    )
+    parser.add_argument(
+        "--data-dir",
+        default=default_data_dir(),
+        help="folder of {split}.{lang} files (default: ../shared/data/multi30k)",
+    )
     add_strategy_arguments(parser)
     parser.add_argument("--batch-size", type=number_type("--batch-size", int, 1), default=64,
                         help="sentences per batch (default: 64)")
@@ -90,8 +102,9 @@ def main(argv=None) -> None:
               "seconds": round(elapsed, 1)}
     if args.update_metrics:
         metrics_file = Path(translator.source) / METRICS_FILE
-        metrics.setdefault("scores", {})[score_name(metrics, args.data_dir, args.split)] = {k: result[k] for k in ("bleu", "chrf", "bleu_signature",
-                                                                              "chrf_signature", "sentences")}
+        metrics.setdefault("scores", {})[score_name(metrics, args.data_dir, args.split)] = {
+            k: result[k] for k in ("bleu", "chrf", "bleu_signature", "chrf_signature", "sentences")
+        }
         metrics["decoding"] = {"strategy": strategy, **settings}
         write_atomically(metrics_file, json.dumps(metrics, indent=2) + "\n")
     if args.json:

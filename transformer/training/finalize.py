@@ -13,14 +13,14 @@ import torch
 from ..checkpoint import checkpoint_folder, read_metrics, save_checkpoint
 from ..core.config import ModelConfig
 from ..core.model import Transformer
+from ..corpus.data import read_parallel
+from ..corpus.mix import mix_parts, mix_record
+from ..corpus.scoring import score, translate_corpus
 from ..decoding.translator import Translator
+from ..paths import portable_path, portable_words
 from ..tokenizer import Tokenizer
 from .averaging import average_state_dicts
-from ..corpus.data import read_parallel
 from .diversify import PROVENANCE_FILE
-from ..corpus.scoring import score, translate_corpus
-from ..corpus.mix import mix_parts, mix_record
-from ..paths import portable_path, portable_words
 
 FP16_MAX_BLEU_COST = 0.2  # store weights in half precision when that costs at most this much val BLEU
 
@@ -28,7 +28,8 @@ FP16_MAX_BLEU_COST = 0.2  # store weights in half precision when that costs at m
 def hardware(device: torch.device) -> str:
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
-    return f"{platform.processor() or platform.machine()} CPU, {os.cpu_count()} cores, torch {torch.get_num_threads()} threads"
+    processor = platform.processor() or platform.machine()
+    return f"{processor} CPU, {os.cpu_count()} cores, torch {torch.get_num_threads()} threads"
 
 
 def diversified_record(data_dir) -> dict:
@@ -44,7 +45,9 @@ def finish(out, model, result, tokenizer, tokenizer_file, extra_config, settings
     final, selection = select_final_model(model.config, result, tokenizer, val, args, device)
     dtype, fp16_cost = storage_dtype(final, tokenizer, val, args, selection["val_bleu"], device)
     save_checkpoint(out, final, tokenizer_file, extra_config, dtype=dtype)
-    translator = Translator.from_pretrained(out, device=args.device)  # exactly what was written, fp16 round trip included
+    translator = Translator.from_pretrained(
+        out, device=args.device
+    )  # exactly what was written, fp16 round trip included
     decoding = {"strategy": "beam", "beam_size": args.beam_size, "length_penalty": args.length_penalty}
     scores = {"val": score(translate_corpus(translator, val.source, "beam", beam_size=args.beam_size,
                                             length_penalty=args.length_penalty), val.target)}
@@ -125,7 +128,9 @@ def select_final_model(config, result, tokenizer, val, args, device) -> tuple[Tr
             choice = {"kind": "average", "epochs": [e for _, e, _ in result.best_states], "val_bleu": averaged_bleu}
             final = averaged
         choice["average_val_bleu"], choice["best_epoch_val_bleu"] = averaged_bleu, best_bleu
-    print(f"final model: {choice['kind']} of epochs {choice['epochs']} (greedy val BLEU {choice['val_bleu']})", flush=True)
+    print(
+        f"final model: {choice['kind']} of epochs {choice['epochs']} (greedy val BLEU {choice['val_bleu']})", flush=True
+    )
     return final, choice
 
 

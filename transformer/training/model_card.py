@@ -7,8 +7,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..command_line import CommandParser
 from ..checkpoint import read_metrics
+from ..command_line import CommandParser
 from ..corpus.mix import corpora_described
 
 
@@ -72,13 +72,21 @@ def model_card(metrics: dict, checkpoint: str) -> str:
     sweep = metrics.get("length_penalty_sweep")
     if sweep:
         tried = ", ".join(f"{value} → {bleu}" for value, bleu in sweep["bleu"].items())
-        lines.append(f"- **Length penalty chosen on {sweep['split']}** (beam {sweep['beam_size']}, BLEU by value): {tried}.")
+        lines.append(
+            f"- **Length penalty chosen on {sweep['split']}** (beam {sweep['beam_size']}, BLEU by value): {tried}."
+        )
     lines += ["", "| split | BLEU | chrF | sentences |", "|---|---|---|---|"]
     lines += [f"| {split} | **{s['bleu']}** | {s['chrf']} | {s['sentences']:,} |" for split, s in scores.items()]
     any_scores = next(iter(scores.values()))
-    lines += ["", f"sacreBLEU signatures: BLEU `{any_scores['bleu_signature']}`, chrF `{any_scores['chrf_signature']}`.",
-              "", "Validation after each epoch of the last stage (greedy decoding):", "",
-              "| epoch | updates | train loss | val loss | val BLEU | val chrF | minutes |", "|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        f"sacreBLEU signatures: BLEU `{any_scores['bleu_signature']}`, chrF `{any_scores['chrf_signature']}`.",
+        "",
+        "Validation after each epoch of the last stage (greedy decoding):",
+        "",
+        "| epoch | updates | train loss | val loss | val BLEU | val chrF | minutes |",
+        "|---|---|---|---|---|---|---|",
+    ]
     lines += [f"| {e['epoch']} | {e['updates']:,} | {e['train_loss']:.3f} | {e['val_loss']:.3f} | {e['val_bleu']} | "
               f"{e['val_chrf']} | {e['minutes']:.1f} |" for e in metrics["epochs"]]
     if training.get("init_from"):  # one command redoes only the last stage of a warm-started model

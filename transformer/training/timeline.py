@@ -58,7 +58,9 @@ class Timeline:
     def record(self, translator: Translator, epoch: int, train_loss: float, val_bleu: float) -> None:
         was_training = translator.model.training
         translator.model.eval()
-        outputs = translator.translate_batch(self.sentences, strategy="greedy", max_length=MAX_PROBE_LENGTH, capture=True)
+        outputs = translator.translate_batch(
+            self.sentences, strategy="greedy", max_length=MAX_PROBE_LENGTH, capture=True
+        )
         translator.model.train(was_training)
         self.epochs = [e for e in self.epochs if e["epoch"] != epoch]
         self.epochs.append({"epoch": epoch, "train_loss": round(train_loss, 4), "val_bleu": val_bleu, "outputs": [
@@ -115,7 +117,8 @@ class Timeline:
 
 
 def stage_label(init_from: str | None, data: str | None = None) -> str:
-    """How a run started, in words, for the timeline it records; `data` names a training split other than the default."""
+    """How a run started, in words, for the timeline it records; `data` names a training split other than the
+    default."""
     start = f"a warm start from {portable_path(init_from)}" if init_from else "from scratch"
     return f"{start}, trained on {portable_path(data)}" if data else start
 
@@ -137,7 +140,8 @@ def concatenate(earlier: Timeline, later: Timeline) -> Timeline:
 def already_prepended(earlier: Timeline, later: Timeline) -> bool:
     """A second --prepend would put the earlier stage in twice; its epochs at the front of `later` give it away."""
     head = later.epochs[: len(earlier.epochs)]
-    fingerprint = lambda entries: [(e["epoch"], e["train_loss"], [o["text"] for o in e["outputs"]]) for e in entries]
+    def fingerprint(entries):
+        return [(e["epoch"], e["train_loss"], [o["text"] for o in e["outputs"]]) for e in entries]
     return len(later.epochs) > len(earlier.epochs) and fingerprint(head) == fingerprint(earlier.epochs)
 
 

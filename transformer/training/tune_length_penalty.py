@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 from tqdm import tqdm
 
 from ..checkpoint import METRICS_FILE, checkpoint_folder
 from ..command_line import CommandParser, add_device, answered, check_writable, number_type, write_atomically
-from ..decoding.strategies import SettingError, get_strategy
-from ..decoding.translator import Translator
 from ..corpus.data import default_data_dir, read_parallel_or_exit
 from ..corpus.mix import score_name, score_source
 from ..corpus.scoring import score, translate_corpus
+from ..decoding.strategies import SettingError, get_strategy
+from ..decoding.translator import Translator
 from ..numbers import NumberError, parsed_number
 
 SWEEP_KEY = "length_penalty_sweep"
@@ -63,13 +62,19 @@ def record_choice(metrics: dict, split: str, beam_size: int, bleu_by_value: dict
 
 def main(argv=None) -> None:
     parser = CommandParser(prog="python -m transformer.tune_length_penalty", description=__doc__)
-    parser.add_argument("--checkpoint", required=True, help="checkpoint folder (config.json, model.safetensors, spm.model)")
+    parser.add_argument(
+        "--checkpoint", required=True, help="checkpoint folder (config.json, model.safetensors, spm.model)"
+    )
     parser.add_argument("--values", default="0.6,1.0,1.5,2.0",
                         help="comma-separated length penalties to try, each in [0, 2] (default: 0.6,1.0,1.5,2.0)")
     parser.add_argument("--beam-size", type=number_type("--beam-size", int), default=None,
                         help="beam size (default: the checkpoint's recorded one, else 4)")
     parser.add_argument("--split", default="val", help="split to select on (default: val; test splits are refused)")
-    parser.add_argument("--data-dir", default=default_data_dir(), help="folder of {split}.{lang} files (default: ../shared/data/multi30k)")
+    parser.add_argument(
+        "--data-dir",
+        default=default_data_dir(),
+        help="folder of {split}.{lang} files (default: ../shared/data/multi30k)",
+    )
     parser.add_argument("--batch-size", type=number_type("--batch-size", int, 1), default=64,
                         help="sentences per batch (default: 64)")
     add_device(parser)
@@ -106,7 +111,9 @@ def main(argv=None) -> None:
             bar.write(f"length penalty {value:g}: BLEU {result['bleu']}  chrF {result['chrf']}")
 
     chosen = best_value(bleu_by_value)
-    stale = record_choice(metrics, score_name(metrics, args.data_dir, args.split), beam_size, bleu_by_value, scores_by_value[chosen])
+    stale = record_choice(
+        metrics, score_name(metrics, args.data_dir, args.split), beam_size, bleu_by_value, scores_by_value[chosen]
+    )
     write_atomically(metrics_file, json.dumps(metrics, indent=2) + "\n")
     print(f"chosen length penalty {chosen:g} (BLEU {bleu_by_value[chosen]} on {args.split}), "
           f"recorded in {metrics_file}")
