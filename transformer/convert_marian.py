@@ -23,7 +23,6 @@ import argparse
 import json
 import re
 import shutil
-import sys
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -31,6 +30,7 @@ from pathlib import Path
 import torch
 
 from .checkpoint import CheckpointError, save_checkpoint
+from .command_line import CommandParser
 from .core.config import ModelConfig
 from .core.model import Transformer
 from .marian_tokenizer import SOURCE_FILE, TARGET_FILE, VOCAB_FILE, MarianTokenizer
@@ -361,7 +361,7 @@ def convert(src: str, out, source_lang: str | None = None, target_lang: str | No
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="python -m transformer.convert_marian",
         description="Convert a Hugging Face Marian (OPUS-MT) model into an Attention Explorer checkpoint folder.")
     parser.add_argument("src", metavar="SRC", help="a local Hugging Face Marian folder, or a Hub name such as "
@@ -380,11 +380,9 @@ def main(argv=None) -> None:
     try:
         out = convert(args.src, args.out, args.source_lang, args.target_lang, args.license)
     except ImportError:
-        print(f"{parser.prog}: error: converting needs transformers: pip install \".[marian]\"", file=sys.stderr)
-        sys.exit(2)
+        parser.error('converting needs transformers: pip install ".[marian]"')
     except ConversionError as error:
-        print(f"{parser.prog}: error: {error}", file=sys.stderr)
-        sys.exit(2)
+        parser.error(str(error))
     print(f"wrote {out}")
 
 
