@@ -16,6 +16,7 @@ from transformer.analysis.attribution import Attribution, attribute
 from transformer.analysis.contrastive import Contrast, contrastive_input_x_gradient
 from transformer.analysis.norms import add_norms
 from transformer.analysis.query_key import QueryKey, query_key
+from transformer.analysis.walkthrough import Walkthrough, walkthrough
 from transformer.core.head_mask import heads_masked
 from transformer.decoding.hypothesis import HypothesisStep, hypothesis_step, output_log_prob
 from transformer.decoding.strategies import get_strategy
@@ -164,6 +165,13 @@ class ModelService:
         translator = self.translator_of(result)
         return query_key(translator.model, translation.src_ids, translation.tgt_ids, kind, layer, head, query,
                          list(result.request.heads_off) or None)
+
+    def walkthrough(self, result: RunResult, translation: Translation, token: int, step: int, head: int = 0) -> Walkthrough:
+        """Every operation of the forward pass for source position `token`, decoding step `step` and head `head` (all
+        0-based), read from one teacher-forced pass with the result's heads switched off as it was translated."""
+        translator = self.translator_of(result)
+        return walkthrough(translator.model, translator.tokenizer, translation, token, step, head,
+                           list(result.request.heads_off) or None)
 
     def attribute(self, result: RunResult, translation: Translation) -> Attribution:
         """Input x gradient of the translation's own output over its source."""

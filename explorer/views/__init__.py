@@ -3,6 +3,7 @@ from .attention import AttentionView
 from .attribution import AttributionView
 from .base import MODEL, TRANSLATION, View, ViewContext, current_translation
 from .export import ExportView
+from .glossary import GlossaryView
 from .heads import HeadsView
 from .lens import LensView
 from .live import LiveView
@@ -13,8 +14,10 @@ from .steps import StepsView
 from .tokens import TokensView
 from .training import TrainingView
 from .tree import TreeView
+from .walkthrough import WalkEntryView, WalkthroughView
 
-VIEWS: list[View] = [LiveView(), StepsView(), AttentionView(), TreeView(), LensView(), HeadsView(), AttributionView(),
-                     QueryKeyView(), TokensView(), PositionalView(), ModelView(), TrainingView(), ExportView()]
+VIEWS: list[View] = [WalkEntryView(), LiveView(), StepsView(), AttentionView(), TreeView(), LensView(), HeadsView(),
+                     AttributionView(), QueryKeyView(), TokensView(), PositionalView(), ModelView(), TrainingView(),
+                     WalkthroughView(), GlossaryView(), ExportView()]
 
 __all__ = ["MODEL", "TRANSLATION", "VIEWS", "View", "ViewContext", "current_translation"]

@@ -386,8 +386,8 @@ class _Walk:
                  "x_{l+1} = layer_l(x_l)", MODULES["layers"],
                  [Numbers("layers", "per layer", "matrix", np.array(table), rows=rows, cols=cols)], ("layer",))
         final = self.rec[f"{side}_final"][position]
-        if self.config.final_norm:
-            self.add(f"{block}.final_norm", block, "Final layer norm",
+        if self.config.final_norm:  # the decoder's is the first step out of the model
+            self.add(f"{block}.final_norm", "output" if side == "decoder" else block, "Final layer norm",
                      f"A last layer norm after the {side} stack"
                      + (": its output is the memory the decoder's cross-attention reads." if side == "encoder" else
                         ": its output goes to the output projection."),
