@@ -151,22 +151,31 @@ function matrixFigure(numbers) {
     scroll.appendChild(table);
     return scroll;
   }
-  // large (every position's key or value): colours, the number on hover
+  // large (every position's key or value): colours on one canvas (a few thousand cells draw in a millisecond), the
+  // number on hover
   const cell = Math.max(3, Math.min(10, Math.floor(300 / cols))), left = numbers.rows ? 80 : 4;
-  const svg = wkNode("svg", {width: left + cols * cell, height: rows * cell + 2, class: "wk-heat", role: "img",
-                             "aria-label": numbers.label}, null, true);
-  v.forEach((row, i) => {
-    if (numbers.rows) svg.appendChild(wkNode("text", {x: left - 4, y: i * cell + cell, "text-anchor": "end",
-                                                       class: "wk-row-label"}, numbers.rows[i], true));
-    row.forEach((x, j) => svg.appendChild(wkNode("rect", {x: left + j * cell, y: i * cell, width: cell, height: cell,
-      fill: diverging(x, scale), "data-value": formatValue(x)}, null, true)));
-  });
+  const canvas = wkNode("canvas", {width: String(left + cols * cell), height: String(rows * cell + 2), class: "wk-heat",
+                                   role: "img", "aria-label": numbers.label});
   const tip = wkNode("div", {class: "wk-tip"}, "hover a cell for its value");
-  svg.addEventListener("mouseover", event => {
-    const r = event.target.closest && event.target.closest("rect");
-    if (r) tip.textContent = r.getAttribute("data-value");
+  scroll.append(canvas, tip);
+  const context = canvas.getContext && canvas.getContext("2d");
+  if (context) {
+    context.font = "10px sans-serif";
+    context.textAlign = "end";
+    context.fillStyle = getComputedStyle(element).color || "#1f2937";  // the page's text colour: dark mode reads
+    if (numbers.rows) numbers.rows.forEach((label, i) => context.fillText(label, left - 4, i * cell + cell, left - 6));
+    v.forEach((row, i) => row.forEach((x, j) => {
+      context.fillStyle = diverging(x, scale);
+      context.fillRect(left + j * cell, i * cell, cell, cell);
+    }));
+  }
+  canvas.addEventListener("mousemove", event => {
+    const box = canvas.getBoundingClientRect();
+    const j = Math.floor((event.clientX - box.left - left) / cell), i = Math.floor((event.clientY - box.top) / cell);
+    if (i >= 0 && i < rows && j >= 0 && j < cols) {
+      tip.textContent = `${numbers.rows ? numbers.rows[i] : i + 1}, feature ${j + 1}: ${formatValue(v[i][j])}`;
+    }
   });
-  scroll.append(svg, tip);
   return scroll;
 }
 
@@ -197,7 +206,8 @@ function drawWalk() {
     delete root.dataset.stage;
     return;
   }
-  if (payload !== walk.source) {  // a new walk opens at its first stage
+  const opened = payload !== walk.source;
+  if (opened) {  // a new walk opens at its first stage
     walk.source = payload;
     walk.payload = resolveRefs(payload);
     walk.stage = 1;
@@ -211,6 +221,7 @@ function drawWalk() {
   navigation(root);
   stagePanel(root);
   root.dataset.stage = String(walk.stage);
+  if (opened && root.scrollIntoView) root.scrollIntoView({block: "start"});  // opened from the first screen: show it
 }
 
 // the arrow keys move through the stages while the walk is on screen and no text field or list has the keys

@@ -35,7 +35,7 @@ class WalkEntryView(View):
 
     name, title = "walk_entry", "How it computed this"
     placement = "first_screen"
-    jumps = {"walk_open": "walkthrough", "glossary_open": "glossary"}
+    jumps = {"glossary_open": "glossary"}  # "walk_open" is wired by WalkthroughView: quietly, only what it changes
 
     def build(self, context):
         with gr.Row():
@@ -96,17 +96,26 @@ class WalkthroughView(View):
                 f"for the source piece “{literal(payload['token_piece'])}” and step {payload['step']} "
                 f"(“{literal(payload['step_piece'])}”). Use Next/Back, the list, the blocks of the overview or the "
                 "arrow keys.")
-        return {"walk_text": text, "walk_html": payload, "walk_file": gr.update(value=None, visible=False)}
+        return {"walk_text": text, "walk_html": payload}
 
     def wire(self, ui):
         c = ui.components
         inputs = [ui.result_state, c["sentence"], c["walk_token"], c["walk_step"]]
-        outputs = [c["walk_text"], c["walk_html"], c["walk_file"]]
+        outputs = [c["walk_text"], c["walk_html"]]
 
         def chosen(result, sentence, token, step):
             return ui.by_component(self.show(ui, result, sentence, token, step))
 
         c["walk_button"].click(chosen, inputs, outputs, api_visibility="private")
+
+        def opened(result, *values):  # the first screen's button: this tab, at the step the Steps view shows
+            state = ui.state_from(values)
+            named = self.at_step(ui, result, state, int(state.get("step") or 1))
+            return ui.by_component(named) | {c["tabs"]: gr.Tabs(selected=self.name)}
+
+        if "walk_open" in c:
+            c["walk_open"].click(opened, ui.state_inputs, [c["walk_token"], c["walk_step"], *outputs, c["tabs"]],
+                                 api_visibility="private", **ui.quiet)
         for name in ("walk_token", "walk_step"):
             c[name].input(chosen, inputs, outputs, api_visibility="private")
 
