@@ -128,3 +128,19 @@ def definition(term: str) -> str | None:
 
 
 __all__ = ["GLOSSARY", "definition"]
+
+
+# the terms marked where they appear on the page (tab names, component labels): an info mark whose title is the text
+PAGE_TERMS = ("ALTI+", "logit lens", "weighted norms", "rollout", "AOPC", "cross-attention", "self-attention",
+              "length penalty", "beam", "head", "layer", "piece", "attribution", "search tree", "positional encoding",
+              "query", "temperature", "top-k", "top-p", "BLEU", "AER", "entropy", "faithfulness")
+
+
+def page_terms() -> dict[str, str]:
+    """{term: text} for the info marks the page adds to its labels (page.py's GLOSSARY_MARKS_JS)."""
+    out = {}
+    for term in PAGE_TERMS:
+        text = definition(term) or definition(f"encoder {term}") or definition(f"{term} size")
+        if text:
+            out[term] = text
+    return out

@@ -113,6 +113,7 @@ def test_keys_back_the_list_and_the_overview_move_between_stages(browser, server
     page.locator("#walkthrough select.wk-list").select_option(str(target["number"]))
     assert stage_number(page) == target["number"]
     assert "causal mask" in page.locator("#walkthrough .wk-stage").inner_text()
+    page.locator("#walkthrough").screenshot(path=str(SCREENSHOTS / "walkthrough.png"))
     # the overview: a block opens into its operations and closes again
     page.locator("#walkthrough .wk-block[data-block='cross'] .wk-block-title").click()
     cross = page.locator("#walkthrough .wk-block[data-block='cross']")
@@ -128,7 +129,6 @@ def test_keys_back_the_list_and_the_overview_move_between_stages(browser, server
     term.click()
     assert page.locator("#walkthrough .wk-definition").inner_text().endswith(definition(term.get_attribute("data-term")))
     assert requests == [], requests
-    page.screenshot(path=str(SCREENSHOTS / "walkthrough.png"))
     page.close()
 
 
@@ -139,6 +139,12 @@ def test_the_glossary_opens_from_the_first_screen(browser, server_url):  # noqa:
 
     page = open_translated(browser, server_url, SENTENCE, 1400, 900)
     assert page.locator("#glossary-open").bounding_box()["y"] < 900
+    # where the terms appear: an info mark with the term's text, the tab's own name unchanged
+    lens = page.get_by_role("tab", name="Logit lens", exact=True)
+    mark = lens.locator(".ae-info")
+    expect(mark).to_have_attribute("title", "logit lens: " + GLOSSARY["logit lens"], timeout=TIMEOUT)
+    mark.click()
+    expect(page.locator(".ae-gloss-box")).to_contain_text(GLOSSARY["logit lens"])
     page.locator("#glossary-open").click()
     listing = page.locator("#glossary-list")
     expect(listing).to_be_visible(timeout=TIMEOUT)
@@ -148,11 +154,11 @@ def test_the_glossary_opens_from_the_first_screen(browser, server_url):  # noqa:
 
 
 def test_dark_mode_reads(browser, server_url):  # noqa: F811
-    page = opened_walk(browser, server_url, 1400, color_scheme="dark")
+    page = opened_walk(browser, server_url + "?__theme=dark", 1400, color_scheme="dark")
     colour = page.evaluate("() => getComputedStyle(document.querySelector('#walkthrough .wk-title')).color")
     channels = [int(c) for c in colour[colour.index("(") + 1:colour.index(")")].split(",")[:3]]
     assert sum(channels) / 3 > 150, colour  # light text on the dark page
-    page.screenshot(path=str(SCREENSHOTS / "walkthrough-dark.png"))
+    page.locator("#walkthrough").screenshot(path=str(SCREENSHOTS / "walkthrough-dark.png"))
     page.close()
 
 
