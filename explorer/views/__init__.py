@@ -16,8 +16,10 @@ from .training import TrainingView
 from .tree import TreeView
 from .walkthrough import WalkEntryView, WalkthroughView
 
+# the walk-through and the glossary come last: the first screen's buttons open them, and the tabs before them keep
+# their places in the tab row
 VIEWS: list[View] = [WalkEntryView(), LiveView(), StepsView(), AttentionView(), TreeView(), LensView(), HeadsView(),
                      AttributionView(), QueryKeyView(), TokensView(), PositionalView(), ModelView(), TrainingView(),
-                     WalkthroughView(), GlossaryView(), ExportView()]
+                     ExportView(), WalkthroughView(), GlossaryView()]
 
 __all__ = ["MODEL", "TRANSLATION", "VIEWS", "View", "ViewContext", "current_translation"]
