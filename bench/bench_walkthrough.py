@@ -7,8 +7,10 @@ Chromium against the app:
   translation itself on the same server, for comparison.
 - first_stage_ms: from the click on "How it computed this" to the frame painted with the walk's first stage (in the
   page: the click event to two animation frames after the stage is there), median of --runs; it includes the server's
-  walk and the transfer.
-- stage_switch_ms: Next, from the click to the painted frame, over every stage of the walk (median and the slowest);
+  walk and the transfer; first_stage_draw_ms: of which the browser's drawing of the walk (walk_render.js).
+- stage_switch_ms: Next, from the click to the painted frame (two animation frames, 33 ms at 60 Hz, are the floor),
+  over every stage of the walk, --runs times: the median, the 90th percentile, the slowest single switch, and the
+  stage whose median is the highest;
   live_switch_ms: the live view's kind switch on the same page, for comparison.
 
     python bench/bench_walkthrough.py [--runs 7]
@@ -94,7 +96,7 @@ def browser(url: str, runs: int) -> dict:
         page = chromium.new_page(viewport={"width": 1400, "height": 900})
         page.goto(url)
         expect(page.locator("#footer")).to_contain_text("decoding", timeout=60_000)
-        opened = []
+        opened, drawn = [], []
         for run in range(runs + 1):  # the first warms up; not counted
             # as a visitor does: translate, then open the walk (another sentence first, so the walk is a new one)
             for sentence in (OTHER, SENTENCE_20):
@@ -109,18 +111,26 @@ def browser(url: str, runs: int) -> dict:
             page.wait_for_function("() => window.aeWalkOpened !== null", timeout=60_000)
             if run:
                 opened.append(page.evaluate("() => window.aeWalkOpened"))
+                drawn.append(float(page.evaluate("() => document.querySelector('#walkthrough .wk-walk').dataset.drawMs")))
             page.wait_for_timeout(600)  # at rest, as a visitor reads the first stage
-        switches = []
+        by_stage = []  # by_stage[i]: the times of Next into stage i + 2
         for _ in range(runs):
             page.locator("#walkthrough select.wk-list").select_option("1")
-            switches += page.evaluate(NEXT_JS)
+            times = page.evaluate(NEXT_JS)
+            by_stage = [previous + [t] for previous, t in zip(by_stage, times)] if by_stage else [[t] for t in times]
+        switches = [t for times in by_stage for t in times]
+        medians = [statistics.median(times) for times in by_stage]
+        slowest = max(range(len(medians)), key=medians.__getitem__)
         page.evaluate("() => document.querySelector('#live-attention').scrollIntoView()")
         live = []
         while len(live) < runs:
             live += page.evaluate(SWITCH_JS, ["select.ae-kind", ["encoder_self", "decoder_self", "cross"]])
         chromium.close()
     return {"first_stage_ms": round(statistics.median(opened)), "first_stage_ms_each": [round(t) for t in opened],
+            "first_stage_draw_ms": round(statistics.median(drawn), 1),
             "stage_switch_ms": round(statistics.median(switches), 1), "stage_switch_ms_slowest": round(max(switches), 1),
+            "stage_switch_ms_p90": round(statistics.quantiles(switches, n=10)[-1], 1),
+            "slowest_stage": {"number": slowest + 2, "median_ms": round(medians[slowest], 1)},
             "live_switch_ms": round(statistics.median(live), 1), "runs": runs}
 
 
