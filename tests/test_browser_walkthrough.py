@@ -113,14 +113,13 @@ def test_keys_back_the_list_and_the_overview_move_between_stages(browser, server
     page.locator("#walkthrough select.wk-list").select_option(str(target["number"]))
     assert stage_number(page) == target["number"]
     assert "causal mask" in page.locator("#walkthrough .wk-stage").inner_text()
-    page.locator("#walkthrough").screenshot(path=str(SCREENSHOTS / "walkthrough.png"))
     # the overview: a block opens into its operations and closes again
     page.locator("#walkthrough .wk-block[data-block='cross'] .wk-block-title").click()
-    cross = page.locator("#walkthrough .wk-block[data-block='cross']")
-    assert cross.locator(".wk-op").count() == sum(1 for s in api["stages"] if s["block"] == "cross")
+    operations = page.locator("#walkthrough .wk-ops[data-block='cross'] .wk-op")
+    assert operations.count() == sum(1 for s in api["stages"] if s["block"] == "cross")
     assert page.locator("#walkthrough .wk-stage").get_attribute("data-key").startswith("decoder.cross.")
-    cross.locator(".wk-block-title").click()
-    assert page.locator("#walkthrough .wk-block[data-block='cross'] .wk-op").count() == 0
+    page.locator("#walkthrough .wk-block[data-block='cross'] .wk-block-title").click()
+    assert page.locator("#walkthrough .wk-ops").count() == 0  # closed again
     # an info mark: its title is the glossary's text, and a tap shows it
     term = page.locator("#walkthrough .wk-term").first
     from explorer.glossary import definition
@@ -129,6 +128,30 @@ def test_keys_back_the_list_and_the_overview_move_between_stages(browser, server
     term.click()
     assert page.locator("#walkthrough .wk-definition").inner_text().endswith(definition(term.get_attribute("data-term")))
     assert requests == [], requests
+    page.close()
+
+
+def test_the_pickers_open_another_piece_and_step(browser, server_url):  # noqa: F811
+    from playwright.sync_api import expect
+
+    client = Client(server_url, verbose=False)
+    page = opened_walk(browser, server_url, 1400)
+    page.get_by_label("Decoding step (the piece it predicts)").click()
+    page.locator("li[data-testid='dropdown-option']").nth(4).click()
+    head = page.locator("#walkthrough .wk-head")
+    expect(head).to_contain_text("step 5", timeout=TIMEOUT)
+    page.get_by_label("Source piece").click()
+    page.locator("li[data-testid='dropdown-option']").nth(2).click()
+    expect(head).to_contain_text("source piece 3", timeout=TIMEOUT)
+    sent = client.predict(SENTENCE, 3, 5, 1, api_name="/walkthrough")
+    assert f"“{sent['token_piece']}” (source piece 3) · step 5, predicting “{sent['step_piece']}”" in head.inner_text()
+    causal = next(s for s in sent["stages"] if s["key"] == "decoder.decoder_self.scores")
+    page.locator("#walkthrough select.wk-list").select_option(str(causal["number"]))
+    row = [cell for cell in page.evaluate(SHOWN_JS) if cell["name"] == "scores"][0]["values"]
+    shown = [parse(cell["text"]) for cell in row]
+    expected = next(n for n in causal["numbers"] if n["name"] == "scores")["values"]
+    assert len(shown) == 5 and all(agrees(a, b) for a, b in zip(shown, expected))
+    page.locator("#walkthrough").screenshot(path=str(SCREENSHOTS / "walkthrough.png"))
     page.close()
 
 

@@ -122,16 +122,17 @@ def attention_check(model, walk, rec, kind, block, layer_module, attention, posi
     values = linear(keys_input, attention.in_proj, slice(2 * d + head * hs, 2 * d + (head + 1) * hs))
     scores = q @ keys.T / math.sqrt(hs)
     if kind == "decoder_self":
-        square = numbers(walk, f"{block}.{kind}.scores")
-        close(square["scores"][-1], scores)
-        masked = square["masked_scores"]
+        stage = numbers(walk, f"{block}.{kind}.scores")
+        close(stage["scores"], scores)
+        masked = stage["masked_scores"]  # every step's row
         upper = torch.triu(torch.ones_like(masked, dtype=torch.bool), diagonal=1)
         assert torch.isinf(masked[upper]).all() and (masked[upper] < 0).all()
-        close(masked[~upper], square["scores"][~upper])
-        weights = numbers(walk, f"{block}.{kind}.softmax")["weights"]
-        close(weights, torch.softmax(masked, dim=-1))
-        assert (weights[upper] == 0).all()
-        row = weights[-1]
+        close(masked[position, : position + 1], scores)
+        softmax = numbers(walk, f"{block}.{kind}.softmax")
+        close(softmax["all_weights"], torch.softmax(masked, dim=-1))
+        assert (softmax["all_weights"][upper] == 0).all()
+        row = softmax["weights"]
+        close(row, torch.softmax(masked[position, : position + 1], dim=-1))
     else:
         n = numbers(walk, f"{block}.{kind}.scores")
         close(n["scores"], scores)

@@ -4,6 +4,7 @@
 // No DOM here: tests/js/walk_data.test.js runs these with `node --test` against fixtures Python exports.
 
 // A vector a stage shows again comes as {ref: [stage number (from 1), index in its numbers]}: the first copy's values.
+// A large matrix comes as {scale, q}: whole numbers times the scale (masked scores stay "-inf").
 function resolveRefs(payload) {
   const stages = payload.stages.map(stage => ({...stage, numbers: stage.numbers.map(n => ({...n}))}));
   for (const stage of stages) {
@@ -11,6 +12,8 @@ function resolveRefs(payload) {
       const v = numbers.values;
       if (v && !Array.isArray(v) && typeof v === "object" && v.ref) {
         numbers.values = stages[v.ref[0] - 1].numbers[v.ref[1]].values;
+      } else if (v && !Array.isArray(v) && typeof v === "object" && v.q) {  // a large matrix: whole numbers × scale
+        numbers.values = v.q.map(row => row.map(x => (typeof x === "number" ? x * v.scale : x)));
       }
     }
   }

@@ -45,19 +45,21 @@ function overview(root) {
     box.appendChild(head);
     box.appendChild(wkNode("span", {class: "wk-block-note"}, block.note));
     box.appendChild(wkNode("span", {class: "wk-block-data"}, block.data));
-    if (opened) {  // the block's operations, each a step of the walk
-      const ops = wkNode("div", {class: "wk-ops"});
-      for (const number of block.stages) {
-        const b = wkNode("button", {type: "button", class: "wk-op" + (number === walk.stage ? " wk-on" : ""),
-                                    "data-stage": number}, p.stages[number - 1].title);
-        b.addEventListener("click", () => goTo(number));
-        ops.appendChild(b);
-      }
-      box.appendChild(ops);
-    }
     flow.appendChild(box);
   });
   root.appendChild(flow);
+  const block = p.blocks.find(b => b.key === walk.open);
+  if (block) {  // the open block's operations, in the model's order, each a stage of the walk
+    const ops = wkNode("div", {class: "wk-ops", "data-block": block.key});
+    ops.appendChild(wkNode("span", {class: "wk-ops-title"}, `${block.title}:`));
+    for (const number of block.stages) {
+      const b = wkNode("button", {type: "button", class: "wk-op" + (number === walk.stage ? " wk-on" : ""),
+                                  "data-stage": number}, p.stages[number - 1].title);
+      b.addEventListener("click", () => goTo(number));
+      ops.appendChild(b);
+    }
+    root.appendChild(ops);
+  }
 }
 
 function navigation(root) {

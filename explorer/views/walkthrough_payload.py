@@ -18,9 +18,20 @@ BLOCKS = (("text", "Pieces", "the sentence cut into pieces and ids"),
           ("decoder", "Decoder layers", "masked self-attention and feed-forward, one step at a time"),
           ("output", "Next-piece probabilities", "final norm, output projection, softmax, the choice"))
 
-# the keys and values of every position (positions x d_k) are drawn as colours, with the value on hover: 2 significant
-# digits are enough there, and they are most of the payload
+# the keys and values of every position (positions x d_k) and every step's attention are drawn as colours, with the
+# value on hover: whole numbers in [-99, 99] times one scale per matrix are enough there, and they are most of the
+# payload
 LARGE_MATRIX = 256
+LEVELS = 99
+
+
+def quantised(rows: list[list]) -> dict:
+    """A large matrix as {"scale": s, "q": whole numbers}: value ≈ q × s, to within s / 2 (s = largest |value| / 99);
+    "-inf" (a masked score) stays as it is. walk_data.js's resolveRefs turns it back into numbers."""
+    finite = [abs(v) for row in rows for v in row if isinstance(v, float)]
+    scale = max(finite, default=0.0) / LEVELS or 1.0
+    return {"scale": float(f"{scale:.6g}"),
+            "q": [[round(v / scale) if isinstance(v, float) else v for v in row] for row in rows]}
 
 
 def rounded(value, digits: int | None, significant: int | None):
@@ -75,8 +86,7 @@ def walk_payload(walk) -> dict:
     for stage in payload["stages"]:
         for index, numbers in enumerate(stage["numbers"]):
             if numbers["kind"] == "matrix" and sum(len(row) for row in numbers["values"]) > LARGE_MATRIX:
-                numbers["values"] = [[float(f"{v:.2g}") if isinstance(v, float) else v for v in row]
-                                     for row in numbers["values"]]
+                numbers["values"] = quantised(numbers["values"])
             if numbers["kind"] != "vector":
                 continue
             seen = first.setdefault(tuple(numbers["values"]), [stage["number"], index])

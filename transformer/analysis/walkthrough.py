@@ -257,23 +257,26 @@ class _Walk:
                   Numbers("stacked_shape", "the stacked projection in_proj", "tokens", [3 * d, d],
                           cols=["outputs (q | k | v)", "inputs"])],
                  ("query", "key", "value", "head", term))
-        if kind == "decoder_self":  # the causal mask is the point: the whole prefix square, upper triangle masked
-            square = slice(0, keys_shown)
+        if kind == "decoder_self":  # the causal mask is the point: every step's row, the upper triangle masked
+            every = [f"{i + 1}: {token}" for i, token in enumerate(self.inputs)]
             self.add(f"{block}.{kind}.scores", block, "Scores and the causal mask",
-                     "Every decoder position scores every position, but the causal mask sets the scores of later "
-                     "positions to −∞: a token may not look at what comes after it, since at decoding time it does "
-                     "not exist yet. Rows are queries, columns keys, for the inputs so far.",
+                     f"The query of “{query}” scores the {keys_shown} decoder input(s) so far. Every decoder position "
+                     "does the same, and the causal mask sets the scores of later positions to −∞: a position may not "
+                     "look at what comes after it, since at decoding time it does not exist yet. The matrix has every "
+                     f"step's row (row {position + 1} is this step); the mask is the same at every step.",
                      "s_ij = q_i · k_j / √d_k + M_ij,  M_ij = 0 if j ≤ i else −∞", MODULES["attention"],
-                     [Numbers("scores", "q·k/√d_k", "matrix", scores[square, square].numpy(), rows=cols, cols=cols),
-                      Numbers("masked_scores", "after the causal mask", "matrix", masked_as_inf(masked[square, square]),
-                              rows=cols, cols=cols),
+                     [Numbers("scores", "s_j = q·k_j/√d_k (this step)", "row", scores[position, :keys_shown].numpy(),
+                              cols=cols),
+                      Numbers("masked_scores", "every step's scores after the causal mask", "matrix",
+                              masked_as_inf(masked), rows=every, cols=self.inputs),
                       Numbers("d_k", "d_k", "scalar", hs)], ("causal mask", "score", "masked self-attention"))
             self.add(f"{block}.{kind}.softmax", block, "Softmax over the visible prefix",
                      "The softmax turns each row of scores into weights that sum to 1; e^−∞ = 0, so every masked "
                      f"entry gets weight exactly 0. Row {position + 1} is this step's query.",
                      "α_ij = e^(s_ij) / Σ_j' e^(s_ij')", MODULES["attention"],
-                     [Numbers("weights", "attention weights α", "matrix", weights[square, square].numpy(), rows=cols,
-                              cols=cols)], ("softmax", "attention weight"))
+                     [Numbers("weights", "α_j (this step)", "row", weights[position, :keys_shown].numpy(), cols=cols),
+                      Numbers("all_weights", "every step's weights", "matrix", weights.numpy(), rows=every,
+                              cols=self.inputs)], ("softmax", "attention weight"))
         else:
             mask_row = np.where(masked_as_inf(masked[position, :keys_shown]) == -np.inf, -np.inf, 0.0)
             self.add(f"{block}.{kind}.scores", block, "Scores: query · key / √d_k",
