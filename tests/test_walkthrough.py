@@ -282,3 +282,16 @@ def test_bad_positions_are_refused(setup):
                              ({"head": model.config.n_heads}, "head")):
         with pytest.raises(ValueError, match=field):
             walkthrough(model, tokenizer, translation, **arguments)
+
+
+def test_every_term_a_stage_uses_is_in_the_glossary(setup):
+    from explorer.glossary import GLOSSARY, definition, page_terms
+
+    _, _, _, walk, _, _ = setup
+    used = {term for stage in walk.stages for term in stage.terms}
+    assert used and all(definition(term) for term in used), sorted(t for t in used if not definition(t))
+    for term in ("piece", "▁", "layer", "head", "query", "key", "value", "encoder self-attention",
+                 "masked self-attention", "cross-attention", "beam", "length penalty", "logit lens", "ALTI+", "rollout",
+                 "weighted norms", "AOPC"):
+        assert 0 < GLOSSARY[term].count(". ") + 1 <= 3, term  # one or two plain sentences
+    assert set(page_terms()) and all(page_terms().values())

@@ -338,12 +338,17 @@ class _Walk:
         hidden = self.rec[f"{side}_ff_hidden"][0, position]
         out = self.rec[f"{sub}_output"][0, position]
         firing = int((hidden > 0).sum())
+        # the activation the checkpoint's config names (ReLU, the paper's, unless it says otherwise)
+        activation = str(getattr(self.config, "activation", "relu"))
+        name = {"relu": "ReLU", "gelu": "GELU", "swish": "Swish", "silu": "SiLU"}.get(activation, activation)
+        after = (f"After the ReLU, negative units are 0: {firing} of {self.config.d_ff} units fire for this token."
+                 if activation == "relu" else
+                 f"After the {name}, {firing} of {self.config.d_ff} units are above 0 for this token.")
         self.add(f"{block}.{sub}.hidden", block, "Feed-forward: hidden units",
                  f"Each position then goes, on its own, through a two-layer network: {self.config.d_model} → "
-                 f"{self.config.d_ff} → {self.config.d_model}. After the ReLU, negative units are 0: {firing} of "
-                 f"{self.config.d_ff} units fire for this token.",
-                 "h = ReLU(x W₁ + b₁)", MODULES["ff"],
-                 [vector("hidden", "ReLU(x W₁ + b₁)", hidden), Numbers("firing", "units above 0", "scalar", firing),
+                 f"{self.config.d_ff} → {self.config.d_model}. {after}",
+                 f"h = {name}(x W₁ + b₁)", MODULES["ff"],
+                 [vector("hidden", f"{name}(x W₁ + b₁)", hidden), Numbers("firing", "units above 0", "scalar", firing),
                   Numbers("units", "hidden units", "scalar", self.config.d_ff)], ("feed-forward", "ReLU"))
         self.add(f"{block}.{sub}.output", block, "Feed-forward: back to d_model",
                  "The second matrix maps the hidden units back to the model's width: what the feed-forward block adds.",
