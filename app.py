@@ -18,13 +18,13 @@ os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", "1000")
 
 from explorer.gradio_import import skip_stub_generation  # noqa: E402
 
-skip_stub_generation()  # Gradio's editor stubs, rebuilt at every import, are 0.8 s of start-up (gradio_import.py)
+skip_stub_generation()  # Gradio's editor stubs, rebuilt at every import, slow start-up (gradio_import.py)
 import gradio as gr  # noqa: E402  (after the two above: the setting is read when the queue is made)
 import torch  # noqa: E402
 
 from explorer.gradio_sessions import lazy_session_configs  # noqa: E402
 
-lazy_session_configs()  # a visitor's first request no longer copies every component's configuration (~15 ms)
+lazy_session_configs()  # a visitor's first request does not copy every component's configuration
 
 from explorer.asset_cache import serve_assets_from_memory  # noqa: E402
 from explorer.registry import discover  # noqa: E402
@@ -48,11 +48,9 @@ for name, why in registry.problems.items():
 
 demo, ui = build_demo(registry)
 # each request decodes on one torch thread: a decoding step multiplies 1 to 4 rows, which a second thread barely
-# speeds up, while its idle spinning slows the other request (bench/load_test.py on /translate, 32 clients: 21.7
-# requests/s, against 18.2 with 2 threads each; README Speed). Translations run in worker processes
-# (explorer/run_pool.py), started once the server answers. Three handlers per core, so that a worker has the next
-# request while the server sends the last one's result (distinct requests, 32 clients: 50 requests/s against 43
-# with one handler per core)
+# speeds up, while its idle spinning slows the other request (bench/load_test.py; docs/speed.md). Translations run
+# in worker processes (explorer/run_pool.py), started once the server answers. Three handlers per core, so that a
+# worker has the next request while the server sends the last one's result
 HANDLERS = 3 * max(1, os.cpu_count() or 1)
 torch.set_num_threads(1)
 demo.queue(default_concurrency_limit=HANDLERS, max_size=64)
@@ -71,5 +69,5 @@ def after_launch() -> RunPool:
 if __name__ == "__main__":
     demo.launch(css=CSS, theme=gr.themes.Soft(), run_history=False, footer_links=["api", "gradio", "settings"],
                 prevent_thread_lock=True)
-    after_launch()  # once the server answers: loading the workers takes the cores for about 2 s
+    after_launch()  # once the server answers: loading the workers takes the cores for a moment
     demo.block_thread()

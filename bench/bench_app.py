@@ -2,7 +2,8 @@
 switch_ms (the slowest of kind, layer, head, step and weights/norms switches in the live view, from the input
 event to the painted frame), translate_to_views_ms (from the click event to the frame painted with the translation
 and the live view drawn, in the page, for a sentence new to the server, each click on a page at rest (0.6 s after
-the last translation was drawn); translate_to_views_cached_ms: the same earlier sentence again, answered from the server's result cache; translate_to_views_playwright_ms: the new sentence timed
+the last translation was drawn); translate_to_views_cached_ms: the same earlier sentence again, answered from the
+server's result cache; translate_to_views_playwright_ms: the new sentence timed
 from Python around Playwright's click, which adds its own checks and polling), page_load_ms,
 payload_kb (what one translation sends to the browser: the first screen and the open tab; every view
 as payload_all_views_kb), and the start-up time of `python app.py` until it answers HTTP (the median of --starts).
@@ -113,7 +114,9 @@ ARM_TRANSLATE_JS = """() => {
     const check = () => {
       const l = live(), text = document.querySelector('#translation textarea');
       if (l && l.dataset.state && l.dataset.state !== 'old' && l.querySelector('svg') && text.value.length > 0) {
-        requestAnimationFrame(() => requestAnimationFrame(() => { window.aeTranslated = performance.now() - started; }));
+        requestAnimationFrame(() => requestAnimationFrame(() => {
+          window.aeTranslated = performance.now() - started;
+        }));
       } else requestAnimationFrame(check);
     };
     requestAnimationFrame(check);

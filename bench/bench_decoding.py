@@ -22,7 +22,8 @@ Figures, median milliseconds, per output token, and Marian / ours:
   return_dict_in_generate=True); beam 4 with attention captured.
 CTranslate2 (bench/ct2_peer.py): the same random-weight Marian, saved with save_pretrained beside a placeholder
 word-level tokenizer and converted offline by CTranslate2's own TransformersConverter, as float32 and as int8 (its
-int8 CPU mode, computed as int8_float32), then run by ctranslate2.Translator on the CPU with intra_threads 1, 2, ... up to torch's
+int8 CPU mode, computed as int8_float32), then run by ctranslate2.Translator on the CPU with intra_threads 1, 2, ...
+up to torch's
 threads (each in a process of its own; the ratios take CTranslate2's fastest count for each row) and
 inter_threads 1: translate_batch on one source of random tokens of the same length ending in EOS, with
 max_decoding_length = min_decoding_length = our output length, so it produces exactly that many tokens and EOS
@@ -77,16 +78,17 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from base_package import base_package  # noqa: E402
+from ct2_peer import measure_in_own_process, report_block  # noqa: E402  (bench/, beside this script)
+
 from transformer import Translator  # noqa: E402
 from transformer.core.fused_step import why_not_fused  # noqa: E402
 from transformer.core.half_linear import KERNEL, MAX_ROWS  # noqa: E402
 from transformer.core.probes import ATTENTION_KINDS  # noqa: E402
+from transformer.corpus.data import default_data_dir  # noqa: E402
+from transformer.corpus.scoring import translate_corpus  # noqa: E402
 from transformer.decoding.strategies.beam import beam_search  # noqa: E402
 from transformer.decoding.strategies.greedy import GreedySettings, decode_greedy  # noqa: E402
 from transformer.tokenizer import BOS_ID, EOS_ID, PAD_ID  # noqa: E402
-from transformer.corpus.data import default_data_dir  # noqa: E402
-from transformer.corpus.scoring import translate_corpus  # noqa: E402
-from ct2_peer import measure_in_own_process, report_block  # noqa: E402  (bench/, beside this script)
 
 SENTENCE = "A young man in a red jacket is riding his bicycle along a crowded city street."  # 17 pieces + EOS
 BEAM = 4
@@ -122,7 +124,8 @@ def base_runs(base, checkpoint: str, source_ids: list[int]) -> dict:
     """The compared figures for the package at --base (imported as `transformer_base`), same checkpoint and ids."""
     from transformer_base.core.probes import ATTENTION_KINDS as BASE_KINDS
     from transformer_base.decoding.strategies.beam import beam_search as base_beam
-    from transformer_base.decoding.strategies.greedy import GreedySettings as BaseGreedy, decode_greedy as base_greedy
+    from transformer_base.decoding.strategies.greedy import GreedySettings as BaseGreedy
+    from transformer_base.decoding.strategies.greedy import decode_greedy as base_greedy
 
     model, sources = base.Translator.from_pretrained(checkpoint).model, [source_ids]
     return {"greedy": lambda: base_greedy(model, sources, BaseGreedy())[0],
@@ -279,7 +282,9 @@ def measure(args, base) -> dict:
         for name, run in compared.items():
             produced, ended = marian_output_length(run())
             if produced != lengths[name] or ended:
-                raise RuntimeError(f"Marian {name}: {produced} tokens (EOS: {ended}), expected {lengths[name]} without EOS")
+                raise RuntimeError(
+                    f"Marian {name}: {produced} tokens (EOS: {ended}), expected {lengths[name]} without EOS"
+                )
         runs.update({("marian", name): run for name, run in compared.items()})
         report["marian"] = {"transformers": version, "trainable_parameters": trainable_parameters(marian),
                             "attn_implementation": marian.config._attn_implementation,

@@ -54,13 +54,22 @@ def main() -> None:
                 times[name].append((time.perf_counter() - started) * 1000)
     medians = {name: round(statistics.median(values), 1) for name, values in times.items()}
     before = medians["before (attention captured, no tree, no lens)"]
-    print(json.dumps({
-        "sentence_pieces": len(new.source_ids(SENTENCE)[0]) - 1, "output_tokens": tokens, "beam_size": 4,
-        "rounds": args.rounds, "torch_threads": torch.get_num_threads(), "cpu": platform.processor() or platform.machine(),
-        "median_ms": medians,
-        "overhead_vs_before_percent": {name: round(100 * (ms / before - 1), 1) for name, ms in medians.items()},
-        "budget_percent": 15,
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "sentence_pieces": len(new.source_ids(SENTENCE)[0]) - 1,
+                "output_tokens": tokens,
+                "beam_size": 4,
+                "rounds": args.rounds,
+                "torch_threads": torch.get_num_threads(),
+                "cpu": platform.processor() or platform.machine(),
+                "median_ms": medians,
+                "overhead_vs_before_percent": {name: round(100 * (ms / before - 1), 1) for name, ms in medians.items()},
+                "budget_percent": 15,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

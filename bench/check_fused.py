@@ -29,7 +29,6 @@ from transformer.core.fused_step import why_not_fused  # noqa: E402
 from transformer.core.half_linear import KERNEL  # noqa: E402
 from transformer.corpus.data import default_data_dir, read_parallel_or_exit  # noqa: E402
 
-
 # name: (fused step, float16 copies, int8 copies)
 PATHS = {"fused": (True, True, False), "python step": (False, True, False), "float32 F.linear": (False, False, False),
          "int8 (opt-in)": (True, True, True)}
@@ -49,8 +48,12 @@ def translations(translator: Translator, sentences: list[str], path: str, strate
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--checkpoints", nargs="+", default=[str(ROOT / "checkpoints" / "en-de"), str(ROOT / "checkpoints" / "de-en")])
-    parser.add_argument("--data-dir", type=Path, default=None, help="multi30k folder (default: ../shared/data/multi30k)")
+    parser.add_argument(
+        "--checkpoints", nargs="+", default=[str(ROOT / "checkpoints" / "en-de"), str(ROOT / "checkpoints" / "de-en")]
+    )
+    parser.add_argument(
+        "--data-dir", type=Path, default=None, help="multi30k folder (default: ../shared/data/multi30k)"
+    )
     parser.add_argument("--split", default="val")
     parser.add_argument("--limit", type=int, default=None, help="only the first N sentences")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1, as the app decodes)")

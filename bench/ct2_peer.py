@@ -11,7 +11,8 @@ projection, whatever that entry is, and always starts the decoder from zeros. So
 zeros rather than from the BOS embedding the Hugging Face Marian here uses: the same work per step, not the same
 numbers.
 
-It runs in its own process, after the interleaved rounds of the others (`measure_in_own_process`): torch and CTranslate2 each
+It runs in its own process, after the interleaved rounds of the others (`measure_in_own_process`): torch and
+CTranslate2 each
 bring an OpenMP runtime whose threads spin after every call, and in one process on 2 cores the two slowed each
 other 2-3x (ours' greedy 1.58 -> 3.66 ms per token, Marian's 2.96 -> 9.26, CTranslate2's own figures too).
 
@@ -203,22 +204,30 @@ def report_block(measured: dict, lengths: dict[str, int], medians: dict, int8_le
     first = next(iter(measured.values()))
     return {
         "version": first["version"],
-        "quantizations": {quantization: f"compute type {kind}" for quantization, kind in first["compute_types"].items()},
-        "intra_threads_measured": sorted(measured), "inter_threads": 1, "vocabulary": first["vocabulary"],
+        "quantizations": {
+            quantization: f"compute type {kind}" for quantization, kind in first["compute_types"].items()
+        },
+        "intra_threads_measured": sorted(measured),
+        "inter_threads": 1,
+        "vocabulary": first["vocabulary"],
         "process": "its own for each thread count, after the interleaved rounds of ours and Marian (two OpenMP "
-                   "runtimes in one process slowed both 2-3x)",
+        "runtimes in one process slowed both 2-3x)",
         "output_tokens": {name: lengths[row.ours] for name, row in ROWS.items()},
         "int8_same_tokens_as_float32": first["int8_same_tokens_as_float32"],
         "attention": "return_attention=True returns one weight vector over the source per output token: the first "
-                     "head of the last decoder layer's cross-attention (the converter's default alignment head)",
+        "head of the last decoder layer's cross-attention (the converter's default alignment head)",
         "median_ms_by_threads": by_threads,
         "fastest_threads": fastest,
         "median_ms": median_ms,
         "ms_per_output_token": {name: round(ms, 3) for name, ms in per_token.items()},
         "ratios": {target: round(per_token[ct2] / ours_per_token[ours], 2) for target, (ct2, ours) in RATIOS.items()},
         "targets": dict(TARGETS),
-        "int8_ratios": {name: round(per_token[ct2] / (medians["int8", ours] / int8_lengths[ours]), 2)
-                        for name, (ct2, ours) in INT8_RATIOS.items()} if int8_lengths else "ours' int8 not measured",
+        "int8_ratios": {
+            name: round(per_token[ct2] / (medians["int8", ours] / int8_lengths[ours]), 2)
+            for name, (ct2, ours) in INT8_RATIOS.items()
+        }
+        if int8_lengths
+        else "ours' int8 not measured",
     }
 
 

@@ -21,6 +21,7 @@ number at full precision; translate is the text alone.
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import random
@@ -32,7 +33,6 @@ import subprocess
 import sys
 import threading
 import time
-import http.client
 import urllib.parse
 import urllib.request
 import uuid
@@ -69,8 +69,14 @@ def start_server(timeout_s: float = 90, result_cache: int | None = None,
     if workers is not None:
         env["ATTENTION_EXPLORER_WORKERS"] = str(workers)
     # a session of its own: stop_server ends its worker processes with it
-    process = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [sys.executable, "app.py"],
+        cwd=ROOT,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url, started = f"http://127.0.0.1:{port}/", time.perf_counter()
     while time.perf_counter() - started < timeout_s:
         try:
@@ -193,7 +199,9 @@ class HttpClient:
             raise ValueError(f"{api_name} has no parameter {sorted(unknown)}")
         data = [arguments.get(name, default) for name, default in self.parameters[api_name]]
         name = api_name.strip("/")
-        event = json.loads(self.request("POST", f"/gradio_api/call/{name}", {"data": data, "session_hash": self.session}))
+        event = json.loads(
+            self.request("POST", f"/gradio_api/call/{name}", {"data": data, "session_hash": self.session})
+        )
         stream = self.request("GET", f"/gradio_api/call/{name}/{event['event_id']}").decode("utf-8")
         kind = None
         for line in stream.splitlines():
@@ -257,11 +265,21 @@ def run_load_test(url: str, clients: int, plan: list[tuple[str, dict]], max_seco
     client_cpu = round(cpu_seconds() - client_cpu, 1)
     ordered = sorted(latencies)
     return {
-        "endpoint": endpoint, "requests": len(plan), "completed": len(latencies), "skipped_by_time_limit": skipped, "concurrency": clients,
-        "distinct_requests": len(alone), "failures": len(failures), "failure_examples": failures[:3],
-        "mismatches": len(mismatches), "p50_ms": round(statistics.median(ordered)) if ordered else None,
+        "endpoint": endpoint,
+        "requests": len(plan),
+        "completed": len(latencies),
+        "skipped_by_time_limit": skipped,
+        "concurrency": clients,
+        "distinct_requests": len(alone),
+        "failures": len(failures),
+        "failure_examples": failures[:3],
+        "mismatches": len(mismatches),
+        "p50_ms": round(statistics.median(ordered)) if ordered else None,
         "p95_ms": round(ordered[max(0, int(0.95 * len(ordered)) - 1)]) if ordered else None,
-        "wall_s": round(wall, 1), "server_cpu_s": server_cpu, "client_cpu_s": client_cpu, "requests_per_s": round(len(latencies) / wall, 2) if wall else None,
+        "wall_s": round(wall, 1),
+        "server_cpu_s": server_cpu,
+        "client_cpu_s": client_cpu,
+        "requests_per_s": round(len(latencies) / wall, 2) if wall else None,
     }
 
 
@@ -292,7 +310,8 @@ def main() -> None:
         plan = request_plan(args.requests, args.seed, args.plan)
     except ValueError as error:
         parser.error(str(error))
-    # the responses alone, each translated in the server's own process: the load's, from worker processes, must equal them
+    # the responses alone, each translated in the server's own process: the load's, from worker processes, must
+    # equal them
     process, url = start_server(result_cache=0, workers=0)
     try:
         alone = responses_alone(url, plan, args.endpoint)

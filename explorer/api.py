@@ -11,13 +11,16 @@ import math
 
 import gradio as gr
 
+from transformer.analysis.registry import ANALYSES
 from transformer.core.half_linear import KERNEL
+from transformer.core.probes import ATTENTION_KINDS
 from transformer.decoding.export import to_json
+from transformer.numbers import NumberError, checked_number
 
 from .heads_off import format_heads_off
 from .request import DEFAULT_MAX_LENGTH, Request, RequestError
-from .session import ALTI, EVERY_ANALYSIS, ModelService, RunResult
-from .text import literal
+from .session import ALTI, EVERY_ANALYSIS, NORMS, ModelService, RunResult
+from .text import literal, page_error, page_warning
 from .views.live_payload import live_payload
 from .views.walkthrough_payload import walk_json
 
@@ -42,9 +45,27 @@ def summary(result: RunResult) -> str:
 def details_json(result: RunResult) -> dict:
     """Translate and return every number behind the plots: tokens, ids, steps with top-k candidates, the search
     tree, and attention weights [layer][head][query][key] for encoder_self, decoder_self and cross."""
-    return {"model": result.model_key, "device": result.device, "strategy": result.strategy, "settings": result.settings,
-            "milliseconds": round(result.milliseconds, 1), "notices": result.notices,
-            **json.loads(to_json(result.translations))}
+    details = json.loads(to_json(result.translations))
+    for sentence, translation in zip(details["sentences"], result.translations):
+        extra = analyses_json(translation)
+        if extra:
+            sentence["analyses"] = extra
+    return {
+        "model": result.model_key,
+        "device": result.device,
+        "strategy": result.strategy,
+        "settings": result.settings,
+        "milliseconds": round(result.milliseconds, 1),
+        "notices": result.notices,
+        **details,
+    }
+
+
+def analyses_json(translation) -> dict:
+    """Each registered analysis's result that declares a JSON form, by name, with its label (the built-in ones keep
+    their own fields: "contributions", the attention's "norms")."""
+    return {name: {"label": ANALYSES[name].label, **ANALYSES[name].to_json(translation, result)}
+            for name, result in translation.analyses.items() if name in ANALYSES and ANALYSES[name].to_json}
 
 
 def translation_json(result: RunResult) -> dict:
@@ -80,32 +101,50 @@ def endpoint(ui, respond, analyses: frozenset[str] = EVERY_ANALYSIS):
 
 def contrast_json(translation, contrast, foil: str) -> dict:
     """A Contrast (analysis/contrastive.py) with its tokens, numbered from 1 as the page numbers steps."""
-    return {"step": contrast.step + 1, "chosen": translation.tgt_tokens[contrast.step], "foil": foil,
-            "log_odds": round(contrast.log_odds, 6),
-            "method": "contrastive input x gradient of log p(chosen) - log p(foil) (Yin and Neubig, 2022)",
-            "source": [{"token": t, "score": round(float(v), 6)} for t, v in zip(translation.src_tokens, contrast.source)],
-            "prefix": [{"token": t, "score": round(float(v), 6)}
-                       for t, v in zip(translation.decoder_input_tokens, contrast.prefix)],
-            "alti_logit": None if contrast.layers is None else layers_json(translation, contrast.layers)}
+    return {
+        "step": contrast.step + 1,
+        "chosen": translation.tgt_tokens[contrast.step],
+        "foil": foil,
+        "log_odds": round(contrast.log_odds, 6),
+        "method": "contrastive input x gradient of log p(chosen) - log p(foil) (Yin and Neubig, 2022)",
+        "source": [{"token": t, "score": round(float(v), 6)} for t, v in zip(translation.src_tokens, contrast.source)],
+        "prefix": [
+            {"token": t, "score": round(float(v), 6)} for t, v in zip(translation.decoder_input_tokens, contrast.prefix)
+        ],
+        "alti_logit": None if contrast.layers is None else layers_json(translation, contrast.layers),
+    }
 
 
 def layers_json(translation, layers) -> dict:
     """The log-odds read through the layers (analysis/alti_logit.py): each input's share; with `biases` they sum to
     the log-odds exactly."""
-    return {"method": "ALTI-Logit (Ferrando et al., 2023): each input's share of log p(chosen) - log p(foil), "
-                      "through the layers; the shares and the biases sum to the log-odds",
-            "source": [{"token": t, "score": round(float(v), 6)} for t, v in zip(translation.src_tokens, layers.source)],
-            "prefix": [{"token": t, "score": round(float(v), 6)}
-                       for t, v in zip(translation.decoder_input_tokens, layers.prefix)],
-            "biases": round(layers.biases, 6)}
+    return {
+        "method": "ALTI-Logit (Ferrando et al., 2023): each input's share of log p(chosen) - log p(foil), "
+        "through the layers; the shares and the biases sum to the log-odds",
+        "source": [{"token": t, "score": round(float(v), 6)} for t, v in zip(translation.src_tokens, layers.source)],
+        "prefix": [
+            {"token": t, "score": round(float(v), 6)} for t, v in zip(translation.decoder_input_tokens, layers.prefix)
+        ],
+        "biases": round(layers.biases, 6),
+    }
+
+
+def counted(name: str, value, high=None, of: str = "") -> int:
+    """An API argument counted from 1 (sentence, step, layer, head, query): a finite whole number in [1, high]
+    (high None: only its kind and sign are known before translating), else an error naming it, the range as the API
+    counts and the value as sent."""
+    try:
+        return checked_number(name, value, int, 1, high)
+    except NumberError as error:
+        raise page_error(f"{error}{of} (the API counts {name} from 1)") from None
 
 
 def one_translation(ui, sentence, text, model, device, strategy, settings, max_length, prefix, heads_off):
     """(result, its translation of line `sentence`, from 1) for the endpoints that explain one sentence."""
+    counted("sentence", sentence)
     result = run_request(ui.service, lambda: Request.from_api(
         ui.registry, text, model, device, strategy, settings, max_length, prefix, heads_off), analyses=frozenset())
-    if not isinstance(sentence, int) or not 1 <= sentence <= len(result.translations):
-        raise gr.Error(f"sentence must be in [1, {len(result.translations)}], got {sentence!r}")
+    sentence = counted("sentence", sentence, len(result.translations))
     return result, result.translations[sentence - 1]
 
 
@@ -115,16 +154,16 @@ def why_not_endpoint(ui):
                 heads_off: str = None) -> dict:
         """Translate, then explain why the translation of line `sentence` chose its piece at `step` (both from 1)
         and not the piece `foil`: each source piece's and each earlier output piece's push on the log-odds."""
+        counted("step", step)
+        if not isinstance(foil, str) or not foil:
+            raise page_error("foil must name a piece of the model's vocabulary, such as one of a step's candidates")
         result, translation = one_translation(ui, sentence, text, model, device, strategy, settings, max_length,
                                               prefix, heads_off)
-        if not isinstance(step, int) or not 1 <= step <= len(translation.tgt_ids):
-            raise gr.Error(f"step must be in [1, {len(translation.tgt_ids)}] for this translation, got {step!r}")
-        if not isinstance(foil, str) or not foil:
-            raise gr.Error("foil must name a piece of the model's vocabulary, such as one of a step's candidates")
+        step = counted("step", step, len(translation.tgt_ids), " for this translation")
         try:
             contrast = ui.service.contrast(result, translation, step, foil)
         except ValueError as error:
-            raise gr.Error(f"foil: {error}") from error
+            raise page_error(f"foil: {error}") from error
         return contrast_json(translation, contrast, foil)
 
     return why_not
@@ -136,21 +175,30 @@ def query_key_endpoint(ui):
                   max_length: int = DEFAULT_MAX_LENGTH, prefix: str = None, heads_off: str = None) -> dict:
         """Translate, then take one head's weights at one query apart (layer, head, query and sentence from 1):
         the query vector, each key vector, their elementwise products, the scores and the weights."""
+        if kind not in ATTENTION_KINDS:
+            raise page_error(f"kind must be one of {list(ATTENTION_KINDS)}, got {kind!r}")
+        for name, value in (("layer", layer), ("head", head), ("query", query)):
+            counted(name, value)
         result, translation = one_translation(ui, sentence, text, model, device, strategy, settings, max_length,
                                               prefix, heads_off)
-        for name, value in (("layer", layer), ("head", head), ("query", query)):
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise gr.Error(f"{name} must be a whole number counted from 1, got {value!r}")
-        try:
-            breakdown = ui.service.query_key(result, translation, kind, layer - 1, head - 1, query - 1)
-        except ValueError as error:
-            raise gr.Error(f"{error} (the API counts layer, head and query from 1)") from error
         recorded = translation.recorded[kind]
-        return {"kind": kind, "layer": layer, "head": head, "query": query, "query_token": recorded.rows[query - 1],
-                "key_tokens": recorded.cols[: len(breakdown.weights)],
-                "query_vector": breakdown.query_vector.round(6).tolist(),
-                "key_vectors": breakdown.key_vectors.round(6).tolist(), "products": breakdown.products.round(6).tolist(),
-                "scores": breakdown.scores.round(6).tolist(), "weights": breakdown.weights.round(6).tolist()}
+        layers, heads, queries = recorded.values.shape[:3]
+        layer, head = counted("layer", layer, layers), counted("head", head, heads)
+        query = counted("query", query, queries, f" for {kind} in this translation")
+        breakdown = ui.service.query_key(result, translation, kind, layer - 1, head - 1, query - 1)
+        return {
+            "kind": kind,
+            "layer": layer,
+            "head": head,
+            "query": query,
+            "query_token": recorded.rows[query - 1],
+            "key_tokens": recorded.cols[: len(breakdown.weights)],
+            "query_vector": breakdown.query_vector.round(6).tolist(),
+            "key_vectors": breakdown.key_vectors.round(6).tolist(),
+            "products": breakdown.products.round(6).tolist(),
+            "scores": breakdown.scores.round(6).tolist(),
+            "weights": breakdown.weights.round(6).tolist(),
+        }
 
     return query_key
 
@@ -191,8 +239,12 @@ def server_status_endpoint(ui):
         float16 kernel is in use, else why not) and its worker processes (`workers_status`: "ready", "starting",
         "off", or why they are unavailable; translations run in the server's own process until they are ready)."""
         pool = ui.service.pool
-        return {"models": sorted(ui.registry.models), "kernel": KERNEL.status,
-                "workers": 0 if pool is None else pool.workers, "workers_status": "off" if pool is None else pool.status}
+        return {
+            "models": sorted(ui.registry.models),
+            "kernel": KERNEL.status,
+            "workers": 0 if pool is None else pool.workers,
+            "workers_status": "off" if pool is None else pool.status,
+        }
 
     return server_status
 
@@ -201,7 +253,7 @@ def wire_api(ui) -> None:
     """Registers the endpoints on the page being built; `ui` is the page's Wiring. The view state (layer,
     head, each view's controls) belongs to the page and is no argument here."""
     gr.api(endpoint(ui, translation_json, analyses=frozenset()), api_name="translate")
-    gr.api(endpoint(ui, trace_json, analyses=frozenset({ALTI})), api_name="translate_trace")
+    gr.api(endpoint(ui, trace_json, analyses=frozenset({ALTI, NORMS})), api_name="translate_trace")
     gr.api(endpoint(ui, details_json), api_name="translate_details")
     gr.api(why_not_endpoint(ui), api_name="why_not")
     gr.api(query_key_endpoint(ui), api_name="query_key")
@@ -214,10 +266,10 @@ def run_request(service: ModelService, build, analyses: frozenset[str] = EVERY_A
     try:
         result = service.run(build(), analyses)
     except RequestError as error:
-        raise gr.Error(str(error)) from error
+        raise page_error(str(error)) from error
     except Exception as error:  # one visitor's failure must not take the server down
         log.exception("translation failed")
-        raise gr.Error(f"Translation failed: {type(error).__name__}. Try a shorter or different input.") from error
+        raise page_error(f"Translation failed: {type(error).__name__}. Try a shorter or different input.") from error
     for notice in result.notices:
-        gr.Warning(notice)
+        page_warning(notice)
     return result

@@ -1,42 +1,45 @@
 """Input components whose validation errors name the setting and its allowed values.
 
 Gradio checks ranges and choices before a handler runs, with messages such as "Value 0 is less than
-minimum value 1." that do not say which input was wrong; API callers need to know.
+minimum value 1." that do not say which input was wrong; API callers need to know. Numbers go through the one
+number rule (transformer/numbers.py): NaN and infinities pass Gradio's own range check (every comparison with
+NaN is False), so they are refused here, before any handler converts them.
 """
 from __future__ import annotations
 
 import gradio as gr
 
+from transformer.numbers import NumberError, checked_number
 
-def _range_error(component, payload):
-    return gr.Error(f"{component.label} must be in [{component.minimum}, {component.maximum}], got {payload!r}")
+from .text import page_error
+
+
+def _checked(component, payload, kind: type):
+    try:
+        return checked_number(component.label, payload, kind, component.minimum, component.maximum)
+    except NumberError as error:
+        raise page_error(str(error)) from None
 
 
 class Slider(gr.Slider):
     def preprocess(self, payload):
         if payload is None:  # not given (an API call that leaves it out): the request decides
             return None
-        if not isinstance(payload, (int, float)) or isinstance(payload, bool):
-            raise _range_error(self, payload)
-        try:
-            return super().preprocess(payload)
-        except gr.Error as error:
-            raise _range_error(self, payload) from error
+        _checked(self, payload, int if isinstance(self.step, int) and isinstance(self.minimum, int) else float)
+        return super().preprocess(payload)
 
 
 class Number(gr.Number):
     def preprocess(self, payload):
         if payload is None:  # not given (an API call that leaves it out): the request decides
             return None
-        try:
-            return super().preprocess(payload)
-        except (gr.Error, TypeError, ValueError) as error:
-            raise gr.Error(f"{self.label} must be a whole number in [{self.minimum}, {self.maximum}], got {payload!r}") from error
+        _checked(self, payload, int if self.precision == 0 else float)
+        return super().preprocess(payload)
 
 
 def _choices_error(component, payload):
     allowed = ", ".join(repr(value) for _, value in component.choices)
-    return gr.Error(f"{component.label} must be one of {allowed}; got {payload!r}")
+    return page_error(f"{component.label} must be one of {allowed}; got {payload!r}")
 
 
 class _NamedChoices:

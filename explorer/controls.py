@@ -39,7 +39,9 @@ def setting_inputs(strategy: str, recorded: dict) -> dict:
 
 
 def max_length_slider():
-    return Slider(1, MAX_OUTPUT_TOKENS, value=DEFAULT_MAX_LENGTH, step=1, label="Max output tokens", elem_id="max-length")
+    return Slider(
+        1, MAX_OUTPUT_TOKENS, value=DEFAULT_MAX_LENGTH, step=1, label="Max output tokens", elem_id="max-length"
+    )
 
 
 def prefix_box():

@@ -20,7 +20,7 @@ def decoding_path(pool=None) -> str:
                 "every decoder layer's step in one call.")
     else:
         path = (f"CPU decoding runs float32 `F.linear`: the float16-weight kernel is {literal(status)} "
-                "(the same numbers, about 2× slower per step; see the README's Speed section).")
+                "(the same numbers, slower per step; see docs/speed.md).")
     return path + " " + ("Translations run in the server's process." if pool is None else literal(pool.describe()))
 
 

@@ -35,7 +35,9 @@ class ModelProfile:
     head_importance: dict | None  # head_importance.json, when `python -m transformer.analysis.importance` wrote one
     alignment: dict | None  # alignment.json, when `python -m transformer.analysis.alignment_eval` wrote one
     split_head_stats: dict | None  # head_stats.json: per-head statistics over val (analysis/corpus_stats.py)
-    faithfulness: dict | None = None  # faithfulness.json: the deletion test of each attribution (analysis/faithfulness.py)
+    faithfulness: dict | None = (
+        None  # faithfulness.json: the deletion test of each attribution (analysis/faithfulness.py)
+    )
     weights_file: Path | None = None  # model.safetensors, hashed on first use (an export), not at start-up
 
     @cached_property

@@ -6,6 +6,7 @@ checkpoint at all, start-up fails with a message that says how to fix it.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,8 @@ from .profile import ModelProfile, profile_model
 log = logging.getLogger(__name__)
 
 LANGUAGE_NAMES = {"en": "English", "de": "German", "fr": "French", "cs": "Czech"}
+PAGE_LANGUAGE = "en"  # the page's own language: the default model translates from it where one does
+DEFAULT_MODEL_SETTING = "ATTENTION_EXPLORER_DEFAULT_MODEL"  # environment: the served model the page opens on
 
 
 class NoUsableCheckpoint(RuntimeError):
@@ -64,7 +67,16 @@ class Registry:
 
     @property
     def default_key(self) -> str:
-        return "en-de" if "en-de" in self.models else next(iter(self.models))
+        """The model the page opens on and a request without one gets: the served model named by the setting
+        ATTENTION_EXPLORER_DEFAULT_MODEL where it is set, else the first served one (in folder order) that
+        translates from the page's own language, else the first served one."""
+        named = os.environ.get(DEFAULT_MODEL_SETTING)
+        if named:
+            if named not in self.models:
+                raise ValueError(f"{DEFAULT_MODEL_SETTING} must be one of the served models {sorted(self.models)}, "
+                                 f"got {named!r}")
+            return named
+        return next((key for key in self.models if self.source_language(key) == PAGE_LANGUAGE), next(iter(self.models)))
 
     def get(self, key: str) -> ServedModel:
         if key not in self.models:
@@ -97,7 +109,10 @@ def discover(root: Path) -> Registry:
     if not models:
         details = "; ".join(f"{name}: {why}" for name, why in problems.items()) or "no folder with a config.json"
         raise NoUsableCheckpoint(
-            f"no usable checkpoint under {root} ({details}). Restore the shipped one with `git checkout -- checkpoints/` "
+            f"no usable checkpoint under {root} ({details}). Restore the shipped one with "
+            "`git checkout -- checkpoints/` "
             "or train one with `python -m transformer.train --out checkpoints/en-de`."
         )
-    return Registry(models, problems)
+    registry = Registry(models, problems)
+    registry.default_key  # a default model setting that names no served model stops the start here, named
+    return registry

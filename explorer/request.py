@@ -12,6 +12,7 @@ from urllib.parse import urlencode
 
 from transformer.core.head_mask import HeadMaskError, check_heads_off
 from transformer.decoding.strategies import STRATEGIES, SettingError, build_settings, get_strategy
+from transformer.numbers import NumberError, checked_number, parsed_number
 
 from .heads_off import format_heads_off, parse_heads_off
 
@@ -99,9 +100,10 @@ class Request:
         keys are read by share.py."""
         model = params.get("model") if params.get("model") in registry.models else None
         strategy, _ = resolved_strategy(registry.get(model or registry.default_key).translator, params.get("strategy"))
-        settings = {spec.name: number(spec.name, params[spec.name], spec.kind)
+        settings = {spec.name: number(spec.name, params[spec.name], spec.kind, spec.minimum, spec.maximum)
                     for spec in get_strategy(strategy).specs if spec.name in params}
-        max_length = number("max_length", params["max_length"], int) if "max_length" in params else DEFAULT_MAX_LENGTH
+        max_length = (number("max_length", params["max_length"], int, 1, MAX_OUTPUT_TOKENS) if "max_length" in params
+                      else DEFAULT_MAX_LENGTH)
         return cls.build(registry, params.get("text", ""), params.get("model"), params.get("device", "cpu"),
                          strategy, settings, max_length, params.get("prefix"), params.get("heads_off"))
 
@@ -144,7 +146,9 @@ def split_lines(text) -> list[str]:
                                    "request.")
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if len(lines) > MAX_LINES:
-        raise RequestError("text", f"Source text has {len(lines)} lines; the limit is {MAX_LINES} sentences per request.")
+        raise RequestError(
+            "text", f"Source text has {len(lines)} lines; the limit is {MAX_LINES} sentences per request."
+        )
     return lines
 
 
@@ -165,10 +169,10 @@ def checked_settings(strategy: str, settings: dict) -> dict:
 
 
 def check_max_length(value) -> int:
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or value != int(value) \
-            or not 1 <= value <= MAX_OUTPUT_TOKENS:
-        raise RequestError("max_length", f"max_length must be in [1, {MAX_OUTPUT_TOKENS}], got {value!r}")
-    return int(value)
+    try:
+        return checked_number("max_length", value, int, 1, MAX_OUTPUT_TOKENS)
+    except NumberError as error:
+        raise RequestError("max_length", str(error)) from None
 
 
 def as_head_entries(heads_off) -> list[tuple[str, int, int]] | None:
@@ -177,7 +181,13 @@ def as_head_entries(heads_off) -> list[tuple[str, int, int]] | None:
             return parse_heads_off(heads_off)
         except SettingError as error:
             raise RequestError("heads_off", str(error)) from None
-    return [tuple(entry) for entry in heads_off]
+    if not isinstance(heads_off, (list, tuple)):
+        raise RequestError(
+            "heads_off",
+            'heads_off must be text such as "cross 3 2; decoder_self 1 4" (numbered from 1) '
+            f"or a list of [kind, layer, head] numbered from 0, got {heads_off!r}",
+        )
+    return [tuple(entry) if isinstance(entry, (list, tuple)) else entry for entry in heads_off]  # checked later
 
 
 def check_typed_heads(heads, config) -> None:
@@ -187,12 +197,10 @@ def check_typed_heads(heads, config) -> None:
                                             f"numbered 1-{config.n_layers} and its heads 1-{config.n_heads}")
 
 
-def number(name: str, text: str, kind: type):
-    """A link's text value as a number of `kind`; a bad one is named."""
+def number(name: str, text: str, kind: type, low, high):
+    """A link's text value as a finite number of `kind` in [low, high] (numbered as the link numbers it); a bad one
+    is named with the range and the text as sent."""
     try:
-        value = float(text)
-    except ValueError:
-        raise RequestError(name, f"{name} in the link must be a number, got {text!r}") from None
-    if kind is int and value != int(value):
-        raise RequestError(name, f"{name} in the link must be a whole number, got {text!r}")
-    return kind(value)
+        return parsed_number(f"{name} in the link", text, kind, low, high)
+    except NumberError as error:
+        raise RequestError(name, str(error)) from None

@@ -39,11 +39,12 @@ from .session import RunResult, run
 log = logging.getLogger(__name__)
 
 SWITCH = "ATTENTION_EXPLORER_WORKERS"
-START_TIMEOUT_S = 120  # a worker loads in about 2 s; a kernel build it waits for takes about 30
+START_TIMEOUT_S = 120  # generous: a worker may wait for the float16 kernel's build
 
 
 def workers_from_environment() -> int:
-    """How many worker processes ATTENTION_EXPLORER_WORKERS asks for (0: none), with a message that names it when bad."""
+    """How many worker processes ATTENTION_EXPLORER_WORKERS asks for (0: none), with a message that names it when
+    bad."""
     text = os.environ.get(SWITCH, str(os.cpu_count() or 1)).strip()
     if not text.isdigit():
         raise ValueError(f"{SWITCH} must be a whole number of worker processes (0: translate in the server's "

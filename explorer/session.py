@@ -10,20 +10,35 @@ from dataclasses import dataclass, field, replace
 import torch
 
 from transformer import Translation
-from transformer.analysis.alti import add_contributions
-from transformer.analysis.alti_logit import alti_logit
-from transformer.analysis.attribution import Attribution, attribute
-from transformer.analysis.contrastive import Contrast, contrastive_input_x_gradient
-from transformer.analysis.norms import add_norms
-from transformer.analysis.query_key import QueryKey, query_key
-from transformer.analysis.walkthrough import Walkthrough, walkthrough
-from transformer.core.head_mask import heads_masked
+from transformer.analysis.attribution import Attribution
+from transformer.analysis.contrastive import Contrast
+from transformer.analysis.query_key import QueryKey
+from transformer.analysis.registered import (  # noqa: F401
+    ALTI_PLUS,
+    ATTRIBUTION,
+    CONTRAST,
+    LENS,
+    NORMS,
+    QUERY_KEY,
+    WALKTHROUGH,
+)
+from transformer.analysis.registry import (
+    LOGIT_LENS,
+    ModelAccess,
+    add_analyses,
+    cheap_analyses,
+    recorded_for,
+    run_analysis,
+)
+from transformer.analysis.walkthrough import Walkthrough
+from transformer.core.probes import ATTENTION_KINDS
 from transformer.decoding.hypothesis import HypothesisStep, hypothesis_step, output_log_prob
 from transformer.decoding.strategies import get_strategy
 
 from .registry import Registry
 from .request import Request
 from .result_cache import ResultCache, capacity_from_environment, request_key
+
 
 @dataclass
 class RunResult:
@@ -44,24 +59,27 @@ class RunResult:
 
 
 # what a run adds to its translations besides the attention maps, for callers that read it (none of them ever
-# changes a translation): the logit lens (recorded while decoding), and ALTI+ with the weighted norms (one
-# teacher-forced pass per translation)
-LENS, ALTI = "logit lens", "ALTI+ and norms"
-EVERY_ANALYSIS = frozenset({LENS, ALTI})
+# changes a translation): the cheap analyses (transformer/analysis/registered.py), by name; the logit lens is
+# recorded while decoding, ALTI+ and the norms take one teacher-forced pass per translation
+ALTI = ALTI_PLUS  # LENS, ALTI and NORMS name them in `analyses`
+EVERY_ANALYSIS = None  # every cheap analysis registered when the run starts
 
 
-def run(registry: Registry, request: Request, analyses: frozenset[str] = EVERY_ANALYSIS) -> RunResult:
+def run(registry: Registry, request: Request, analyses: frozenset[str] | None = EVERY_ANALYSIS) -> RunResult:
     """Translates a checked request (see request.py) with every attention map recorded and the `analyses` the
     caller reads (the page's views read them all)."""
+    analyses = cheap_analyses() if analyses is None else analyses
     served = registry.get(request.model)
     translator, notice = served.on(request.device)
     notices = [notice] if notice else []
     heads_off = list(request.heads_off) or None
+    recorded = recorded_for(analyses)
+    probes = tuple(dict.fromkeys(ATTENTION_KINDS + tuple(name for name in recorded if name != LOGIT_LENS)))
 
     def translate_with(chosen):
         return chosen.translate_batch(list(request.lines), strategy=request.strategy, max_length=request.max_length,
-                                      capture=True, prefix=request.prefix, logit_lens=LENS in analyses, heads_off=heads_off,
-                                      **request.settings)
+                                      record=probes, prefix=request.prefix, logit_lens=LOGIT_LENS in recorded,
+                                      heads_off=heads_off, **request.settings)
 
     started = time.perf_counter()
     try:
@@ -73,11 +91,9 @@ def run(registry: Registry, request: Request, analyses: frozenset[str] = EVERY_A
         notices.append("CUDA ran out of memory for this request: translated on the CPU.")
         translations = translate_with(translator)
     elapsed = (time.perf_counter() - started) * 1000
-    for translation in translations if ALTI in analyses else []:  # one teacher-forced pass each: ALTI+ and the norms
-        # float32: the page draws them as bytes, and it takes 28% less time than float64 (17.0 against 23.5 ms)
-        add_contributions(translator.model, translation, torch.float32)
-        if translation.norms is None:  # a post-norm model has no ALTI+ reading
-            add_norms(translator.model, translation)
+    access = ModelAccess(translator.model, translator.tokenizer, tuple(request.heads_off))
+    for translation in translations:
+        add_analyses(access, translation, analyses)
     cut = [i + 1 for i, t in enumerate(translations) if t.truncated]
     if cut:
         notices.append(f"Line(s) {cut} exceeded the model's {translator.model.config.max_len - 1} source tokens: "
@@ -101,8 +117,9 @@ class ModelService:
         self.cache = ResultCache(capacity_from_environment()) if cache is None else cache
         self.pool = None  # worker processes that run requests (run_pool.RunPool); app.py starts them
 
-    def run(self, request: Request, analyses: frozenset[str] = EVERY_ANALYSIS) -> RunResult:
+    def run(self, request: Request, analyses: frozenset[str] | None = EVERY_ANALYSIS) -> RunResult:
         """`request` translated, or an equal request's result: the same translations in a RunResult of its own."""
+        analyses = cheap_analyses() if analyses is None else analyses
 
         def compute() -> RunResult:
             from_worker = None if self.pool is None else self.pool.run(request, analyses)
@@ -118,15 +135,27 @@ class ModelService:
         translator, _ = self.registry.get(result.model_key).on(result.device)
         return translator
 
+    def access(self, result: RunResult, heads_off=KEEP) -> ModelAccess:
+        """What an analysis of `result` may use: its model on its device, with the result's heads switched off (or
+        `heads_off`, (kind, layer, head) 0-based)."""
+        translator = self.translator_of(result)
+        heads = list(result.request.heads_off) if heads_off is KEEP else list(heads_off or [])
+        return ModelAccess(translator.model, translator.tokenizer, tuple(heads))
+
+    def analyse(self, result: RunResult, translation: Translation, name: str, **question):
+        """The registered analysis `name` (transformer/analysis/registered.py) of one of `result`'s translations,
+        with the result's heads switched off as it was translated; `question`: an on-demand analysis's arguments."""
+        return run_analysis(self.access(result), translation, name, **question)
+
     def rerun(self, result: RunResult, translation: Translation, prefix=None, heads_off=KEEP) -> Translation:
         """`translation`'s source again with the result's strategy and settings, forced to start with `prefix`
         (pieces) and with `heads_off` ((kind, layer, head), 0-based) switched off instead of the result's own."""
         request = result.request
-        heads = list(request.heads_off) if heads_off is KEEP else list(heads_off or [])
+        access = self.access(result, heads_off)
         translator = self.translator_of(result)
-        return add_norms(translator.model, translator.translate(
+        return add_analyses(access, translator.translate(
             translation.source, strategy=request.strategy, max_length=request.max_length, prefix=prefix,
-            capture=True, heads_off=heads or None, **request.settings))
+            capture=True, heads_off=list(access.heads_off) or None, **request.settings), {NORMS})
 
     def output_log_prob(self, result: RunResult, translation: Translation, heads_off=()) -> float:
         """log p(translation's output | its source), teacher-forced, with `heads_off` switched off."""
@@ -141,38 +170,19 @@ class ModelService:
         return self.translator_of(result).tokenizer.pieces(text)
 
     def contrast(self, result: RunResult, translation: Translation, step: int, foil: str) -> Contrast:
-        """Why `translation` chose its piece at 1-based `step` and not the piece `foil`: contrastive input x
-        gradient of the log-odds and, read through the layers, its ALTI-Logit, with the result's heads switched off
-        as it was translated."""
-        translator = self.translator_of(result)
-        if not 1 <= step <= len(translation.tgt_ids):
-            raise ValueError(f"step must be in [1, {len(translation.tgt_ids)}] for this translation, got {step}")
-        foil_id = translator.tokenizer.piece_to_id(foil)
-        if translator.tokenizer.id_to_piece(foil_id) != foil:
-            raise ValueError(f"{foil!r} is not a piece of this model's vocabulary")
-        heads_off = list(result.request.heads_off) or None
-        with heads_masked(translator.model, heads_off):
-            contrast = contrastive_input_x_gradient(translator.model, translation.src_ids, translation.tgt_ids,
-                                                    step - 1, foil_id)
-        if translator.model.config.norm == "pre":  # ALTI-Logit reads pre-norm layers, as ALTI+ does
-            contrast.layers = alti_logit(translator.model, translation.src_ids, translation.tgt_ids, step - 1, foil_id,
-                                         heads_off)
-        return contrast
+        """Why `translation` chose its piece at 1-based `step` and not the piece `foil` (analysis/contrastive.py)."""
+        return self.analyse(result, translation, CONTRAST, step=step, foil=foil)
 
     def query_key(self, result: RunResult, translation: Translation, kind: str, layer: int, head: int,
                   query: int) -> QueryKey:
         """The query and key vectors behind one head's weights at one query position (all 0-based)."""
-        translator = self.translator_of(result)
-        return query_key(translator.model, translation.src_ids, translation.tgt_ids, kind, layer, head, query,
-                         list(result.request.heads_off) or None)
+        return self.analyse(result, translation, QUERY_KEY, kind=kind, layer=layer, head=head, query=query)
 
     def walkthrough(self, result: RunResult, translation: Translation, token: int, step: int, head: int = 0) -> Walkthrough:
         """Every operation of the forward pass for source position `token`, decoding step `step` and head `head` (all
         0-based), read from one teacher-forced pass with the result's heads switched off as it was translated."""
-        translator = self.translator_of(result)
-        return walkthrough(translator.model, translator.tokenizer, translation, token, step, head,
-                           list(result.request.heads_off) or None)
+        return self.analyse(result, translation, WALKTHROUGH, token=token, step=step, head=head)
 
     def attribute(self, result: RunResult, translation: Translation) -> Attribution:
         """Input x gradient of the translation's own output over its source."""
-        return attribute(self.translator_of(result).model, translation)
+        return self.analyse(result, translation, ATTRIBUTION)

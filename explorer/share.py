@@ -13,6 +13,7 @@ from transformer.core.probes import ATTENTION_KINDS
 from transformer.decoding.strategies import all_settings
 
 from .request import Request, RequestError, number
+from .text import page_error
 
 VIEW_KEYS = ("kind", "layer", "head", "step")
 
@@ -39,10 +40,7 @@ def parse_link(params: dict, registry) -> tuple[Request, dict]:
 
 
 def in_range(name: str, text: str, low: int, high: int) -> int:
-    value = number(name, text, int)
-    if not low <= value <= high:
-        raise RequestError(name, f"{name} in the link must be in [{low}, {high}], got {value}")
-    return value
+    return number(name, text, int, low, high)
 
 
 def wire_link(ui, demo: gr.Blocks) -> None:
@@ -63,7 +61,7 @@ def wire_link(ui, demo: gr.Blocks) -> None:
         try:
             request, view = parse_link(params, ui.registry)
         except RequestError as error:
-            raise gr.Error(str(error)) from error
+            raise page_error(str(error)) from error
         named = ui.translate(request)
         if isinstance(named.get("live_attention"), dict):
             named["live_attention"]["start"] = {**view, "restore": True}

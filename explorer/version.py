@@ -6,4 +6,6 @@ from pathlib import Path
 import tomllib
 
 PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
-APP_VERSION = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]["version"] if PYPROJECT.is_file() else "unknown"
+APP_VERSION = (
+    tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]["version"] if PYPROJECT.is_file() else "unknown"
+)

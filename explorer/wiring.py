@@ -19,10 +19,9 @@ from .registry import Registry
 from .request import Request, RequestError
 from .session import ModelService
 from .share import wire_link
-from .text import examples_for, literal
+from .text import examples_for, literal, placeholder_for
 from .views import MODEL, TRANSLATION, View, ViewContext
 from .views.selection import head_choices, layer_choices, valid_head, valid_layer
-
 
 # Runs in the browser before the open tab is drawn: waits until the live view has drawn the new translation (its
 # numbers are inflated asynchronously, static/live_render.js) and the browser has painted it, or a second at most,
@@ -171,7 +170,9 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
     translate_inputs = [c[name] for name in ui.request_names + ui.state_names]
     # the page's Translate returns the first screen alone (the open tab follows in draw_open_tab, other tabs when
     # opened), so only those are its outputs: Gradio handles every listed output on the server and in the browser
-    first_screen_outputs = {name for view in views if view.placement == "first_screen" for name in ui.view_outputs[view.name]}
+    first_screen_outputs = {
+        name for view in views if view.placement == "first_screen" for name in ui.view_outputs[view.name]
+    }
     translate_outputs = [ui.result_state] + [c[name] for name in ui.translate_output_names
                                              if name in first_screen_outputs or name in TRANSLATE_SHARED_OUTPUTS]
 
@@ -188,12 +189,25 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
 
     tab_outputs = [component for view in views if view.placement == "tab" for component in ui.outputs_of(view)]
     # the progress animation runs on the translation box alone: animating every output kept the browser busy while
-    # the server translated, on the same cores (the 30-token sentence's click to live picture: ~306 -> ~261 ms);
+    # the server translated, on the same cores (docs/speed.md);
     # the live picture keeps the last translation's until the new one is drawn
     for trigger in (c["translate_button"].click, c["source"].submit):  # the page: checked first, result kept
-        trigger(translate_page, translate_inputs, translate_outputs, api_name=False, api_visibility="private",
-                validator=validate, show_progress_on=[c["translation"]]).success(draw_open_tab, ui.state_inputs + [ui.open_tab], [ui.result_state] + tab_outputs,
-                                            api_visibility="private", js=AFTER_LIVE_VIEW_JS, **ui.quiet)
+        trigger(
+            translate_page,
+            translate_inputs,
+            translate_outputs,
+            api_name=False,
+            api_visibility="private",
+            validator=validate,
+            show_progress_on=[c["translation"]],
+        ).success(
+            draw_open_tab,
+            ui.state_inputs + [ui.open_tab],
+            [ui.result_state] + tab_outputs,
+            api_visibility="private",
+            js=AFTER_LIVE_VIEW_JS,
+            **ui.quiet,
+        )
     wire_api(ui)
 
     # a control re-renders the views that read it, from the stored result: no model runs, so no queue
@@ -211,10 +225,12 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
     def on_model(result, *values):
         """One request per model choice: the views about the model, its examples, and a stale result marked."""
         model_key = values[-1]
-        return ui.render(views, result, ui.state_from(values[:-1]), model_key, MODEL) | model_inputs(ui, model_key, result)
+        return ui.render(views, result, ui.state_from(values[:-1]), model_key, MODEL) | model_inputs(
+            ui, model_key, result
+        )
 
     for event in (c["model"].change, demo.load):
-        event(on_model, ui.state_inputs + [c["model"]], view_outputs + [c["example"], c["summary"]],
+        event(on_model, ui.state_inputs + [c["model"]], view_outputs + [c["example"], c["source"], c["summary"]],
               api_visibility="private", **ui.quiet)
     for view in views:
         view.wire(ui)
@@ -264,8 +280,9 @@ def model_inputs(ui: Wiring, model_key: str, result) -> dict:
     stale = result is not None and result.model_key != model_key
     note = (f"⚠️ The result below is from **{literal(ui.registry.get(result.model_key).label)}**; press Translate "
             f"to translate with **{literal(ui.registry.get(model_key).label)}**." if stale else gr.update())
-    return {c["example"]: gr.update(choices=examples_for(ui.registry.source_language(model_key)), value=None),
-            c["summary"]: note}
+    language = ui.registry.source_language(model_key)
+    return {c["example"]: gr.update(choices=examples_for(language), value=None),
+            c["source"]: gr.update(placeholder=placeholder_for(language)), c["summary"]: note}
 
 
 def wire_controls(ui: Wiring) -> None:

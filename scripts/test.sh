@@ -1,42 +1,66 @@
 #!/usr/bin/env bash
-# Installs everything the tests need on a fresh machine, then runs the whole suite.
+# Installs everything the tests need on a fresh machine, then builds the docs, lints and runs the whole suite.
 # Usage: bash scripts/test.sh [--fast] [extra pytest arguments]
 #   --fast   the quick lane while working: no browser, slow (app server, several processes) or kernel tests,
 #            and no Chromium install; CI runs everything
+# Every step prints what it does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/steps.sh
 lane=()
 if [[ ${1:-} == --fast ]]; then
   shift
   lane=(-m "not browser and not slow and not kernel")
 fi
 
+apt_install() {  # apt_install PACKAGE: Debian's package, as root or through sudo
+  local sudo
+  sudo=$([ "$(id -u)" -eq 0 ] && echo "" || echo "sudo")
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$1" >/dev/null
+}
+
 # Debian's Chromium drives the browser tests (Playwright never downloads a browser here).
 if [[ ${#lane[@]} -eq 0 ]] && ! command -v chromium >/dev/null 2>&1; then
-  SUDO=$([ "$(id -u)" -eq 0 ] && echo "" || echo "sudo")
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+  step "installing Debian's chromium with apt-get (first run: about 100 MB)..."
+  heartbeat "installing chromium" apt_install chromium
 fi
 
-[ -x .venv/bin/python ] || python3 -m venv .venv
-.venv/bin/python -m pip install -q --disable-pip-version-check -r requirements-test.txt
+if [ ! -x .venv/bin/python ]; then
+  step "creating the virtual environment in .venv"
+  python3 -m venv .venv
+fi
+step "installing Python packages from requirements-test.txt (first run: torch ~190 MB as the CPU wheel, a few minutes)..."
+heartbeat "installing Python packages" pip_install -r requirements-test.txt
 # the project itself, editable: the README's package example then runs from any directory (tested)
-.venv/bin/python -m pip install -q --disable-pip-version-check --no-deps -e .
+step "installing the project itself (editable)..."
+heartbeat "installing the project" pip_install --no-deps -e .
 
-# the float16-weight kernel, compiled once before anything uses it (the tests then load the cached build)
-.venv/bin/python -c "from transformer.core.half_linear import KERNEL; KERNEL.wait(); print('float16 kernel:', KERNEL.status)"
+# compiled once before anything uses it (the tests then load the cached build)
+step "compiling the float16 kernel (first run: about a minute; cached afterwards)..."
+heartbeat "compiling the float16 kernel" build_kernel
+
+# the reference site, strictly: a broken link, a missing anchor or a page left out of the nav fails; built into a
+# temporary folder so nothing is left in the tree
+site=$(mktemp -d)
+fixtures=$(mktemp -d)
+trap 'rm -rf "$site" "$fixtures"' EXIT
+step "building the docs (mkdocs build --strict)..."
+NO_MKDOCS_2_WARNING=1 .venv/bin/python -m mkdocs build --strict --site-dir "$site"
+
+step "linting (ruff check)..."
+.venv/bin/python -m ruff check --output-format concise .
 
 # the live view's data module (explorer/static/live_data.js) under Node's own test runner, against a fixture
 # Python computes from a real translation
 if ! command -v node >/dev/null 2>&1; then
-  SUDO=$([ "$(id -u)" -eq 0 ] && echo "" || echo "sudo")
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq nodejs >/dev/null
+  step "installing Node with apt-get..."
+  heartbeat "installing nodejs" apt_install nodejs
 fi
-fixtures=$(mktemp -d)
-trap 'rm -rf "$fixtures"' EXIT
+step "testing the live view's browser code (node --test)..."
 # (without the float16 kernel: this short process would only start its build and end)
 ATTENTION_EXPLORER_HALF_WEIGHTS=0 .venv/bin/python tests/js/export_fixtures.py "$fixtures/live.json"
 LIVE_FIXTURE="$fixtures/live.json" node --test tests/js/
 
+step "running pytest ${lane[*]}..."
 .venv/bin/python -m pytest tests "${lane[@]}" "$@"

@@ -57,13 +57,18 @@ def brute_force(attention_module, weights, x_norm, x, y, memory=None):
         for j in range(keys_input.shape[0]):
             term = torch.zeros(d, dtype=torch.float64)
             for h in range(heads):
-                value = keys_input[j] @ w[2 * d + h * hs: 2 * d + (h + 1) * hs].T + b[2 * d + h * hs: 2 * d + (h + 1) * hs]
+                value = (
+                    keys_input[j] @ w[2 * d + h * hs : 2 * d + (h + 1) * hs].T
+                    + b[2 * d + h * hs : 2 * d + (h + 1) * hs]
+                )
                 term += weights[h, i, j].double() * (w_o[:, h * hs:(h + 1) * hs] @ value)
             if memory is None and j == i:
                 term = term + x[i]
             terms.append(term)
         # the decomposition is exact: the terms and the output bias rebuild the sub-layer's output
-        np.testing.assert_allclose((sum(terms) + attention_module.out_proj.bias.double()).numpy(), y[i].numpy(), atol=1e-5)
+        np.testing.assert_allclose(
+            (sum(terms) + attention_module.out_proj.bias.double()).numpy(), y[i].numpy(), atol=1e-5
+        )
         raw = [max(0.0, float(y[i].abs().sum() - (y[i] - t).abs().sum())) for t in terms]
         out[i] = np.array(raw) / sum(raw)
     return out
@@ -75,14 +80,28 @@ def test_contributions_equal_a_brute_force_rollout(model):
     rollout = np.eye(len(SRC))
     for index, layer in enumerate(model.encoder_layers):
         x, y = seen[("enc", layer)]
-        c = brute_force(layer.self_attention, attention.encoder_self[index, 0], layer.attention_residual.norm(x.float()).double(), x, y)
+        c = brute_force(
+            layer.self_attention,
+            attention.encoder_self[index, 0],
+            layer.attention_residual.norm(x.float()).double(),
+            x,
+            y,
+        )
         rollout = c @ rollout
     rows = np.hstack([np.zeros((len(TGT), len(SRC))), np.eye(len(TGT))])
     source_rows = np.hstack([rollout, np.zeros((len(SRC), len(TGT)))])
     for index, layer in enumerate(model.decoder_layers):
         x, y = seen[("self", layer)]
-        rows = brute_force(layer.self_attention, attention.decoder_self[index, 0], layer.self_attention_residual.norm(x.float()).double(),
-                           x, y) @ rows
+        rows = (
+            brute_force(
+                layer.self_attention,
+                attention.decoder_self[index, 0],
+                layer.self_attention_residual.norm(x.float()).double(),
+                x,
+                y,
+            )
+            @ rows
+        )
         x, y = seen[("cross", layer)]
         shares = brute_force(layer.cross_attention, attention.cross[index, 0], None, x, y, memory=seen["memory"])
         rows = shares[:, :1] * rows + shares[:, 1:] @ source_rows
@@ -109,8 +128,14 @@ def test_in_float32_as_the_app_runs_it_the_contributions_stay_within_1e_5_of_flo
     np.testing.assert_allclose(fast.layers, exact.layers, atol=1e-5)
 
 
-@pytest.mark.parametrize("settings", [dict(strategy="greedy"), dict(strategy="beam", beam_size=3),
-                                      dict(strategy="beam", beam_size=2, heads_off=[("cross", 1, 0), ("decoder_self", 0, 3)])])
+@pytest.mark.parametrize(
+    "settings",
+    [
+        dict(strategy="greedy"),
+        dict(strategy="beam", beam_size=3),
+        dict(strategy="beam", beam_size=2, heads_off=[("cross", 1, 0), ("decoder_self", 0, 3)]),
+    ],
+)
 def test_a_translation_reads_its_own_recorded_attention_as_the_pass_would(random_translator, settings):
     """add_contributions takes the weights decoding recorded instead of recording the pass's own: within float32
     rounding of alti_plus's float64 pass, for greedy and beam search (whose maps are traced back to the winner) and

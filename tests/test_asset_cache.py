@@ -19,7 +19,9 @@ class CountingApp:
         self.calls += 1
         encoding = dict(scope["headers"]).get(b"accept-encoding", b"")
         status = 404 if scope["path"] == "/assets/missing.js" else 200
-        await send({"type": "http.response.start", "status": status, "headers": [(b"x-call", str(self.calls).encode())]})
+        await send(
+            {"type": "http.response.start", "status": status, "headers": [(b"x-call", str(self.calls).encode())]}
+        )
         await send({"type": "http.response.body", "body": scope["path"].encode() + b"|", "more_body": True})
         await send({"type": "http.response.body", "body": encoding, "more_body": False})
 

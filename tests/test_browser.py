@@ -86,8 +86,10 @@ def open_translated(browser, url, sentence, width=1280, height=1000, strategy=No
 
 def wait_for_plot(page, selector):
     page.wait_for_function(
-        f"() => {{ const p = document.querySelector('{selector} .js-plotly-plot'); return p && p.data && p.data.length > 0; }}",
-        timeout=TIMEOUT)
+        f"() => {{ const p = document.querySelector('{selector} .js-plotly-plot');"
+        " return p && p.data && p.data.length > 0; }",
+        timeout=TIMEOUT,
+    )
 
 
 def plot_data(page, selector):
@@ -98,7 +100,9 @@ def plot_data(page, selector):
 
 def choose(page, label, option):
     page.get_by_label(label, exact=True).click()
-    page.locator(f"li[data-testid='dropdown-option'][aria-label='{option}']").click()  # Gradio's list, not the live view's
+    page.locator(
+        f"li[data-testid='dropdown-option'][aria-label='{option}']"
+    ).click()  # Gradio's list, not the live view's
 
 
 def test_translate_shows_translation_tokens_and_timing(page):
@@ -142,22 +146,30 @@ def test_attention_kind_layer_and_head_change_the_heatmap(page):
     before = plot_data(page, "#attention-plot")
     assert "Cross-attention" in before["title"]
     page.get_by_role("radio", name="Encoder self-attention").check()
-    page.wait_for_function("() => document.querySelector('#attention-plot .js-plotly-plot').layout.title.text.startsWith('Encoder')",
-                           timeout=TIMEOUT)
+    page.wait_for_function(
+        "() => document.querySelector('#attention-plot .js-plotly-plot').layout.title.text.startsWith('Encoder')",
+        timeout=TIMEOUT,
+    )
     encoder = plot_data(page, "#attention-plot")
     assert encoder["x"] == encoder["y"]  # source tokens on both axes
     choose(page, "Layer", "Layer 1")
-    page.wait_for_function("() => document.querySelector('#attention-plot .js-plotly-plot').layout.title.text.includes('layer 1')",
-                           timeout=TIMEOUT)
+    page.wait_for_function(
+        "() => document.querySelector('#attention-plot .js-plotly-plot').layout.title.text.includes('layer 1')",
+        timeout=TIMEOUT,
+    )
     choose(page, "Head", "Head 2")
-    page.wait_for_function("() => document.querySelector('#attention-plot .js-plotly-plot').layout.title.text.includes('head 2')",
-                           timeout=TIMEOUT)
+    page.wait_for_function(
+        "() => document.querySelector('#attention-plot .js-plotly-plot').layout.title.text.includes('head 2')",
+        timeout=TIMEOUT,
+    )
     head2 = plot_data(page, "#attention-plot")
     assert head2["data"][0]["z"] != before["data"][0]["z"]
     page.locator("#attention-plot").screenshot(path=str(SCREENSHOTS / "attention.png"))
     choose(page, "Head", "All heads (tiled)")
-    page.wait_for_function("() => document.querySelector('#attention-plot .js-plotly-plot').layout.title.text.includes('all')",
-                           timeout=TIMEOUT)
+    page.wait_for_function(
+        "() => document.querySelector('#attention-plot .js-plotly-plot').layout.title.text.includes('all')",
+        timeout=TIMEOUT,
+    )
     page.locator("#attention-plot").screenshot(path=str(SCREENSHOTS / "attention-heads.png"))
 
 
@@ -222,8 +234,10 @@ def test_html_input_shows_as_text_and_never_runs(browser, server_url):
     expect(page.locator("#translation textarea")).not_to_have_value("", timeout=TIMEOUT)
     page.get_by_role("tab", name="Attention").click()
     page.get_by_role("radio", name="Encoder self-attention").check()
-    page.wait_for_function("() => document.querySelector('#attention-plot .js-plotly-plot')?.layout.title.text.startsWith('Encoder')",
-                           timeout=TIMEOUT)
+    page.wait_for_function(
+        "() => document.querySelector('#attention-plot .js-plotly-plot')?.layout.title.text.startsWith('Encoder')",
+        timeout=TIMEOUT,
+    )
     labels = page.locator("#attention-plot .xtick text").all_text_contents()
     shown = "".join(labels).replace("\u200b", "").replace("\u200c", "")
     assert "<0x3C>img" in shown, labels  # the markup is there as text on the axis (< is a byte piece)

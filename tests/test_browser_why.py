@@ -79,7 +79,7 @@ def test_a_tree_node_opens_its_hypothesis_step(page):
     page.get_by_role("tab", name="Search tree").click()
     nodes = page.locator("#search-tree [data-node]")
     expect(nodes.first).to_be_visible(timeout=TIMEOUT)
-    assert "winning path is orange" in page.locator("#search-tree .tree-note").inner_text()
+    assert "is orange" in page.locator("#search-tree .tree-note").inner_text()
     pruned = page.locator("#search-tree [data-node]:has(rect[fill='#9ca3af'])").first
     token = pruned.locator("text").text_content()
     pruned.click()

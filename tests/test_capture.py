@@ -124,7 +124,9 @@ def test_layer_outputs_are_recorded_by_their_declared_probe(model):
         logits = model(src, tgt)
     assert rec["encoder_hidden"].shape == (model.config.n_layers, 3, 9, model.config.d_model)
     # the last decoder layer's output, through the final norm and the generator, gives the logits
-    torch.testing.assert_close(model.generator(model.decoder_norm(rec["decoder_hidden"][-1])), logits, atol=1e-5, rtol=0)
+    torch.testing.assert_close(
+        model.generator(model.decoder_norm(rec["decoder_hidden"][-1])), logits, atol=1e-5, rtol=0
+    )
     with pytest.raises(ValueError, match="unknown probes \\['nonsense'\\]"):
         with record(model, ["nonsense"]):
             pass
@@ -176,7 +178,9 @@ def test_threads_each_get_their_own_attention():
 
 
 def test_threads_translating_with_capture_get_their_own_attention(random_translator):
-    sentences = [f"a {w} dog runs near the water ." for w in ("red", "big", "small", "blue", "wet", "old", "tall", "happy")]
+    sentences = [
+        f"a {w} dog runs near the water ." for w in ("red", "big", "small", "blue", "wet", "old", "tall", "happy")
+    ]
     alone = [random_translator.translate(s, capture=True, max_length=12) for s in sentences]
     together = run_all_at_once(lambda i: random_translator.translate(sentences[i], capture=True, max_length=12), 8)
     for mine, reference in zip(together, alone):

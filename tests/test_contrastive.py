@@ -48,8 +48,10 @@ def test_each_score_is_the_log_odds_change_when_that_embedding_is_scaled(model, 
     assert contrast.source.shape == (len(SRC),) and contrast.prefix.shape == (step + 1,)
     eps = 1e-5
     for side, scores in (("source", contrast.source), ("prefix", contrast.prefix)):
-        differences = [(log_odds(model, step, foil, side, p, eps) - log_odds(model, step, foil, side, p, -eps)) / (2 * eps)
-                       for p in range(len(scores))]
+        differences = [
+            (log_odds(model, step, foil, side, p, eps) - log_odds(model, step, foil, side, p, -eps)) / (2 * eps)
+            for p in range(len(scores))
+        ]
         np.testing.assert_allclose(scores, differences, rtol=1e-5, atol=1e-7)
 
 

@@ -122,7 +122,9 @@ def test_beam_tree_log_probabilities_match_the_model():
         with torch.no_grad():
             logits = model(torch.tensor([src_ids]), torch.tensor([[BOS_ID] + prefix]))[0, -1]
         logits[[0, BOS_ID]] = float("-inf")
-        assert node.log_prob == pytest.approx(float(logits.log_softmax(-1)[node.token_id]), abs=1e-6)  # decoding works in float32
+        assert node.log_prob == pytest.approx(
+            float(logits.log_softmax(-1)[node.token_id]), abs=1e-6
+        )  # decoding works in float32
 
 
 def test_batched_beam_equals_one_at_a_time():

@@ -3,8 +3,8 @@ bertviz package renders."""
 import csv
 import hashlib
 import io
-import re
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -54,8 +54,9 @@ def test_the_bertviz_export_renders_through_bertviz(exported):
     layers, heads = translation.recorded["cross"].values.shape[:2]
     assert len(attention["cross"]) == layers
     assert tuple(attention["cross"][0].shape) == (1, heads, len(translation.tgt_tokens), len(translation.src_tokens))
-    torch.testing.assert_close(attention["decoder"][1][0], torch.from_numpy(translation.recorded["decoder_self"].values[1]),
-                               atol=1e-6, rtol=0)
+    torch.testing.assert_close(
+        attention["decoder"][1][0], torch.from_numpy(translation.recorded["decoder_self"].values[1]), atol=1e-6, rtol=0
+    )
     assert data["decoder_tokens"] == translation.decoder_input_tokens
     for view in (bertviz.head_view, bertviz.model_view):
         html = view(encoder_attention=attention["encoder"], decoder_attention=attention["decoder"],
@@ -90,6 +91,8 @@ def test_the_standalone_live_view_is_one_small_file_that_names_its_run(exported)
     for number, translation in enumerate(result.translations, start=1):
         page = files[f"live-attention-{number}.html"].read_text(encoding="utf-8")
         assert page.count("<script") == 1 and not re.search(r"<(script|img|link|iframe)[^>]*\b(src|href)\s*=", page)
-        assert set(re.findall(r"https?://[^\s\"'`]+", page)) <= {"http://www.w3.org/2000/svg"}  # a namespace, not fetched
+        assert set(re.findall(r"https?://[^\s\"'`]+", page)) <= {
+            "http://www.w3.org/2000/svg"
+        }  # a namespace, not fetched
         assert "weightedNorms" in page and ".ae-live" in page and "en-de" in page
         assert len(page.encode("utf-8")) < 2_000_000

@@ -54,4 +54,4 @@ def test_the_command_writes_a_table_with_every_method(random_translator, corpus_
         assert len(row["curve"]) == 3 and row["aopc"] == pytest.approx(aopc(np.array(row["curve"])), abs=1e-3)
     with pytest.raises(SystemExit):
         main(["--checkpoint", str(random_translator.source), "--data-dir", str(corpus_dir), "--steps", "0"])
-    assert "--steps must be at least 1" in capsys.readouterr().err
+    assert "argument --steps: must be at least 1" in capsys.readouterr().err

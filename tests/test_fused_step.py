@@ -128,8 +128,9 @@ def test_a_changed_norm_is_read_and_a_changed_weight_falls_back():
     with torch.no_grad():
         model.decoder_layers[1].cross_attention_residual.norm.weight.mul_(1.5)  # read in place, no copy to refresh
     python, fused = decode_both(model, lambda: decode_greedy(model, src, GreedySettings(), probes=("cross",)))
-    torch.testing.assert_close(torch.as_tensor(fused[0].recorded["cross"]), torch.as_tensor(python[0].recorded["cross"]),
-                               atol=3e-5, rtol=1e-5)
+    torch.testing.assert_close(
+        torch.as_tensor(fused[0].recorded["cross"]), torch.as_tensor(python[0].recorded["cross"]), atol=3e-5, rtol=1e-5
+    )
     with torch.no_grad():
         model.decoder_layers[0].feed_forward.fc1.weight.mul_(0.5)  # its float16 copy is now stale
     assert why_not_fused(model, 1) == "a weight has no current float16 copy"

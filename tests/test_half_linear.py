@@ -110,7 +110,9 @@ def test_another_thread_runs_python_while_the_kernel_multiplies(kernel):
             worker.join()
     finally:
         torch.set_num_threads(threads)
-    assert min(waits) < alone / 3, f"Python waited {min(waits) * 1000:.0f} ms for a {alone * 1000:.0f} ms multiplication"
+    assert min(waits) < alone / 3, (
+        f"Python waited {min(waits) * 1000:.0f} ms for a {alone * 1000:.0f} ms multiplication"
+    )
 
 
 def test_kernel_rejects_what_it_cannot_read(kernel):

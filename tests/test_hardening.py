@@ -26,8 +26,13 @@ def server():
 
 
 EXOTIC = [
-    "A man 🚴‍♂️ rides a bike 🚲.", "一个男人在骑自行车。", "رجل يركب دراجة", "איש רוכב על אופניים",
-    "Cafe\u0301 s\u0308ign with combining marks", "zero\u200bwidth\u200djoiner\ufeff text", "control\x00\x07\x1b chars\ttab",
+    "A man 🚴‍♂️ rides a bike 🚲.",
+    "一个男人在骑自行车。",
+    "رجل يركب دراجة",
+    "איש רוכב על אופניים",
+    "Cafe\u0301 s\u0308ign with combining marks",
+    "zero\u200bwidth\u200djoiner\ufeff text",
+    "control\x00\x07\x1b chars\ttab",
     "<script>alert(1)</script> <b>bold</b> & <img src=x onerror=alert(1)>",
 ]
 
@@ -37,7 +42,9 @@ def test_exotic_input_translates_without_breaking(server, text):
     _, _, client = server
     details = client.predict(text, api_name="/translate_details")
     sentence = details["sentences"][0]
-    assert len(sentence["tgt_tokens"]) >= 1 and sentence["attention"]["cross"]["shape"][3] == len(sentence["src_tokens"])
+    assert len(sentence["tgt_tokens"]) >= 1 and sentence["attention"]["cross"]["shape"][3] == len(
+        sentence["src_tokens"]
+    )
 
 
 def test_html_stays_text_in_summary_steps_and_export(server):
@@ -189,7 +196,9 @@ def test_simultaneous_clients_get_what_they_get_alone(server):
 
     def send(index):
         text, settings = requests[index % len(requests)]
-        together[index] = details_fingerprint(clients[index % 4].predict(text, **settings, api_name="/translate_details"))
+        together[index] = details_fingerprint(
+            clients[index % 4].predict(text, **settings, api_name="/translate_details")
+        )
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         list(pool.map(send, range(len(together))))
@@ -218,7 +227,11 @@ def test_cuda_out_of_memory_falls_back_to_cpu_with_a_notice(server, monkeypatch)
         def translate_batch(self, *args, **kwargs):
             raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
 
-    monkeypatch.setattr(type(served), "on", lambda self, device: (OutOfMemoryOnCuda(), None) if device == "cuda" else (self.translator, None))
+    monkeypatch.setattr(
+        type(served),
+        "on",
+        lambda self, device: (OutOfMemoryOnCuda(), None) if device == "cuda" else (self.translator, None),
+    )
     named = app.ui.translate(Request.from_api(app.registry, SENTENCE, device="cuda"))
     assert named["translation"] == served.translator.translate(SENTENCE, **recorded(served.translator)).text
     assert "CUDA ran out of memory" in named["summary"] and "on CPU" in named["summary"]

@@ -15,8 +15,15 @@ def test_text_is_numbered_from_one_and_the_address_from_zero(text, ref):
     assert parsed.label == f"layer {ref[1] + 1} head {ref[2] + 1}"
 
 
-@pytest.mark.parametrize("text, complaint", [("cross 0 1", "numbered from 1"), ("cross 3", "must be 'kind layer head'"),
-                                             ("sideways 1 1", "must be 'kind layer head'"), ("cross a b", "kind layer")])
+@pytest.mark.parametrize(
+    "text, complaint",
+    [
+        ("cross 0 1", "numbered from 1"),
+        ("cross 3", "must be 'kind layer head'"),
+        ("sideways 1 1", "must be 'kind layer head'"),
+        ("cross a b", "kind layer"),
+    ],
+)
 def test_a_malformed_entry_is_named(text, complaint):
     with pytest.raises(ValueError, match=complaint):
         HeadRef.parse(text)

@@ -3,6 +3,7 @@ teacher-forced cross-attention against step-by-step decoding forced to the refer
 word_attention's, symmetrisation worked out by hand, and the Pharaoh round trip of a reference through the CLI.
 eflomal itself runs only in the last test, skipped when it is not installed (requirements-eval.txt)."""
 import json
+import re
 
 import numpy as np
 import pytest
@@ -161,17 +162,22 @@ def test_reference_round_trips_through_pharaoh_and_the_cli(random_translator, co
     assert len(heads) == 2 * 3 * 4 and data["best_head"]["aer"] == min(r["aer"] for r in heads)
     by_norms = [r for r in data["table"] if r["reading"] == "head" and r["measure"] == "norms"]
     assert len(by_norms) == len(heads)
-    assert data["best_head_by_measure"]["norms"]["shift"]["aer"] == min(r["aer"] for r in by_norms if r["method"] == "shift")
+    assert data["best_head_by_measure"]["norms"]["shift"]["aer"] == min(
+        r["aer"] for r in by_norms if r["method"] == "shift"
+    )
     assert data["baseline"]["reading"] == "diagonal baseline"
     assert "best head: cross L" in capsys.readouterr().out
 
 
-def test_a_reference_on_other_words_is_refused(random_translator, corpus_dir, tmp_path):
+def test_a_reference_on_other_words_is_refused(random_translator, corpus_dir, tmp_path, capsys):
     corpus = read_parallel(corpus_dir, "test_2016_flickr", "en", "de")
     bad = write_pharaoh(tmp_path / "bad.pharaoh", [{(40, 0)}] * len(corpus.source))
-    with pytest.raises(ValueError, match=r"reference line 1 links \[\(40, 0\)\], outside its"):
+    with pytest.raises(SystemExit) as stopped:
         main(["--checkpoint", str(random_translator.source), "--data-dir", str(corpus_dir), "--reference", str(bad),
               "--out", str(tmp_path / "x.json")])
+    error = capsys.readouterr().err
+    assert stopped.value.code == 2 and "Traceback" not in error and not (tmp_path / "x.json").exists()
+    assert re.search(r"bad.pharaoh: reference line 1 links \[\(40, 0\)\], outside its", error)
 
 
 def test_eflomal_aligns_a_word_by_word_corpus(corpus_dir):

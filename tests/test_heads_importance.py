@@ -20,8 +20,8 @@ from transformer.analysis.importance import (
 )
 from transformer.checkpoint import save_checkpoint
 from transformer.core.head_mask import check_heads_off, heads_masked
-from transformer.tokenizer import BOS_ID, EOS_ID
 from transformer.corpus.data import read_parallel
+from transformer.tokenizer import BOS_ID, EOS_ID
 
 from .conftest import tiny_config
 

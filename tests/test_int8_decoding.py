@@ -35,7 +35,9 @@ def int8_reference(model):
                            layer.feed_forward.fc1, layer.feed_forward.fc2):
                 linear.weight.copy_(dequantized(linear.weight))
             layer.cross_attention.in_proj.weight[:d] = dequantized(layer.cross_attention.in_proj.weight[:d])
-        reference.generator.weight = torch.nn.Parameter(dequantized(reference.generator.weight))  # untied from the embedding
+        reference.generator.weight = torch.nn.Parameter(
+            dequantized(reference.generator.weight)
+        )  # untied from the embedding
     reference.fused_decoding = False
     return reference
 
@@ -75,8 +77,9 @@ def test_int8_decoding_is_the_python_step_on_dequantized_weights(avx512, decode,
            "beam": lambda m: beam_search(m, batch[:2], 3, probes=STEP_PROBES)}[decode]
     for fast, slow in zip(run(model), run(reference)):
         assert fast.token_ids == slow.token_ids
-        torch.testing.assert_close(torch.tensor([s.prob for s in fast.steps]), torch.tensor([s.prob for s in slow.steps]),
-                                   atol=2e-5, rtol=1e-4)
+        torch.testing.assert_close(
+            torch.tensor([s.prob for s in fast.steps]), torch.tensor([s.prob for s in slow.steps]), atol=2e-5, rtol=1e-4
+        )
         for probe in fast.recorded:
             torch.testing.assert_close(torch.as_tensor(fast.recorded[probe]), torch.as_tensor(slow.recorded[probe]),
                                        atol=3e-5, rtol=1e-4)

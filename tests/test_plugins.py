@@ -1,17 +1,29 @@
-"""A view and a decoding strategy defined only in this file reach the package, the page and both API
-endpoints through one registration line each."""
+"""A view, a decoding strategy and an analysis defined only in this file reach the package, the page and the API
+endpoints through one registration line each; an analysis sees the heads a result switched off without handling
+them; the default model is read from what is served."""
+import copy
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 import gradio as gr
+import numpy as np
 import pytest
 import torch
 from gradio_client import Client
+from torch.distributions import Categorical
 
-from explorer.registry import discover
+from explorer.registry import DEFAULT_MODEL_SETTING, Registry, discover
 from explorer.request import Request
+from explorer.session import run
 from explorer.shell import CSS, build_demo
 from explorer.views import MODEL, VIEWS, View, current_translation
+from transformer.analysis import registry as analyses
+from transformer.analysis.alti import alti_plus
+from transformer.analysis.attribution import input_x_gradient
+from transformer.analysis.registry import Analysis, ModelAccess, run_analysis
+from transformer.core.head_mask import attention_modules
+from transformer.core.probes import ATTENTION_KINDS
 from transformer.decoding.strategies import register, setting, unregister
 from transformer.decoding.strategies.registry import Strategy
 from transformer.decoding.strategies.single_path import decode_single_path
@@ -49,7 +61,9 @@ class PieceCountView(View):
         translation = current_translation(result, state)
         if translation is None or changed == MODEL:
             return {}
-        return {"toy_count": f"{len(translation.src_tokens)} source pieces, {len(translation.tgt_tokens)} target pieces"}
+        return {
+            "toy_count": f"{len(translation.src_tokens)} source pieces, {len(translation.tgt_tokens)} target pieces"
+        }
 
 
 @pytest.fixture(scope="module")
@@ -59,8 +73,72 @@ def kth_best():
     unregister("kth")
 
 
+@dataclass
+class HeadEntropy:
+    by_kind: dict[str, np.ndarray]  # attention kind -> (layers, heads) mean entropy of the head's rows, in nats
+
+
+def mean_entropy(access: ModelAccess, translation) -> HeadEntropy:
+    by_kind = {}
+    for kind in ATTENTION_KINDS:
+        weights = translation.recorded[kind].values.astype(np.float64)  # (L, H, queries, keys)
+        by_kind[kind] = -(weights * np.log(np.where(weights > 0, weights, 1.0))).sum(-1).mean(-1)
+    return HeadEntropy(by_kind)
+
+
+ENTROPY = Analysis("entropy", "Mean attention entropy per head", HeadEntropy, mean_entropy,
+                   to_json=lambda translation, result: {
+                       "by_kind": {kind: values.round(6).tolist() for kind, values in result.by_kind.items()}})
+
+
+@dataclass
+class OutputLogProb:
+    log_prob: float  # log p(the translation's output | its source), teacher-forced
+
+
+def output_log_prob(access: ModelAccess, translation) -> OutputLogProb:
+    """Runs the model, knowing nothing of switched-off heads."""
+    return OutputLogProb(teacher_forced_log_prob(access.model, translation))
+
+
+def teacher_forced_log_prob(model, translation) -> float:
+    with torch.no_grad():
+        logits = model(torch.tensor([translation.src_ids]), torch.tensor([[BOS_ID] + translation.tgt_ids[:-1]]))[0]
+    return float(logits.double().log_softmax(-1).gather(1, torch.tensor(translation.tgt_ids)[:, None]).sum())
+
+
+class EntropyView(View):
+    name, title = "toy_entropy", "Head entropy"
+    reads = ("sentence",)
+
+    def build(self, context):
+        return {"toy_entropy": gr.Markdown(elem_id="toy-entropy")}
+
+    def render(self, result, state, context, changed):
+        translation = current_translation(result, state)
+        if translation is None or changed == MODEL:
+            return {}
+        entropy = translation.analyses["entropy"].by_kind["cross"]
+        layer, head = np.unravel_index(entropy.argmin(), entropy.shape)
+        return {"toy_entropy": f"Most focused cross-attention head: layer {layer + 1}, head {head + 1} "
+                               f"({entropy[layer, head]:.3f} nats)"}
+
+
+def independent_entropy(weights) -> np.ndarray:
+    """(L, H) mean row entropy by torch's Categorical, from weights (L, H, queries, keys)."""
+    weights = torch.as_tensor(np.asarray(weights), dtype=torch.float64)
+    return Categorical(probs=weights / weights.sum(-1, keepdim=True)).entropy().mean(-1).numpy()
+
+
 @pytest.fixture(scope="module")
-def app(kth_best):
+def entropy():
+    analyses.register(ENTROPY)  # the analysis's one registration line
+    yield
+    analyses.unregister(ENTROPY.name)
+
+
+@pytest.fixture(scope="module")
+def app(kth_best, entropy):
     demo, ui = build_demo(discover(ROOT / "checkpoints"), views=[*VIEWS, PieceCountView()])  # the view's one line
     _, url, _ = demo.launch(prevent_thread_lock=True, quiet=True, server_name="127.0.0.1", server_port=None,
                             run_history=False, css=CSS)
@@ -96,7 +174,9 @@ def test_both_endpoints_take_the_new_strategys_settings_in_its_own_namespace(app
     # the same name, each strategy's own range: 3.0 is too hot for kth, fine for sampling
     with pytest.raises(Exception, match=r"temperature must be in \[0.5, 2.0\]"):
         client.predict(SENTENCE, strategy="kth", settings={"temperature": 3.0}, api_name="/translate")
-    sampled = client.predict(SENTENCE, strategy="sample", settings={"temperature": 3.0, "seed": 1}, api_name="/translate")
+    sampled = client.predict(
+        SENTENCE, strategy="sample", settings={"temperature": 3.0, "seed": 1}, api_name="/translate"
+    )
     assert sampled["settings"]["temperature"] == 3.0
 
 
@@ -154,3 +234,111 @@ def test_a_view_name_clash_is_refused(kth_best):
 
     with pytest.raises(ValueError, match=r"component names \['translation'\] are used twice; view 'clash'"):
         build_demo(discover(SHIPPED.parent), views=[*VIEWS, Clash()])
+
+
+def test_the_new_analysis_reaches_translate_details(app):
+    ui, url = app
+    sentence = Client(url, verbose=False).predict(SENTENCE, api_name="/translate_details")["sentences"][0]
+    shown = sentence["analyses"]["entropy"]
+    assert shown["label"] == "Mean attention entropy per head"
+    for kind in ATTENTION_KINDS:
+        expected = independent_entropy(sentence["attention"][kind]["weights"])
+        np.testing.assert_allclose(shown["by_kind"][kind], expected, atol=1e-4)
+    # the built-in analyses keep their own fields, and they have no "analyses" entry of their own
+    assert sentence["contributions"] is not None and set(sentence["analyses"]) == {"entropy"}
+
+
+def test_the_page_shows_the_new_analysis_in_the_new_view(app):
+    served, _ = app
+    _, ui = build_demo(served.registry, views=[*VIEWS, EntropyView()])  # a page of its own: its tabs stay in view
+    named = ui.translate(Request.from_api(ui.registry, SENTENCE))
+    translation = named["result"].translations[0]
+    assert isinstance(translation.analyses["entropy"], HeadEntropy)
+    entropy = independent_entropy(translation.recorded["cross"].values)
+    layer, head = np.unravel_index(entropy.argmin(), entropy.shape)
+    assert named["toy_entropy"] == (f"Most focused cross-attention head: layer {layer + 1}, head {head + 1} "
+                                    f"({entropy[layer, head]:.3f} nats)")
+
+
+def zeroed_head_copy(model, kind: str, layer: int, head: int):
+    """The model with one head's columns of its attention's output projection zeroed: what switching that head
+    off does (its output before the projection is zero), made without head masking."""
+    zeroed = copy.deepcopy(model)
+    zeroed.use_half_weights(False)
+    attention = attention_modules(zeroed)[kind][layer]
+    size = attention.out_proj.weight.shape[1] // attention.n_heads
+    with torch.no_grad():
+        attention.out_proj.weight[:, head * size:(head + 1) * size] = 0
+    return zeroed
+
+
+def test_every_analysis_sees_the_results_heads_off_without_handling_them(app):
+    ui, _ = app
+    analyses.register(Analysis("log_prob", "Output log-probability", OutputLogProb, output_log_prob, cheap=False))
+    try:
+        off = ui.service.run(Request.from_api(ui.registry, SENTENCE, heads_off="cross 1 2"))  # numbered from 1
+        on = ui.service.run(Request.from_api(ui.registry, SENTENCE))
+        translation = off.translations[0]
+        model = ui.registry.get(off.model_key).translator.model
+        zeroed = zeroed_head_copy(model, "cross", 0, 1)
+        # an on-demand analysis defined here, asked through the session service
+        asked = ui.service.analyse(off, translation, "log_prob").log_prob
+        assert asked == pytest.approx(teacher_forced_log_prob(zeroed, translation), rel=1e-4)
+        assert abs(asked - teacher_forced_log_prob(model, translation)) > 1e-3  # the head matters here
+        assert ui.service.analyse(on, translation, "log_prob").log_prob == pytest.approx(
+            teacher_forced_log_prob(model, translation), rel=1e-4)
+        # a cheap built-in one, computed with the translation: ALTI+ of the model with the head zeroed
+        reference = alti_plus(zeroed, translation.src_ids, translation.tgt_ids)
+        np.testing.assert_allclose(translation.contributions.matrix, reference.matrix, atol=1e-4)
+        # an on-demand built-in one, as the attribution view asks it
+        reference = input_x_gradient(zeroed, translation.src_ids, translation.tgt_ids).scores
+        np.testing.assert_allclose(ui.service.attribute(off, translation).scores, reference, rtol=1e-3, atol=1e-4)
+    finally:
+        analyses.unregister("log_prob")
+
+
+def test_an_analysis_gets_what_it_declares_recorded_and_must_return_its_type(app):
+    ui, _ = app
+
+    @dataclass
+    class EncoderStates:
+        layers: int
+
+    def encoder_states(access, translation):
+        return EncoderStates(translation.recorded["encoder_hidden"].values.shape[0])
+
+    analyses.register(Analysis("states", "Encoder states", EncoderStates, encoder_states, records=("encoder_hidden",)))
+    try:
+        request = Request.from_api(ui.registry, SENTENCE)
+        translation = run(ui.registry, request, frozenset({"states"})).translations[0]
+        config = ui.registry.get(request.model).translator.model.config
+        assert translation.analyses["states"].layers == config.n_layers
+        assert translation.recorded["encoder_hidden"].values.shape[1:] == (len(translation.src_ids), config.d_model)
+        assert "encoder_hidden" not in run(ui.registry, request, frozenset()).translations[0].recorded
+        access = ui.service.access(run(ui.registry, request, frozenset()))
+        analyses.register(Analysis("states", "Encoder states", EncoderStates, lambda access, t: {"layers": 1}))
+        with pytest.raises(TypeError, match="returned dict, not the EncoderStates it declares"):
+            run_analysis(access, translation, "states")
+    finally:
+        analyses.unregister("states")
+    with pytest.raises(TypeError, match="result must be a dataclass type"):
+        analyses.register(Analysis("loose", "Loose", object, encoder_states))
+    with pytest.raises(ValueError, match=r"records \['attention'\]: each must be one of"):
+        analyses.register(Analysis("loose", "Loose", EncoderStates, encoder_states, records=("attention",)))
+
+
+def test_the_default_model_is_read_from_what_is_served(app, monkeypatch, tmp_path):
+    ui, _ = app
+    served = ui.registry.models
+    monkeypatch.delenv(DEFAULT_MODEL_SETTING, raising=False)
+    # the first served model that translates from the page's language (English), else the first served one
+    assert Registry(dict(served), {}).default_key == "en-de"
+    assert Registry({"de-en": served["de-en"]}, {}).default_key == "de-en"
+    monkeypatch.setenv(DEFAULT_MODEL_SETTING, "de-en")
+    assert Registry(dict(served), {}).default_key == "de-en"
+    assert Request.from_api(Registry(dict(served), {}), SENTENCE).model == "de-en"
+    monkeypatch.setenv(DEFAULT_MODEL_SETTING, "fr-en")
+    shutil.copytree(ROOT / "checkpoints" / "de-en", tmp_path / "de-en")
+    with pytest.raises(ValueError, match=rf"{DEFAULT_MODEL_SETTING} must be one of the served models \['de-en'\], "
+                                         "got 'fr-en'"):
+        discover(tmp_path)

@@ -41,4 +41,7 @@ def test_the_default_corpus_read_back_as_text_is_still_left_out():
     if args.data_dir is None:
         pytest.skip("no default corpus on this machine")
     args.data_dir = str(args.data_dir)
-    assert reproduce_command(parser, args, updates=10, stopped_by_budget=False) == "python -m transformer.train --out runs/x"
+    assert (
+        reproduce_command(parser, args, updates=10, stopped_by_budget=False)
+        == "python -m transformer.train --out runs/x"
+    )

@@ -67,7 +67,9 @@ def test_last_stage_matches_the_shipped_checkpoint(pair):
     last = build_parser().parse_args(stage_commands(pair, "runs")[-1])
     assert last.max_updates == training["updates"]
     # the run folders were named as here, wherever they were (the GPU machine's, this machine's)
-    assert (last.init_from and Path(last.init_from).name) == (training["init_from"] and Path(training["init_from"]).name)
+    assert (last.init_from and Path(last.init_from).name) == (
+        training["init_from"] and Path(training["init_from"]).name
+    )
     for name in ("lr", "warmup", "max_tokens", "label_smoothing", "clip_norm", "seed", "epochs"):
         assert getattr(last, name) == pytest.approx(training[name]), name
     assert last.dropout == pytest.approx(model["dropout"])

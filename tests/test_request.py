@@ -62,8 +62,16 @@ def test_heads_off_text_is_numbered_from_one_and_kept_from_zero(registry):
 
 
 def test_a_link_rebuilds_the_request(registry):
-    request = Request.from_api(registry, "Two dogs play.", model="en-de", strategy="beam",
-                               settings={"beam_size": 5, "length_penalty": 1.5}, max_length=40, prefix="Zwei", heads_off="cross 3 2")
+    request = Request.from_api(
+        registry,
+        "Two dogs play.",
+        model="en-de",
+        strategy="beam",
+        settings={"beam_size": 5, "length_penalty": 1.5},
+        max_length=40,
+        prefix="Zwei",
+        heads_off="cross 3 2",
+    )
     params = dict(parse_qsl(request.to_link()))
     assert params["heads_off"] == "cross 3 2" and params["beam_size"] == "5"
     rebuilt, view = parse_link(params, registry)

@@ -36,7 +36,9 @@ def test_pieces_and_ids_agree(tokenizer_file):
 
 def test_every_piece_is_sentencepieces_own_and_a_bad_id_is_refused(tokenizer_file):
     tok = Tokenizer.load(tokenizer_file)
-    assert [tok.id_to_piece(i) for i in range(tok.vocab_size)] == [tok.processor.IdToPiece(i) for i in range(tok.vocab_size)]
+    assert [tok.id_to_piece(i) for i in range(tok.vocab_size)] == [
+        tok.processor.IdToPiece(i) for i in range(tok.vocab_size)
+    ]
     assert tok.id_to_piece(torch.tensor(3)) == "</s>"
     for bad in (-1, tok.vocab_size):
         with pytest.raises(IndexError, match="out of range"):
@@ -59,7 +61,9 @@ def test_save_load_gives_identical_logits(random_translator, checkpoint):
     loaded = Translator.from_pretrained(checkpoint)
     src, tgt = torch.randint(4, 50, (2, 6)), torch.randint(4, 50, (2, 5))
     assert torch.equal(random_translator.model(src, tgt), loaded.model(src, tgt))
-    assert loaded.translate("a man rides a bike .").tgt_ids == random_translator.translate("a man rides a bike .").tgt_ids
+    assert (
+        loaded.translate("a man rides a bike .").tgt_ids == random_translator.translate("a man rides a bike .").tgt_ids
+    )
 
 
 def test_half_precision_storage_loads_as_float32(random_translator, tmp_path):

@@ -8,8 +8,8 @@ import torch
 from transformer import Translator
 from transformer import evaluate as evaluate_cli
 from transformer import train as train_cli
-from transformer.training.averaging import average_state_dicts
 from transformer.corpus.data import read_parallel, token_batches
+from transformer.training.averaging import average_state_dicts
 from transformer.training.model_card import model_card
 from transformer.training.timeline import Timeline
 from transformer.training.trainer import TrainingSettings, learning_rate
@@ -40,17 +40,26 @@ def test_short_training_run_lowers_loss_and_writes_a_usable_checkpoint(corpus_di
                     "--max-tokens", "600", "--warmup", "30", "--lr", "3e-3", "--average", "1", "--threads", "1",
                     "--dropout", "0.25", "--attention-dropout", "0.05"])
     resumed = json.loads((continued / "metrics.json").read_text())
-    assert resumed["training"]["init_from"] == str(out)
+    # what is recorded for other machines names the folders without this machine's absolute paths: the temporary
+    # folders lie outside the working directory, so each is named by its last two parts
+    shown_out, shown_corpus = f"{out.parent.name}/{out.name}", f"{corpus_dir.parent.name}/{corpus_dir.name}"
+    assert resumed["training"]["init_from"] == shown_out
+    assert str(tmp_path) not in json.dumps(resumed) and str(corpus_dir) not in json.dumps(resumed)
+    assert f"--init-from {shown_out}" in resumed["training"]["command"]
+    assert f"--data-dir {shown_corpus}" in resumed["training"]["invocation"]
     # a warm start keeps the checkpoint's shape but trains with the dropouts asked for
     assert resumed["model"] == {**metrics["model"], "dropout": 0.25, "attention_dropout": 0.05}
     assert resumed["epochs"][0]["train_loss"] < losses[1]  # starts from the trained weights, not from scratch
     # its timeline says so (and that it read a corpus other than the default one)
     assert Timeline.load(continued).stages == [{"first_epoch": 1,
-                                                "label": f"a warm start from {out}, trained on {corpus_dir}"}]
+                                                "label": f"a warm start from {shown_out}, trained on {shown_corpus}"}]
     card = model_card(metrics, "toy")
-    assert f"| val | **{metrics['scores']['val']['bleu']}** |" in card and "Reproduce: `python -m transformer.train" in card
+    assert (
+        f"| val | **{metrics['scores']['val']['bleu']}** |" in card
+        and "Reproduce: `python -m transformer.train" in card
+    )
     warm_card = model_card(resumed, "continued")
-    assert f"a warm start from `{out}`: `python -m transformer.train" in warm_card and "--init-from" in warm_card
+    assert f"a warm start from `{shown_out}`: `python -m transformer.train" in warm_card and "--init-from" in warm_card
 
 
 def test_training_stops_within_its_time_budget(corpus_dir, tmp_path, capsys):
@@ -94,7 +103,9 @@ def test_learning_rate_warms_up_then_decays_as_inverse_square_root():
     assert learning_rate(400, settings) == pytest.approx(5e-4)
 
 
-needs_shipped = pytest.mark.skipif(not (SHIPPED / "config.json").is_file(), reason="no shipped checkpoint at checkpoints/en-de")
+needs_shipped = pytest.mark.skipif(
+    not (SHIPPED / "config.json").is_file(), reason="no shipped checkpoint at checkpoints/en-de"
+)
 needs_multi30k = pytest.mark.skipif(not (MULTI30K / "val.en").is_file(),
                                     reason="Multi30k not found at ../shared/data/multi30k (CI has it)")
 

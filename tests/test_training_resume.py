@@ -78,7 +78,7 @@ def test_two_processes_under_torchrun_follow_the_one_process_loss(corpus_dir, tm
 
 
 def test_a_short_torchrun_that_ends_inside_the_first_epoch_exits_cleanly(corpus_dir, tmp_path):
-    # the README's `torchrun ... --max-updates 20` on the full corpus stops inside epoch 1: every process must
+    # docs/training.md's `torchrun ... --max-updates 20` on the full corpus stops inside epoch 1: every process must
     # exit 0 (torchrun reports any non-zero child as a failed run) and leave a state that --resume continues
     out = tmp_path / "short"
     run = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",

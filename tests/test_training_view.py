@@ -27,8 +27,10 @@ def trained_root(corpus_dir, tmp_path_factory):
 def test_the_timeline_holds_every_epoch_of_the_run(trained_root, corpus_dir):
     timeline = Timeline.load(trained_root / "toy")
     assert [e["epoch"] for e in timeline.epochs] == [1, 2, 3, 4]
-    # the run says how it started, and on which corpus when it is not the default one
-    assert timeline.stages == [{"first_epoch": 1, "label": f"from scratch, trained on {corpus_dir}"}]
+    # the run says how it started, and on which corpus when it is not the default one, named without this machine's
+    # absolute path (the temporary corpus lies outside the working directory: its last two parts)
+    corpus = f"{corpus_dir.parent.name}/{corpus_dir.name}"
+    assert timeline.stages == [{"first_epoch": 1, "label": f"from scratch, trained on {corpus}"}]
     assert len(timeline.sentences) == 8 and all(len(e["outputs"]) == 8 for e in timeline.epochs)
     weights, rows, cols = timeline.attention(2, 0, "cross")
     assert weights.shape[-2:] == (len(rows), len(cols)) and cols == timeline.epochs[1]["outputs"][0]["src"]

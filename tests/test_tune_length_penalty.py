@@ -27,7 +27,9 @@ def checkpoint(corpus_dir, tmp_path_factory):
 
 def test_the_sweep_records_each_values_bleu_and_keeps_the_best(checkpoint, corpus_dir, capsys):
     assert "test_2016_flickr" in json.loads((checkpoint / "metrics.json").read_text())["scores"]
-    tune_cli.main(["--checkpoint", str(checkpoint), "--data-dir", str(corpus_dir), "--values", "0,2", "--beam-size", "3"])
+    tune_cli.main(
+        ["--checkpoint", str(checkpoint), "--data-dir", str(corpus_dir), "--values", "0,2", "--beam-size", "3"]
+    )
     metrics = json.loads((checkpoint / "metrics.json").read_text())
     sweep = metrics["length_penalty_sweep"]
 
@@ -66,7 +68,7 @@ def test_the_sweep_records_each_values_bleu_and_keeps_the_best(checkpoint, corpu
     (["--values", "1,1.0"], "repeats a value"),
     (["--values", ","], "at least one"),
     (["--beam-size", "0"], "beam_size must be in [1, 8]"),
-    (["--batch-size", "0"], "--batch-size must be at least 1"),
+    (["--batch-size", "0"], "argument --batch-size: must be at least 1"),
 ])
 def test_bad_settings_are_refused_before_any_decoding(checkpoint, corpus_dir, arguments, message, capsys):
     before = (checkpoint / "metrics.json").read_text()

@@ -72,7 +72,11 @@ def test_tiled_heatmap_places_every_head(translation):
         np.testing.assert_allclose(z[top : top + n, left : left + n], weights[2, h], atol=1e-4)
     assert np.isnan(z[:, n]).all()  # the gap column between tiles
     x = [visible(label) for label in heatmap_trace(figure).x]
-    assert x[:n] == escaped(translation.src_tokens) and x[n] == "" and x[n + 1 : 2 * n + 1] == escaped(translation.src_tokens)
+    assert (
+        x[:n] == escaped(translation.src_tokens)
+        and x[n] == ""
+        and x[n + 1 : 2 * n + 1] == escaped(translation.src_tokens)
+    )
     assert [a.text for a in figure.layout.annotations] == [f"head {h + 1}" for h in range(heads)]
 
 

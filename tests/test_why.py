@@ -62,7 +62,9 @@ def test_the_last_lens_layer_is_the_model_distribution(random_translator):
     probs = teacher_forced_probs(random_translator, out.src_ids, out.tgt_ids)
     layers = random_translator.model.config.n_layers
     assert lens.chosen_prob.shape == (layers, len(out.tgt_ids))
-    np.testing.assert_allclose(lens.chosen_prob[-1], probs[torch.arange(len(out.tgt_ids)), out.tgt_ids].numpy(), atol=1e-5)
+    np.testing.assert_allclose(
+        lens.chosen_prob[-1], probs[torch.arange(len(out.tgt_ids)), out.tgt_ids].numpy(), atol=1e-5
+    )
     for t in range(len(out.tgt_ids)):
         top = probs[t].topk(5)
         assert [p for _, p in lens.topk[-1][t]] == pytest.approx(top.values.tolist(), abs=1e-5)

@@ -17,10 +17,18 @@ from .core.config import ModelConfig
 from .core.model import Transformer
 from .tokenizer import Tokenizer
 
-CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE, METRICS_FILE = "config.json", "model.safetensors", "spm.model", "metrics.json"
-# the checkpoints shipped with the repository, found by name ("en-de") from any directory when the package
-# is used from a clone or installed with `pip install -e .`
-SHIPPED_ROOT = Path(__file__).resolve().parent.parent / "checkpoints"
+CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE, METRICS_FILE = (
+    "config.json",
+    "model.safetensors",
+    "spm.model",
+    "metrics.json",
+)
+# the checkpoints shipped with the repository, found by name ("en-de") from any directory: installed with
+# `pip install .` they are the package data transformer/checkpoints/ (setup.py maps the repository's checkpoints/
+# there); in a clone or an editable install they are the repository's checkpoints/
+_PACKAGED, _REPOSITORY = (Path(__file__).resolve().parent / "checkpoints",
+                          Path(__file__).resolve().parent.parent / "checkpoints")
+SHIPPED_ROOT = _PACKAGED if _PACKAGED.is_dir() else _REPOSITORY
 
 
 class CheckpointError(ValueError):
@@ -87,11 +95,14 @@ def load_weights(model: Transformer, path: Path) -> None:
     expected = unique_state_dict(model)
     missing, unexpected = sorted(set(expected) - set(stored)), sorted(set(stored) - set(expected))
     if missing or unexpected:
-        raise CheckpointError(f"{path}: does not match config.json (missing tensors {missing[:5]}, unexpected {unexpected[:5]})")
+        raise CheckpointError(
+            f"{path}: does not match config.json (missing tensors {missing[:5]}, unexpected {unexpected[:5]})"
+        )
     for name, tensor in expected.items():
         if stored[name].shape != tensor.shape:
             raise CheckpointError(
-                f"{path}: tensor {name!r} has shape {list(stored[name].shape)} but config.json implies {list(tensor.shape)}"
+                f"{path}: tensor {name!r} has shape {list(stored[name].shape)} but config.json implies "
+                f"{list(tensor.shape)}"
             )
         if not torch.isfinite(stored[name]).all():
             raise CheckpointError(f"{path}: tensor {name!r} holds NaN or infinite values")
@@ -108,13 +119,13 @@ def checkpoint_folder(directory) -> Path:
     shipped = SHIPPED_ROOT / directory
     if len(directory.parts) == 1 and (shipped / CONFIG_FILE).is_file():
         return shipped
-    if not SHIPPED_ROOT.is_dir():  # an installed copy of the package: the checkpoints stay in the repository
+    if not SHIPPED_ROOT.is_dir():  # a copy of the package made without its checkpoints
         raise CheckpointError(
-            f"{directory}: no checkpoint folder of that name here, and this installed package has no shipped "
-            f"checkpoints beside it (they live in the repository's checkpoints/ folder, which a non-editable "
-            f"`pip install .` does not copy). Pass the folder's path, e.g. "
-            f"Translator.from_pretrained('/path/to/attention-explorer/checkpoints/{directory}'), or install the "
-            f"clone with `pip install -e .` so that names such as {str(directory)!r} resolve")
+            f"{directory}: no checkpoint folder of that name here, and this copy of the package has no shipped "
+            f"checkpoints (installed from a clone with `pip install .` or `pip install -e .`, they come with it). "
+            f"Pass the folder's path, e.g. Translator.from_pretrained('path/to/attention-explorer/checkpoints/"
+            f"{directory}'), or install the package from the repository so that names such as "
+            f"{str(directory)!r} resolve")
     names = sorted(p.name for p in SHIPPED_ROOT.iterdir() if (p / CONFIG_FILE).is_file())
     raise CheckpointError(f"{directory}: checkpoint folder does not exist, and no shipped checkpoint has that name "
                           f"(shipped: {names or 'none'})")

@@ -14,10 +14,16 @@ def query_key_figure(breakdown, query_label: str, key_labels: list[str], title: 
     and the weight after the softmax."""
     keys = unique_labels(key_labels)
     dims = list(range(1, breakdown.query_vector.size + 1))
-    figure = make_subplots(rows=2, cols=4, shared_xaxes="columns", row_heights=[0.12, 0.88], column_widths=[0.34, 0.34, 0.16, 0.16],
-                           horizontal_spacing=0.03, vertical_spacing=0.04,
-                           subplot_titles=("query q", "q ⊙ k (sums to the score)", "", "", "keys k", "", "score q·k/√d",
-                                           "weight"))
+    figure = make_subplots(
+        rows=2,
+        cols=4,
+        shared_xaxes="columns",
+        row_heights=[0.12, 0.88],
+        column_widths=[0.34, 0.34, 0.16, 0.16],
+        horizontal_spacing=0.03,
+        vertical_spacing=0.04,
+        subplot_titles=("query q", "q ⊙ k (sums to the score)", "", "", "keys k", "", "score q·k/√d", "weight"),
+    )
     scale = float(np.abs(breakdown.key_vectors).max() or 1)
     product_scale = float(np.abs(breakdown.products).max() or 1)
     vector = dict(colorscale="RdBu", zmid=0, showscale=False, x=dims)

@@ -48,8 +48,17 @@ def contrast_bar(source_scores: np.ndarray, source_labels: list[str], prefix_sco
     scores = rounded(np.concatenate([source_scores, prefix_scores]))
     positions = list(range(len(labels)))
     colours = [MUTED] * len(source_labels) + [ACCENT] * len(prefix_labels)
-    figure = go.Figure(go.Bar(x=scores, y=positions, orientation="h", marker_color=colours, customdata=labels,
-                              name="input × gradient", hovertemplate="%{customdata}: %{x:+.3f}<extra>input × gradient</extra>"))
+    figure = go.Figure(
+        go.Bar(
+            x=scores,
+            y=positions,
+            orientation="h",
+            marker_color=colours,
+            customdata=labels,
+            name="input × gradient",
+            hovertemplate="%{customdata}: %{x:+.3f}<extra>input × gradient</extra>",
+        )
+    )
     if layers is not None:
         figure.add_trace(go.Bar(x=rounded(np.concatenate(layers)), y=positions, orientation="h", customdata=labels,
                                 name="ALTI-Logit (through the layers)", marker_color=colours, marker_pattern_shape="/",

@@ -5,6 +5,7 @@ Dark mode flips the text colour through CSS (assets/style.css), since a figure c
 from __future__ import annotations
 
 import html
+import textwrap
 
 import numpy as np
 import plotly.graph_objects as go
@@ -37,10 +38,18 @@ def rounded(values: np.ndarray) -> np.ndarray:
     return np.round(np.asarray(values, dtype=np.float32), DECIMALS)
 
 
+TITLE_CHARACTERS = 48  # a title's line at 14 px fits a phone's figure (~350 px); plotly never wraps one itself
+
+
+def title_lines(title: str) -> list[str]:
+    return textwrap.wrap(title, TITLE_CHARACTERS, break_long_words=False, break_on_hyphens=False) or [""]
+
+
 def base_layout(figure: go.Figure, title: str, height: int, **layout) -> go.Figure:
+    lines = title_lines(title)
     figure.update_layout(
-        title={"text": label(title), "x": 0.0, "xanchor": "left", "font": {"size": 14}},
-        height=height, margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        title={"text": "<br>".join(label(line) for line in lines), "x": 0.0, "xanchor": "left", "font": {"size": 14}},
+        height=height + 18 * (len(lines) - 1), margin={"l": 10, "r": 10, "t": 40 + 18 * (len(lines) - 1), "b": 10},
         paper_bgcolor="rgba(0,0,0,0)", plot_bgcolor="rgba(0,0,0,0)",
         font={"color": "#374151", "size": 12}, **layout,
     )

@@ -20,6 +20,11 @@ def training_curves(epochs: list[int], train_loss: list[float], val_bleu: list[f
                          annotation_position="bottom right", annotation_font_color=MUTED)
     figure.add_vline(x=current, line_dash="dot", line_color="#9ca3af")
     figure.update_xaxes(title={"text": "epoch"})
-    return base_layout(figure, title, height=300, legend={"orientation": "h", "y": -0.3},
-                       yaxis={"title": {"text": "train loss"}},
-                       yaxis2={"title": {"text": "val BLEU"}, "overlaying": "y", "side": "right", "rangemode": "tozero"})
+    return base_layout(
+        figure,
+        title,
+        height=300,
+        legend={"orientation": "h", "y": -0.3},
+        yaxis={"title": {"text": "train loss"}},
+        yaxis2={"title": {"text": "val BLEU"}, "overlaying": "y", "side": "right", "rangemode": "tozero"},
+    )

@@ -51,10 +51,17 @@ def attention_figure(recorded, layer: str, head: str, merge: bool):
                 tile, r, c = _maybe_merge(weights[layer_index, h], rows, cols, merge)
                 tiles.append(tile)
                 titles.append(f"L{shown(layer_index)} H{shown(h)}")
-        return figures.tiled_heatmap(tiles, titles, n_heads, r, c,
-                                     f"{recorded.title}{unit}: every layer (rows) × head (columns)", show_token_ticks=False,
-                                     row_group_titles=[f"L{shown(i)}" for i in range(n_layers)],
-                                     col_group_titles=[f"H{shown(h)}" for h in range(n_heads)])
+        return figures.tiled_heatmap(
+            tiles,
+            titles,
+            n_heads,
+            r,
+            c,
+            f"{recorded.title}{unit}: every layer (rows) × head (columns)",
+            show_token_ticks=False,
+            row_group_titles=[f"L{shown(i)}" for i in range(n_layers)],
+            col_group_titles=[f"H{shown(h)}" for h in range(n_heads)],
+        )
     layer_index = int(layer)
     if head == ALL:
         merged = [_maybe_merge(weights[layer_index, h], rows, cols, merge) for h in range(n_heads)]

@@ -11,6 +11,7 @@ import numpy as np
 from transformer.analysis.rollout import RESIDUAL_WEIGHT, rollout
 
 from .. import figures
+from ..text import page_error
 from .base import TRANSLATION, View, current_translation, plot_row
 
 PROMPT = "Press the button to compute the three readings for the current sentence."
@@ -26,9 +27,11 @@ class AttributionView(View):
                     "gradient is signed (red: the source piece raised the chosen token's log-probability).")
         button = gr.Button("Compute attribution for this sentence", elem_id="attribution-button")
         note = gr.Markdown(PROMPT, elem_id="attribution-text")
-        plots = plot_row(attribution_attention=("Cross-attention (mean over layers and heads)", "attribution-attention"),
-                         attribution_rollout=("Attention rollout", "attribution-rollout"),
-                         attribution_gradient=("Input × gradient", "attribution-gradient"))
+        plots = plot_row(
+            attribution_attention=("Cross-attention (mean over layers and heads)", "attribution-attention"),
+            attribution_rollout=("Attention rollout", "attribution-rollout"),
+            attribution_gradient=("Input × gradient", "attribution-gradient"),
+        )
         return {"attribution_button": button, "attribution_text": note, **plots}
 
     def render(self, result, state, context, changed):
@@ -43,7 +46,7 @@ class AttributionView(View):
         def compute(result, sentence):
             translation = current_translation(result, {"sentence": sentence})
             if translation is None:
-                raise gr.Error("Translate a sentence first.")
+                raise page_error("Translate a sentence first.")
             rows, cols = translation.tgt_tokens, translation.src_tokens
             raw = translation.recorded["cross"].values.mean(axis=(0, 1))
             rolled = rollout(translation).source

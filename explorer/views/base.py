@@ -2,7 +2,8 @@
 it reads, and renders from (result, view state) to values keyed by component name. The shell
 (explorer/shell.py) lays the views out as tabs, the wiring (explorer/wiring.py) connects every control to
 the views that read it, and neither needs to know what a view draws. What a view needs from the model after
-the translation it asks the session service for (`ui.service`, explorer/session.py). Adding a view is one file plus one line in views/__init__.py.
+the translation it asks the session service for (`ui.service`, explorer/session.py). Adding a view is one file
+plus one line in views/__init__.py.
 
 Rendering never runs the model: what a view needs from the model itself is in the model's profile
 (explorer/profile.py), computed once when the model loads; only a view's own buttons ask the service.

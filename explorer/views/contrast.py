@@ -7,7 +7,7 @@ from __future__ import annotations
 import gradio as gr
 
 from ..figures.steps import contrast_bar
-from ..text import literal
+from ..text import literal, page_error
 from .base import current_translation
 
 
@@ -27,12 +27,16 @@ def explained(translation, contrast, foil: str) -> dict:
     chosen = translation.tgt_tokens[contrast.step]
     p_chosen = translation.steps[contrast.step].prob
     prefix = translation.decoder_input_tokens[:step]
-    strongest = max(zip([*translation.src_tokens, *prefix], [*contrast.source, *contrast.prefix]), key=lambda x: abs(x[1]))
-    text = (f"**Step {step}: why “{literal(chosen)}” ({p_chosen:.1%}) and not “{literal(foil)}”?** The log-odds "
-            f"log p({literal(chosen)}) − log p({literal(foil)}) is **{contrast.log_odds:+.2f}**. Each bar is an input's "
-            f"first-order push on it (input × gradient; right: towards “{literal(chosen)}”, left: towards "
-            f"“{literal(foil)}”); the strongest is “{literal(strongest[0])}” ({strongest[1]:+.2f}). Source total "
-            f"{contrast.source.sum():+.2f}, the words so far {contrast.prefix.sum():+.2f}.")
+    strongest = max(
+        zip([*translation.src_tokens, *prefix], [*contrast.source, *contrast.prefix]), key=lambda x: abs(x[1])
+    )
+    text = (
+        f"**Step {step}: why “{literal(chosen)}” ({p_chosen:.1%}) and not “{literal(foil)}”?** The log-odds "
+        f"log p({literal(chosen)}) − log p({literal(foil)}) is **{contrast.log_odds:+.2f}**. Each bar is an input's "
+        f"first-order push on it (input × gradient; right: towards “{literal(chosen)}”, left: towards "
+        f"“{literal(foil)}”); the strongest is “{literal(strongest[0])}” ({strongest[1]:+.2f}). Source total "
+        f"{contrast.source.sum():+.2f}, the words so far {contrast.prefix.sum():+.2f}."
+    )
     layers = contrast.layers
     if layers is not None:
         decisive = max(zip([*translation.src_tokens, *prefix], [*layers.source, *layers.prefix]), key=lambda x: x[1])
@@ -53,14 +57,14 @@ def wire_panel(ui) -> None:
     def why(result, sentence, step, foil):
         translation = current_translation(result, {"sentence": sentence})
         if translation is None:
-            raise gr.Error("Translate a sentence first.")
+            raise page_error("Translate a sentence first.")
         if not foil:
-            raise gr.Error("Choose a candidate to compare with first.")
+            raise page_error("Choose a candidate to compare with first.")
         step = max(1, min(int(step or 1), len(translation.steps)))
         try:
             contrast = ui.service.contrast(result, translation, step, foil)
         except ValueError as error:
-            raise gr.Error(str(error)) from error
+            raise page_error(str(error)) from error
         return ui.by_component(explained(translation, contrast, foil))
 
     c["contrast_button"].click(why, [ui.result_state, c["sentence"], c["step"], c["contrast_foil"]],

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gradio as gr
 
 from ..exports import export_files
+from ..text import page_error
 from .base import TRANSLATION, View
 
 
@@ -14,7 +15,7 @@ class ExportView(View):
     def build(self, context):
         gr.Markdown("Tokens, decoding steps, the search tree, the logit lens and every attention weight of the current "
                     "translation, with the model, its weights' hash and the settings that produced it; the first "
-                    "sentence's attention in the layout `bertviz` takes (see the README); and each sentence's whole "
+                    "sentence's attention in the layout `bertviz` takes (see docs/views.md); and each sentence's whole "
                     "live view as one HTML file that opens offline, for a paper or a slide.")
         button = gr.Button("Export JSON, CSV, bertviz and HTML", elem_id="export-button")
         files = gr.File(label="Downloads", file_count="multiple", elem_id="export-files")
@@ -26,7 +27,7 @@ class ExportView(View):
     def wire(self, ui):
         def export(result):
             if result is None:
-                raise gr.Error("Translate a sentence first, then export it.")
+                raise page_error("Translate a sentence first, then export it.")
             return export_files(result, ui.registry)
 
         ui.components["export_button"].click(export, ui.result_state, ui.components["export_files"],

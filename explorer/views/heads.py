@@ -18,17 +18,19 @@ from transformer.core.probes import ATTENTION_KINDS, PROBES
 from ..figures.heads import head_grid
 from ..figures.links import alignment_svg
 from ..heads_off import format_heads_off
-from ..text import literal
+from ..text import literal, page_error
 from .base import TRANSLATION, View, current_translation
 
 STATISTICS = {"spread": "spread (normalised entropy)", "max_weight": "confidence (mean max weight)",
               "mean_offset": "mean offset (key - query)", "eos_share": "weight on </s>",
               "punctuation_share": "weight on punctuation"}
-THRESHOLDS = (f"Roles, checked in this order: *previous* / *next token* when ≥ {POSITION_SHARE:.0%} of "
-              f"rows put their maximum one position back / ahead (not for cross-attention); *diagonal / alignment* "
-              f"when ≥ {POSITION_SHARE:.0%} of maxima lie on the diagonal scaled to the two lengths; "
-              f"*sink on </s>* (or <s>) when ≥ {SINK_SHARE:.0%} of the weight goes there; *broad* when "
-              f"the spread is ≥ {BROAD_SPREAD}; else *mixed*.")
+THRESHOLDS = (
+    f"Roles, checked in this order: *previous* / *next token* when ≥ {POSITION_SHARE:.0%} of "
+    f"rows put their maximum one position back / ahead (not for cross-attention); *diagonal / alignment* "
+    f"when ≥ {POSITION_SHARE:.0%} of maxima lie on the diagonal scaled to the two lengths; "
+    f"*sink on {literal('</s>')}* (or {literal('<s>')}) when ≥ {SINK_SHARE:.0%} of the weight goes there; *broad* when "
+    f"the spread is ≥ {BROAD_SPREAD}; else *mixed*."
+)
 
 
 class HeadsView(View):
@@ -57,10 +59,19 @@ class HeadsView(View):
                                               elem_id=f"off-{kind}") for kind in ATTENTION_KINDS}
         ablate = gr.Button("Translate with these heads off", elem_id="ablate-button")
         ablation = gr.Markdown(elem_id="ablation-text")
-        return {"head_statistic": statistic, "head_grids": grids, "head_grids_val": split_grids, "head_table": table, "head_importance": importance,
-                "faithfulness_text": faithfulness, "alignment_text": alignment_text, "alignment_links": alignment_links,
-                **{f"off_{kind}": box for kind, box in toggles.items()}, "ablate_button": ablate,
-                "ablation_text": ablation}
+        return {
+            "head_statistic": statistic,
+            "head_grids": grids,
+            "head_grids_val": split_grids,
+            "head_table": table,
+            "head_importance": importance,
+            "faithfulness_text": faithfulness,
+            "alignment_text": alignment_text,
+            "alignment_links": alignment_links,
+            **{f"off_{kind}": box for kind, box in toggles.items()},
+            "ablate_button": ablate,
+            "ablation_text": ablation,
+        }
 
     def render(self, result, state, context, changed):
         translation = current_translation(result, state)
@@ -91,16 +102,20 @@ class HeadsView(View):
         def ablate(result, sentence, *chosen):
             translation = current_translation(result, {"sentence": sentence})
             if translation is None:
-                raise gr.Error("Translate a sentence first.")
+                raise page_error("Translate a sentence first.")
             heads_off = [HeadRef.parse(entry) for entries in chosen for entry in entries or []]
             changed = ui.service.rerun(result, translation, heads_off=heads_off)
             drop = (ui.service.output_log_prob(result, translation, heads_off)
                     - ui.service.output_log_prob(result, translation))
-            return {c["ablation_text"]: (
-                f"**{len(heads_off)} head(s) off** ({literal(format_heads_off(heads_off)) or 'none'}).  \n"
-                f"**Original:** {literal(translation.text)}  \n**With them off:** {literal(changed.text) or '(empty)'}  \n"
-                f"Log-probability of the original output: {drop:+.3f} nats with them off "
-                f"({'the same' if changed.tgt_ids == translation.tgt_ids else 'a different'} output).")}
+            return {
+                c["ablation_text"]: (
+                    f"**{len(heads_off)} head(s) off** ({literal(format_heads_off(heads_off)) or 'none'}).  \n"
+                    f"**Original:** {literal(translation.text)}  \n"
+                    f"**With them off:** {literal(changed.text) or '(empty)'}  \n"
+                    f"Log-probability of the original output: {drop:+.3f} nats with them off "
+                    f"({'the same' if changed.tgt_ids == translation.tgt_ids else 'a different'} output)."
+                )
+            }
 
         c["ablate_button"].click(ablate, [ui.result_state, c["sentence"], *boxes], [c["ablation_text"]],
                                  api_visibility="private")
@@ -180,11 +195,14 @@ def alignment_outputs(report: dict | None, translation) -> dict:
     links = align(cross.values[best_ref.layer, best_ref.head], cross.rows, cross.cols)
     words = word_attention(cross.values[best_ref.layer, best_ref.head], cross.rows, cross.cols)
     reference = report["reference"]
-    text = (f"**Best alignment head: cross-attention layer {best['layer']}, head {best['head']}**, alignment error rate "
-            f"{best['aer']:.3f} on {report['split']} ({report['sentences']:,} sentences). Layer averages: {layers}; "
-            f"best Shift-Att reading {shift['aer']:.3f}; a diagonal baseline {report['baseline']['aer']:.3f}.{norms} The "
-            f"reference is {literal(reference['what'])}: {literal(reference['aligner'])} {literal(str(reference['version']))}. "
-            "Its links for this sentence:")
+    text = (
+        f"**Best alignment head: cross-attention layer {best['layer']}, head {best['head']}**, alignment error rate "
+        f"{best['aer']:.3f} on {report['split']} ({report['sentences']:,} sentences). Layer averages: {layers}; "
+        f"best Shift-Att reading {shift['aer']:.3f}; a diagonal baseline {report['baseline']['aer']:.3f}.{norms} The "
+        f"reference is {literal(reference['what'])}: {literal(reference['aligner'])} "
+        f"{literal(str(reference['version']))}. "
+        "Its links for this sentence:"
+    )
     return {"alignment_text": text, "alignment_links": alignment_svg(words.src_words, words.tgt_words, links)}
 
 
@@ -195,7 +213,9 @@ def faithfulness_markdown(report: dict | None) -> str:
                 "(`python -m transformer.analysis.faithfulness` writes one).")
     rows = sorted(report["table"], key=lambda row: -row["aopc"])
     lines = ["| method | AOPC | log-probability after deleting 0, 1, 2, … source pieces |", "|---|---|---|"]
-    lines += [f"| {row['method']} | **{row['aopc']:.3f}** | {', '.join(f'{v:.2f}' for v in row['curve'])} |" for row in rows]
+    lines += [
+        f"| {row['method']} | **{row['aopc']:.3f}** | {', '.join(f'{v:.2f}' for v in row['curve'])} |" for row in rows
+    ]
     return (f"**Which explanation to trust?** Deleting the source pieces a method calls most important (replaced by "
             f"`<unk>`) should hurt the produced word most: AOPC is the mean drop in its log-probability over 1–"
             f"{report['steps']} deletions, on {report['sentences']} {literal(report['split'])} sentences "

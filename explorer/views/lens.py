@@ -6,6 +6,7 @@ from __future__ import annotations
 import gradio as gr
 
 from ..figures.lens import lens_grid
+from ..text import page_error
 from .base import TRANSLATION, View, current_translation
 
 
@@ -28,7 +29,7 @@ class LensView(View):
     def at_step(self, ui, result, state, step):
         translation = current_translation(result, state)
         if translation is None or translation.logit_lens is None:
-            raise gr.Error("Translate a sentence first.")
+            raise page_error("Translate a sentence first.")
         return {"lens_plot": lens_figure(translation, step)}
 
 

@@ -19,7 +19,7 @@ from transformer.decoding.words import word_groups, word_label
 def packed(values: np.ndarray) -> str:
     """values in [0, 1] as bytes (1/255 steps), deflated, base64: what static/live_data.js's unpack reads."""
     quantised = np.clip(np.rint(values * 255), 0, 255).astype(np.uint8)
-    # level 6: 1.6% larger than level 9 on the benchmark sentence, 7x faster (1.0 against 6.9 ms)
+    # level 6: barely larger than level 9, several times faster (docs/speed.md)
     return base64.b64encode(zlib.compress(quantised.tobytes(), 6)).decode("ascii")
 
 

@@ -6,7 +6,9 @@ import gradio as gr
 import pandas as pd
 
 from transformer.corpus.mix import corpora_described
+from transformer.training.model_card import stage_line, training_stages
 
+from ..text import literal
 from .base import MODEL, View
 
 
@@ -29,21 +31,27 @@ class ModelView(View):
 def card_markdown(profile) -> str:
     config, metrics = profile.config, profile.metrics
     check = "✓ matches" if profile.parameters == profile.closed_form_parameters else "✗ differs from"
-    lines = [f"**{profile.parameters:,} trainable parameters** — {check} the closed-form count "
-             f"{profile.closed_form_parameters:,}.",
-             f"{config.n_layers} encoder + {config.n_layers} decoder layers, d_model {config.d_model}, {config.n_heads} heads "
-             f"of size {config.head_dim}, feed-forward {config.d_ff:,}, {config.norm}-norm, {config.pos_encoding} positions, "
-             f"vocabulary {config.tgt_vocab_size:,}{', shared embeddings' if config.share_embeddings else ''}"
-             f"{', output tied to the target embedding' if config.tie_output else ''}."]
+    lines = [
+        f"**{profile.parameters:,} trainable parameters** — {check} the closed-form count "
+        f"{profile.closed_form_parameters:,}.",
+        f"{config.n_layers} encoder + {config.n_layers} decoder layers, d_model {config.d_model}, "
+        f"{config.n_heads} heads of size {config.head_dim}, feed-forward {config.d_ff:,}, {config.norm}-norm, "
+        f"{config.pos_encoding} positions, "
+        f"vocabulary {config.tgt_vocab_size:,}{', shared embeddings' if config.share_embeddings else ''}"
+        f"{', output tied to the target embedding' if config.tie_output else ''}.",
+    ]
     if metrics:
-        training, scores = metrics.get("training", {}), metrics.get("scores", {})
-        lines.append(f"Trained {training.get('epochs_run', '?')} epochs ({_count(training.get('updates'))} updates) in "
-                     f"{training.get('wall_minutes', '?')} min on {training.get('hardware', '?')}.")
+        scores = metrics.get("scores", {})
+        stages = training_stages(metrics)
+        lines.append(f"Trained in {len(stages)} stage(s): " + "; then ".join(
+            f"stage {number}, {literal(stage_line(stage))}" for number, stage in enumerate(stages, start=1)) + ".")
         if "data" in metrics:
             lines.append(f"Learned from {corpora_described(metrics['data'])}.")
         for split, s in scores.items():
-            lines.append(f"- **{split}**: BLEU {s['bleu']}, chrF {s['chrf']} ({_count(s.get('sentences'))} sentences) — "
-                         f"`{s['bleu_signature']}`")
+            lines.append(
+                f"- **{split}**: BLEU {s['bleu']}, chrF {s['chrf']} ({_count(s.get('sentences'))} sentences) — "
+                f"`{s['bleu_signature']}`"
+            )
     return "\n\n".join(lines)
 
 

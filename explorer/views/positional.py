@@ -38,8 +38,9 @@ class PositionalView(View):
         out = {}
         if changed in (MODEL, "dimensions"):
             table = profile.positional_table
-            out["curves_plot"] = figures.encoding_curves(table, chosen_dimensions(state.get("dimensions"), table.shape[1]),
-                                                         "Chosen dimensions over positions")
+            out["curves_plot"] = figures.encoding_curves(
+                table, chosen_dimensions(state.get("dimensions"), table.shape[1]), "Chosen dimensions over positions"
+            )
         if changed == MODEL:
             kind = profile.config.pos_encoding.capitalize()
             out["encoding_plot"] = figures.encoding_heatmap(profile.positional_table,

@@ -10,7 +10,7 @@ from transformer.core.head_ref import head_label, layer_label
 from transformer.core.probes import PROBES
 
 from ..figures.query_key import query_key_figure
-from ..text import literal
+from ..text import literal, page_error
 from .base import MODEL, TRANSLATION, View, current_translation
 
 KINDS = [(PROBES[kind].title.split(" (")[0], kind) for kind in ("encoder_self", "decoder_self", "cross")]
@@ -45,19 +45,23 @@ class QueryKeyView(View):
     def show(self, ui, result, sentence, kind: str, layer: int, head: int, query: int) -> dict:
         translation = current_translation(result, {"sentence": sentence})
         if translation is None:
-            raise gr.Error("Translate a sentence first.")
+            raise page_error("Translate a sentence first.")
         try:
             breakdown = ui.service.query_key(result, translation, kind, layer, head, query)
         except ValueError as error:
-            raise gr.Error(str(error)) from error
+            raise page_error(str(error)) from error
         recorded = translation.recorded[kind]
         keys = recorded.cols[: len(breakdown.weights)]
         where = f"{layer_label(layer)}, {head_label(head)}"
-        text = (f"**{literal(dict((v, k) for k, v in KINDS)[kind])}, {where}, query “{literal(recorded.rows[query])}”.** "
-                f"Each row's products sum to its score times √{breakdown.query_vector.size}; the softmax of the scores "
-                f"is the weight row the heatmap draws (largest: “{literal(keys[int(breakdown.weights.argmax())])}”, "
-                f"{breakdown.weights.max():.1%}). Blue: the two vectors agree in that dimension, red: they disagree.")
-        figure = query_key_figure(breakdown, recorded.rows[query], keys, f"{kind}: {where}, query {recorded.rows[query]}")
+        text = (
+            f"**{literal(dict((v, k) for k, v in KINDS)[kind])}, {where}, query “{literal(recorded.rows[query])}”.** "
+            f"Each row's products sum to its score times √{breakdown.query_vector.size}; the softmax of the scores "
+            f"is the weight row the heatmap draws (largest: “{literal(keys[int(breakdown.weights.argmax())])}”, "
+            f"{breakdown.weights.max():.1%}). Blue: the two vectors agree in that dimension, red: they disagree."
+        )
+        figure = query_key_figure(
+            breakdown, recorded.rows[query], keys, f"{kind}: {where}, query {recorded.rows[query]}"
+        )
         return {"qk_text": text, "qk_plot": figure}
 
     def wire(self, ui):
@@ -68,8 +72,12 @@ class QueryKeyView(View):
             head_index = int(head) if str(head).isdigit() else 0  # the mean or all heads: head 1
             return ui.by_component(self.show(ui, result, sentence, kind, layer_index, head_index, int(query or 0)))
 
-        c["qk_button"].click(chosen, [ui.result_state, c["sentence"], c["qk_kind"], c["layer"], c["head"], c["qk_query"]],
-                             [c["qk_text"], c["qk_plot"]], api_visibility="private")
+        c["qk_button"].click(
+            chosen,
+            [ui.result_state, c["sentence"], c["qk_kind"], c["layer"], c["head"], c["qk_query"]],
+            [c["qk_text"], c["qk_plot"]],
+            api_visibility="private",
+        )
         if "live_attention" not in c:
             return
 
@@ -79,7 +87,7 @@ class QueryKeyView(View):
             kind, query = evt.kind, int(evt.query)
             translation = current_translation(result, {"sentence": sentence})
             if translation is None:
-                raise gr.Error("Translate a sentence first.")
+                raise page_error("Translate a sentence first.")
             result.rendered_views.add(self.name)  # drawn here: opening the tab must not draw it over again
             return {ui.result_state: result, c["tabs"]: gr.Tabs(selected=self.name), c["qk_kind"]: kind,
                     c["qk_text"]: "Computing…",

@@ -10,11 +10,15 @@ MEAN, ALL = "mean", "all"  # the mean over heads; every head of a layer, tiled
 
 
 def layer_choices(n_layers: int) -> list[tuple[str, str]]:
-    return [(layer_label(i).capitalize(), str(i)) for i in range(n_layers)] + [("All layers × heads (overview)", OVERVIEW)]
+    return [(layer_label(i).capitalize(), str(i)) for i in range(n_layers)] + [
+        ("All layers × heads (overview)", OVERVIEW)
+    ]
 
 
 def head_choices(n_heads: int) -> list[tuple[str, str]]:
-    return [("Mean over heads", MEAN), ("All heads (tiled)", ALL)] + [(head_label(i).capitalize(), str(i)) for i in range(n_heads)]
+    return [("Mean over heads", MEAN), ("All heads (tiled)", ALL)] + [
+        (head_label(i).capitalize(), str(i)) for i in range(n_heads)
+    ]
 
 
 def valid_layer(layer, n_layers: int) -> str:

@@ -12,7 +12,7 @@ from transformer.core.head_ref import head_label, layer_label
 from .. import figures
 from ..components import Slider
 from ..request import MAX_OUTPUT_TOKENS
-from ..text import literal
+from ..text import literal, page_error
 from . import contrast, whatif
 from .base import MODEL, TRANSLATION, View, current_translation
 from .selection import MEAN, select_heads, single_layer_and_head
@@ -70,7 +70,7 @@ class StepsView(View):
             state = ui.state_from(values)
             translation = current_translation(result, state)
             if translation is None:
-                raise gr.Error("Translate a sentence first.")
+                raise page_error("Translate a sentence first.")
             for frame in self.play_frames(translation, state["layer"], state["head"]):
                 yield ui.by_component(frame)
 
@@ -80,15 +80,17 @@ class StepsView(View):
         def what_if(result, sentence, step, layer, head, candidate, typed):
             translation = current_translation(result, {"sentence": sentence})
             if translation is None:
-                raise gr.Error("Translate a sentence first.")
+                raise page_error("Translate a sentence first.")
             step = max(1, min(int(step or 1), len(translation.steps)))
             continuation = [candidate] if candidate else ui.service.pieces(result, typed or "")
             if not continuation:
-                raise gr.Error("Choose another candidate or type a continuation first.")
+                raise page_error("Choose another candidate or type a continuation first.")
             try:
-                alternative = ui.service.rerun(result, translation, prefix=translation.tgt_tokens[: step - 1] + continuation)
+                alternative = ui.service.rerun(
+                    result, translation, prefix=translation.tgt_tokens[: step - 1] + continuation
+                )
             except ValueError as error:
-                raise gr.Error(str(error)) from error
+                raise page_error(str(error)) from error
             return ui.by_component(whatif.comparison(translation, alternative, layer, head))
 
         inputs = [ui.result_state, c["sentence"], c["step"], c["layer"], c["head"]]

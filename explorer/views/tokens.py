@@ -26,4 +26,6 @@ class TokensView(View):
 
 
 def pieces_table(pieces: list[str], ids: list[int]) -> pd.DataFrame:
-    return pd.DataFrame([(i + 1, p, t) for i, (p, t) in enumerate(zip(pieces, ids))], columns=["position", "piece", "id"])
+    return pd.DataFrame(
+        [(i + 1, p, t) for i, (p, t) in enumerate(zip(pieces, ids))], columns=["position", "piece", "id"]
+    )

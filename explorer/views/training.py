@@ -55,9 +55,11 @@ class TrainingView(View):
             out["timeline_sentence"] = gr.update(choices=sentence_choices(timeline), value=sentence)
         entry = next(e for e in timeline.epochs if e["epoch"] == epoch)
         output = entry["outputs"][sentence]
-        out["timeline_text"] = (f"**Epoch {epoch}**{stage_text(timeline, epoch)} (train loss {entry['train_loss']:.3f}, "
-                                f"val BLEU {entry['val_bleu']}): "
-                                f"{literal(timeline.sentences[sentence])} → **{literal(output['text']) or '(empty)'}**")
+        out["timeline_text"] = (
+            f"**Epoch {epoch}**{stage_text(timeline, epoch)} (train loss {entry['train_loss']:.3f}, "
+            f"val BLEU {entry['val_bleu']}): "
+            f"{literal(timeline.sentences[sentence])} → **{literal(output['text']) or '(empty)'}**"
+        )
         weights, rows, cols = timeline.attention(epoch, sentence, state.get("timeline_kind") or "cross")
         layer = weights.shape[0] - 1 if state.get("layer") in (None, OVERVIEW) else int(state["layer"])
         head = MEAN if state.get("head") in (None, ALL, MEAN) else state["head"]

@@ -9,10 +9,9 @@ import gradio as gr
 
 from transformer.core.head_ref import head_label, layer_label
 
-
 from .. import figures
 from ..figures.tree import tree_svg
-from ..text import literal
+from ..text import literal, page_error
 from .base import TRANSLATION, View, current_translation, plot_row
 from .selection import MEAN, select_heads, single_layer_and_head
 
@@ -48,7 +47,7 @@ class TreeView(View):
         translation = current_translation(result, state)
         tree = translation.tree
         if not 0 <= node_id < len(tree.nodes):
-            raise gr.Error(f"node must be in [0, {len(tree.nodes) - 1}], got {node_id}")
+            raise page_error(f"node must be in [0, {len(tree.nodes) - 1}], got {node_id}")
         path = tree.path_to(node_id)
         node, prefix = tree.nodes[node_id], [tree.nodes[i].token_id for i in path[:-1]]
         step = ui.service.step_after(result, translation, prefix)
@@ -58,13 +57,19 @@ class TreeView(View):
         which = "mean over heads" if head == MEAN else head_label(int(head))
         return {
             "search_tree": tree_svg(tree, selected=node_id),
-            "node_text": (f"**Step {node.depth + 1}, {node.status}{' (winning path)' if node_id in tree.winner else ''}.** "
-                          f"Hypothesis: {hypothesis}  \nThis token: probability {math.exp(node.log_prob):.1%}, "
-                          f"cumulative log-probability {node.score:.3f}, length-normalised {node.normalized_score:.3f}."),
-            "node_candidates": figures.candidates_bar(step.topk, node.token, f"Step {node.depth + 1}: what this "
-                                                      "hypothesis weighed next"),
-            "node_source": figures.source_attention_bar(weights, translation.src_tokens, f"Step {node.depth + 1}: "
-                                                        f"cross-attention ({layer_label(layer)}, {which})"),
+            "node_text": (
+                f"**Step {node.depth + 1}, {node.status}{' (winning path)' if node_id in tree.winner else ''}.** "
+                f"Hypothesis: {hypothesis}  \nThis token: probability {math.exp(node.log_prob):.1%}, "
+                f"cumulative log-probability {node.score:.3f}, length-normalised {node.normalized_score:.3f}."
+            ),
+            "node_candidates": figures.candidates_bar(
+                step.topk, node.token, f"Step {node.depth + 1}: what this hypothesis weighed next"
+            ),
+            "node_source": figures.source_attention_bar(
+                weights,
+                translation.src_tokens,
+                f"Step {node.depth + 1}: cross-attention ({layer_label(layer)}, {which})",
+            ),
         }
 
     def wire(self, ui):
@@ -73,10 +78,10 @@ class TreeView(View):
 
         def on_click(result, sentence, layer, head, evt: gr.EventData):
             if result is None:
-                raise gr.Error("Translate a sentence first.")
+                raise page_error("Translate a sentence first.")
             node = getattr(evt, "node", None)
             if not isinstance(node, int):
-                raise gr.Error(f"node must be a whole number, got {node!r}")
+                raise page_error(f"node must be a whole number, got {node!r}")
             state = {"sentence": sentence, "layer": layer, "head": head}
             return ui.by_component(self.node_panel(ui, result, state, node))
 
@@ -87,6 +92,6 @@ class TreeView(View):
         """The step's node in the tree, selected, with its panel: the step view's jump lands here."""
         translation = current_translation(result, state)
         if translation is None:
-            raise gr.Error("Translate a sentence first.")
+            raise page_error("Translate a sentence first.")
         step = max(1, min(step, len(translation.steps)))
         return self.node_panel(ui, result, state, translation.steps[step - 1].node)

@@ -16,9 +16,14 @@ Commands that score the shipped models over a whole split and write a JSON file 
     symmetrize.py         grow-diag-final and intersection of two one-directional alignments, and
     statistical_aligner.py  eflomal, an evaluation-only dependency (requirements-eval.txt)
 
+The analyses the explorer runs on a translation are plug-ins: registry.py says how one is declared (what it needs
+recorded, a function to a typed result, cheap or on demand) and how switched-off heads reach every one of them;
+registered.py holds one registration line per analysis.
+
 Switching heads off while translating (head masking) lives with the model: core/head_mask.py, and
 `Translator.translate(..., heads_off=[(kind, layer, head), ...])`.
 """
+from . import registered
 from .alignment import (
                         WordAlignment,
                         alignment_error_rate,
@@ -29,8 +34,10 @@ from .alignment import (
 )
 from .attribution import Attribution, attribute, input_x_gradient
 from .head_stats import HeadStats, aggregate_head_stats, corpus_head_stats, head_role, head_stats
+from .registry import ANALYSES, Analysis, ModelAccess, register, run_analysis, unregister
 from .rollout import Rollout, rollout
 
-__all__ = ["Attribution", "HeadStats", "Rollout", "WordAlignment", "aggregate_head_stats", "alignment_error_rate",
-           "attribute", "corpus_alignment_error_rate", "corpus_head_stats", "head_role", "head_stats",
-           "input_x_gradient", "read_pharaoh", "rollout", "translation_alignment", "write_pharaoh"]
+__all__ = ["ANALYSES", "Analysis", "Attribution", "HeadStats", "ModelAccess", "Rollout", "WordAlignment",
+           "aggregate_head_stats", "alignment_error_rate", "attribute", "corpus_alignment_error_rate",
+           "corpus_head_stats", "head_role", "head_stats", "input_x_gradient", "read_pharaoh", "register",
+           "registered", "rollout", "run_analysis", "translation_alignment", "unregister", "write_pharaoh"]

@@ -22,10 +22,7 @@ links, so AER = 1 - 2 |A & S| / (|A| + |S|).
 """
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import shlex
 import sys
 import time
 import unicodedata
@@ -37,12 +34,18 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from ..command_line import (
+    CommandParser,
+    InputError,
+    answered,
+    check_writable,
+    command_text,
+    number_type,
+    write_atomically,
+    write_json_atomically,
+)
 from ..core.capture import record
 from ..core.head_ref import shown
-from ..decoding.translator import Translator
-from ..decoding.words import word_groups, word_label
-from ..tokenizer import Tokenizer
-from .cli import add_checkpoint_and_data, add_hardware, check_data_dir
 from ..corpus.data import (
     REPOSITORY,
     ParallelCorpus,
@@ -50,19 +53,23 @@ from ..corpus.data import (
     read_parallel_or_exit,
 )
 from ..corpus.scoring import EncodedCorpus
+from ..decoding.translator import Translator
+from ..decoding.words import word_groups, word_label
+from ..tokenizer import Tokenizer
 from .alignment import (
     BOUNDARY_TOKENS,
     Alignment,
     align,
     best,
     diagonal_alignment,
-    read_pharaoh,
+    format_pharaoh,
+    parse_pharaoh,
     scored,
     shift_align,
-    write_pharaoh,
 )
+from .cli import add_checkpoint_and_data, add_hardware, check_data_dir, use_threads
 from .norms import weighted_norms
-from .statistical_aligner import EflomalSettings, eflomal_links, eflomal_version
+from .statistical_aligner import AlignerMissing, EflomalSettings, eflomal_links, eflomal_version
 from .symmetrize import SYMMETRIZATIONS
 
 RESULT_FILE = "alignment.json"
@@ -149,8 +156,14 @@ def read_alignments(cross: np.ndarray, sentence: PieceSentence, readings_: Seque
     if norms is not None:
         by_measure["norms"] = weighted_norms(by_measure["weights"], norms.astype(np.float64))
     means = {measure: values.mean(axis=1) for measure, values in by_measure.items()}
-    return [READERS[r.method](by_measure[r.measure][r.layer, r.head] if r.head is not None else means[r.measure][r.layer],
-                              sentence.tgt_pieces, sentence.src_pieces) for r in readings_]
+    return [
+        READERS[r.method](
+            by_measure[r.measure][r.layer, r.head] if r.head is not None else means[r.measure][r.layer],
+            sentence.tgt_pieces,
+            sentence.src_pieces,
+        )
+        for r in readings_
+    ]
 
 
 def score_readings(model, sentences: Sequence[PieceSentence], reference: Sequence[Alignment], batch_size: int = 64,
@@ -160,7 +173,9 @@ def score_readings(model, sentences: Sequence[PieceSentence], reference: Sequenc
         raise ValueError(f"{len(reference)} reference alignments for {len(sentences)} sentences")
     table = readings(model.config.n_layers, model.config.n_heads)
     predicted: list[list[Alignment]] = [[] for _ in table]
-    for index, (sentence, (cross, norms)) in enumerate(zip(sentences, teacher_forced_cross(model, sentences, batch_size))):
+    for index, (sentence, (cross, norms)) in enumerate(
+        zip(sentences, teacher_forced_cross(model, sentences, batch_size))
+    ):
         for column, links in zip(predicted, read_alignments(cross, sentence, table, norms)):
             column.append(links)
         if progress is not None and ((index + 1) % batch_size == 0 or index + 1 == len(sentences)):
@@ -173,6 +188,30 @@ def score_readings(model, sentences: Sequence[PieceSentence], reference: Sequenc
 def diagonal_row(sentences: Sequence[PieceSentence], reference: Sequence[Alignment]) -> dict:
     alignments = [diagonal_alignment(len(words_of(s.src_pieces)), len(words_of(s.tgt_pieces))) for s in sentences]
     return scored(alignments, reference, reading="diagonal baseline", layer=None, head=None, method=None)
+
+
+def read_reference(path, sentences: Sequence[PieceSentence], split: str) -> list[Alignment]:
+    """The --reference file: one Pharaoh line per sentence of the split, every link on an existing word; a file
+    that is missing, malformed, of another length or made on other words is an InputError naming it."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise InputError(f"{path}: the reference alignment file is missing") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(f"{path}: the reference alignment file cannot be read as text ({error})") from None
+    reference = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            reference.append(parse_pharaoh(line))
+        except ValueError as error:
+            raise InputError(f"{path}, line {number}: {error}") from None
+    if len(reference) != len(sentences):
+        raise InputError(f"{path} has {len(reference)} lines; {split} has {len(sentences)} sentences")
+    try:
+        check_reference(reference, sentences)
+    except ValueError as error:
+        raise InputError(f"{path}: {error}") from None
+    return reference
 
 
 def check_reference(reference: Sequence[Alignment], sentences: Sequence[PieceSentence]) -> None:
@@ -191,8 +230,7 @@ def aligner_lines(sentences: Sequence[PieceSentence]) -> tuple[list[str], list[s
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m transformer.analysis.alignment_eval", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = CommandParser(prog="python -m transformer.analysis.alignment_eval", description=__doc__)
     add_checkpoint_and_data(parser)
     parser.add_argument("--split", default="test_2016_flickr",
                         help="split whose alignments are scored (default: test_2016_flickr)")
@@ -204,30 +242,44 @@ def main(argv=None) -> None:
                         help="score against this Pharaoh file (one line per sentence of --split, source-target word "
                              "indices over our words) instead of running eflomal")
     parser.add_argument("--reference-out", help="also write the reference alignments here, in Pharaoh format")
-    parser.add_argument("--batch-size", type=int, default=64, help="sentences per teacher-forced pass (default: 64)")
+    parser.add_argument(
+        "--batch-size",
+        type=number_type("--batch-size", int, 1),
+        default=64,
+        help="sentences per teacher-forced pass (default: 64)",
+    )
     add_hardware(parser)
     parser.add_argument("--out", help=f"write the JSON here instead of CHECKPOINT/{RESULT_FILE}")
     args = parser.parse_args(argv)
     check_data_dir(parser, args)
 
     started = time.perf_counter()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    translator = Translator.from_pretrained(args.checkpoint, device=args.device)
+    use_threads(args)
+    with answered(parser):
+        translator = Translator.from_pretrained(args.checkpoint, device=args.device)
+        out = check_writable(args.out if args.out else translator.source / RESULT_FILE)
+        if args.reference_out:
+            check_writable(args.reference_out)
+        if not args.reference:
+            try:
+                eflomal_version()  # a missing aligner is said before the corpus is read
+            except AlignerMissing as error:
+                parser.error(f"{error}; or score against a file with --reference")
     languages = translator.languages
     src, tgt, max_len = languages["src"], languages["tgt"], translator.model.config.max_len
     evaluated = read_parallel_or_exit(args.data_dir, args.split, src, tgt)
     sentences = piece_sentences(translator.tokenizer, evaluated.source, evaluated.target, max_len)
 
     if args.reference:
-        reference = read_pharaoh(args.reference)
-        if len(reference) != len(sentences):
-            parser.error(f"{args.reference} has {len(reference)} lines; {args.split} has {len(sentences)} sentences")
+        with answered(parser):
+            reference = read_reference(args.reference, sentences, args.split)
         described = {"what": f"alignments read from {args.reference}", "file": str(args.reference)}
     else:
         settings = EflomalSettings()
         version = eflomal_version()
-        extra = [read_parallel_or_exit(args.data_dir, split, src, tgt) for split in args.aligner_splits.split(",") if split]
+        extra = [
+            read_parallel_or_exit(args.data_dir, split, src, tgt) for split in args.aligner_splits.split(",") if split
+        ]
         extra_sentences = [s for corpus in extra
                            for s in piece_sentences(translator.tokenizer, corpus.source, corpus.target, max_len)]
         source_lines, target_lines = aligner_lines([*extra_sentences, *sentences])
@@ -245,9 +297,9 @@ def main(argv=None) -> None:
             "words": "our tokenizer's sentencepiece word groups (decoding/words.py), given to eflomal one token "
                      "per word with punctuation stripped from the ends; eflomal lowercases them",
         }
-    check_reference(reference, sentences)
+        check_reference(reference, sentences)
     if args.reference_out:
-        write_pharaoh(args.reference_out, reference)
+        write_atomically(args.reference_out, "".join(format_pharaoh(a) + "\n" for a in reference))
 
     with tqdm(total=len(sentences), unit="sentence", desc=f"{args.split} cross-attention", dynamic_ncols=True) as bar:
         rows = score_readings(translator.model, sentences, reference, args.batch_size,
@@ -270,20 +322,21 @@ def main(argv=None) -> None:
                                            for method in READERS} for measure in MEASURES},
         "table": rows,
         "baseline": diagonal_row(sentences, reference),
-        "command": "python -m transformer.analysis.alignment_eval "
-                   + shlex.join(argv if argv is not None else sys.argv[1:]),
+        "command": command_text("transformer.analysis.alignment_eval", argv),
         "minutes": round((time.perf_counter() - started) / 60, 2),
     }
-    out = Path(args.out) if args.out else translator.source / RESULT_FILE
-    out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_json_atomically(out, result)
     head = result["best_head"]
     print(f"{args.split}: {len(sentences)} sentences, {result['reference_links']} reference links")
     print(f"best head: cross L{head['layer']} H{head['head']} ({head['method']}), AER {head['aer']}")
     for layer in range(1, translator.model.config.n_layers + 1):
         averages = {(r["measure"], r["method"]): r["aer"] for r in rows
                     if r["reading"] == "layer average" and r["layer"] == layer}
-        print(f"layer {layer} average: AER {averages['weights', 'attention']} (shift-att {averages['weights', 'shift']}); "
-              f"norm-based {averages['norms', 'attention']} (shift-att {averages['norms', 'shift']})")
+        print(
+            f"layer {layer} average: AER {averages['weights', 'attention']} "
+            f"(shift-att {averages['weights', 'shift']}); "
+            f"norm-based {averages['norms', 'attention']} (shift-att {averages['norms', 'shift']})"
+        )
     print(f"diagonal baseline (no attention): AER {result['baseline']['aer']}")
     print(f"wrote {out} ({result['minutes']} min)")
 

@@ -29,11 +29,12 @@ import numpy as np
 import torch
 
 from ..core.capture import capture_attention
-from ..core.head_mask import heads_masked
+from ..core.head_mask import heads_masked, heads_masked_now
 from ..core.model import Transformer
 from ..core.probes import ATTENTION_KINDS
+from ..decoding.trace import ALTI_PLUS, Translation
 from ..tokenizer import BOS_ID
-
+from .registry import Analysis, ModelAccess
 
 _pass: ContextVar = ContextVar("alti_pass", default=None)  # the alti_plus call whose hooks listen in this context
 
@@ -112,6 +113,7 @@ def rollout(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_of
     try:
         with heads_masked(model, heads_off), (
                 contextlib.nullcontext() if attention is not None else capture_attention(model)) as captured:
+            switched_off = heads_masked_now(model)  # `heads_off` and those an enclosing context switched off
             model.layers_pass(src, tgt)
     finally:
         _pass.reset(token)
@@ -119,7 +121,7 @@ def rollout(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_of
             handle.remove()
     weights = {kind: torch.tensor(attention[kind])[:, None] if attention is not None else captured[kind]
                for kind in ("encoder_self", "decoder_self", "cross")}  # (L, 1, H, Q, K), copies: zeroed below
-    for kind, layer, head in heads_off or ():  # a switched-off head's weights are recorded, but it moves nothing
+    for kind, layer, head in switched_off:  # a switched-off head's weights are recorded, but it moves nothing
         weights[kind][layer, :, head] = 0
     source, target = len(src_ids), len(tgt_ids)
     moved_by = {kind: [] for kind in ("encoder_self", "decoder_self", "cross")}  # per layer, kept for alti_logit
@@ -168,19 +170,35 @@ def alti_plus(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_
                          traced.norms)
 
 
-def add_contributions(model: Transformer, translation, dtype: torch.dtype = torch.float64) -> object:
-    """Fills `translation.contributions` and, from the same pass, `translation.norms` (a pre-norm model's; a
-    post-norm one gets no contributions and keeps its norms as they were), with its heads off, in `dtype`."""
+def contributions(model: Transformer, translation: Translation, dtype: torch.dtype = torch.float64
+                  ) -> Contributions | None:
+    """ALTI+ of `translation`'s own output in `dtype`, reading the weights decoding recorded where it recorded them,
+    with the heads switched off that the running context switched off; None for a post-norm model."""
     if model.config.norm != "pre":
-        translation.contributions = None
-        return translation
+        return None
     recorded = translation.recorded
     attention = ({kind: recorded[kind].values for kind in ATTENTION_KINDS}
                  if all(kind in recorded for kind in ATTENTION_KINDS) else None)
-    translation.contributions = alti_plus(model, translation.src_ids, translation.tgt_ids,
-                                          translation.settings.get("heads_off") or None, dtype, attention)
-    translation.norms = translation.contributions.norms
+    return alti_plus(model, translation.src_ids, translation.tgt_ids, None, dtype, attention)
+
+
+def add_contributions(model: Transformer, translation: Translation, dtype: torch.dtype = torch.float64
+                      ) -> Translation:
+    """Fills `translation.contributions` and, from the same pass, `translation.norms` (a pre-norm model's; a
+    post-norm one gets no contributions and keeps its norms as they were), with its heads off, in `dtype`."""
+    with heads_masked(model, translation.settings.get("heads_off") or None):
+        translation.contributions = contributions(model, translation, dtype)
+    if translation.contributions is not None:
+        translation.norms = translation.contributions.norms
     return translation
 
 
-__all__ = ["Contributions", "Rollout", "add_contributions", "alti_plus", "rollout"]
+def alti_analysis(access: ModelAccess, translation: Translation) -> Contributions | None:
+    # float32: the page draws them as bytes, and it takes less time than float64
+    return contributions(access.model, translation, torch.float32)
+
+
+ANALYSIS = Analysis(ALTI_PLUS, "ALTI+ contributions", Contributions, alti_analysis,
+                    description="each prediction's contributions from each source piece, then each decoder input")
+
+__all__ = ["ANALYSIS", "Contributions", "Rollout", "add_contributions", "alti_plus", "contributions", "rollout"]

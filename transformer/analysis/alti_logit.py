@@ -44,7 +44,9 @@ def alti_logit(model: Transformer, src_ids: list[int], tgt_ids: list[int], step:
     if not 0 <= step < len(tgt_ids):
         raise ValueError(f"step must be in [0, {len(tgt_ids) - 1}] for an output of {len(tgt_ids)} pieces, got {step}")
     if not 0 <= foil_id < model.config.tgt_vocab_size:
-        raise ValueError(f"foil_id must be a target vocabulary id in [0, {model.config.tgt_vocab_size - 1}], got {foil_id}")
+        raise ValueError(
+            f"foil_id must be a target vocabulary id in [0, {model.config.tgt_vocab_size - 1}], got {foil_id}"
+        )
     traced = rollout(model, src_ids, tgt_ids[: step + 1], heads_off)
     seen, source = traced.seen, len(src_ids)
     last = model.decoder_layers[-1].feed_forward_residual

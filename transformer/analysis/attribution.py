@@ -22,6 +22,7 @@ import torch
 from ..core.model import Transformer, padding_mask
 from ..decoding.trace import Translation
 from ..tokenizer import BOS_ID
+from .registry import Analysis, ModelAccess
 
 
 @dataclass
@@ -74,4 +75,11 @@ def attribute(model: Transformer, translation: Translation) -> Attribution:
     return result
 
 
-__all__ = ["Attribution", "attribute", "input_x_gradient"]
+def attribution_analysis(access: ModelAccess, translation: Translation) -> Attribution:
+    return attribute(access.model, translation)
+
+
+ANALYSIS = Analysis("attribution", "Input × gradient", Attribution, attribution_analysis, cheap=False,
+                    description="each source piece's push on each output piece's log-probability")
+
+__all__ = ["ANALYSIS", "Attribution", "attribute", "input_x_gradient"]

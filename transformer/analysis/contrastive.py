@@ -21,7 +21,10 @@ import numpy as np
 import torch
 
 from ..core.model import Transformer, padding_mask
+from ..decoding.trace import Translation
 from ..tokenizer import BOS_ID
+from .alti_logit import LogitContrast, alti_logit
+from .registry import Analysis, ModelAccess
 
 
 @dataclass
@@ -32,18 +35,22 @@ class Contrast:
     log_odds: float  # log p(chosen) - log p(foil) at that step
     source: np.ndarray  # (S,) score per source piece
     prefix: np.ndarray  # (step + 1,) score per decoder input: <s>, then the output before the step
-    layers: object = None  # the same log-odds read through the layers (alti_logit.LogitContrast), where filled
+    layers: LogitContrast | None = None  # the same log-odds read through the layers (ALTI-Logit), where filled
 
 
 def contrastive_input_x_gradient(model: Transformer, src_ids: list[int], tgt_ids: list[int], step: int,
                                  foil_id: int) -> Contrast:
     """Why `tgt_ids[step]` and not `foil_id`, given the source and the output before `step`."""
     if model.training:
-        raise ValueError("contrastive attribution needs the model in eval mode (model.eval()): dropout would make it random")
+        raise ValueError(
+            "contrastive attribution needs the model in eval mode (model.eval()): dropout would make it random"
+        )
     if not 0 <= step < len(tgt_ids):
         raise ValueError(f"step must be in [0, {len(tgt_ids) - 1}] for an output of {len(tgt_ids)} pieces, got {step}")
     if not 0 <= foil_id < model.config.tgt_vocab_size:
-        raise ValueError(f"foil_id must be a target vocabulary id in [0, {model.config.tgt_vocab_size - 1}], got {foil_id}")
+        raise ValueError(
+            f"foil_id must be a target vocabulary id in [0, {model.config.tgt_vocab_size - 1}], got {foil_id}"
+        )
     chosen_id = tgt_ids[step]
     device = model.device
     # decoding runs under inference_mode; switch it and no_grad off here and make every tensor inside
@@ -77,4 +84,22 @@ def contrastive_input_x_gradient(model: Transformer, src_ids: list[int], tgt_ids
                     prefix.detach().cpu().double().numpy())
 
 
-__all__ = ["Contrast", "contrastive_input_x_gradient"]
+def contrast_analysis(access: ModelAccess, translation: Translation, step: int, foil: str) -> Contrast:
+    """Why `translation` chose its piece at 1-based `step` and not the piece `foil`: contrastive input x gradient
+    and, for a pre-norm model, its ALTI-Logit through the layers."""
+    model, tokenizer = access.model, access.tokenizer
+    if not 1 <= step <= len(translation.tgt_ids):
+        raise ValueError(f"step must be in [1, {len(translation.tgt_ids)}] for this translation, got {step}")
+    foil_id = tokenizer.piece_to_id(foil)
+    if tokenizer.id_to_piece(foil_id) != foil:
+        raise ValueError(f"{foil!r} is not a piece of this model's vocabulary")
+    contrast = contrastive_input_x_gradient(model, translation.src_ids, translation.tgt_ids, step - 1, foil_id)
+    if model.config.norm == "pre":  # ALTI-Logit reads pre-norm layers, as ALTI+ does
+        contrast.layers = alti_logit(model, translation.src_ids, translation.tgt_ids, step - 1, foil_id)
+    return contrast
+
+
+ANALYSIS = Analysis("contrast", "Why X and not Y", Contrast, contrast_analysis, cheap=False,
+                    description="each input's push on log p(chosen) - log p(foil) at one step (Yin and Neubig, 2022)")
+
+__all__ = ["ANALYSIS", "Contrast", "contrast_analysis", "contrastive_input_x_gradient"]

@@ -8,20 +8,18 @@ In head_stats.json layers and heads are numbered from 1, as the app shows them.
 """
 from __future__ import annotations
 
-import argparse
-import json
-import shlex
-import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
 
 from tqdm import tqdm
 
-from ..core.probes import ATTENTION_KINDS
-from ..decoding.translator import Translator
+from ..command_line import CommandParser, answered, check_writable, command_text, number_type, write_json_atomically
 from ..core.head_ref import HeadRef
+from ..core.probes import ATTENTION_KINDS
 from ..corpus.data import default_data_dir, read_parallel_or_exit
+from ..decoding.translator import Translator
+from .cli import add_hardware, check_data_dir, use_threads
 from .head_stats import aggregate_head_stats, head_stats
 
 STATS_FILE = "head_stats.json"
@@ -48,27 +46,30 @@ def stats_document(per_kind: dict, split: str, sentences: int, command: str, min
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m transformer.analysis.corpus_stats", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = CommandParser(prog="python -m transformer.analysis.corpus_stats", description=__doc__)
     parser.add_argument("--checkpoint", required=True, help="checkpoint folder; head_stats.json is written there")
     parser.add_argument("--data-dir", default=default_data_dir(), help="folder of {split}.{lang} files")
     parser.add_argument("--split", default="val", help="split to average over (default: val)")
-    parser.add_argument("--limit", type=int, default=None, help="only the first N sentences")
+    parser.add_argument("--limit", type=number_type("--limit", int, 1), default=None, help="only the first N sentences")
+    parser.add_argument("--batch-size", type=number_type("--batch-size", int, 1), default=32,
+                        help="sentences per greedy decoding batch (default: 32)")
+    add_hardware(parser)
     args = parser.parse_args(argv)
-    if args.data_dir is None:
-        parser.error("no --data-dir given and ../shared/data/multi30k does not exist")
-    if args.limit is not None and args.limit < 1:
-        parser.error(f"--limit must be at least 1, got {args.limit}")
-    translator = Translator.from_pretrained(args.checkpoint)
+    check_data_dir(parser, args)
+    use_threads(args)
+    with answered(parser):
+        translator = Translator.from_pretrained(args.checkpoint, device=args.device)
+        path = check_writable(Path(translator.source) / STATS_FILE)
     languages = translator.languages
-    sentences = read_parallel_or_exit(args.data_dir, args.split, languages["src"], languages["tgt"]).source[: args.limit]
+    sentences = read_parallel_or_exit(args.data_dir, args.split, languages["src"], languages["tgt"]).source[
+        : args.limit
+    ]
     started = time.perf_counter()
     with tqdm(total=len(sentences), unit="sentence", desc=f"head statistics over {args.split}") as bar:
-        per_kind = split_head_stats(translator, sentences, progress=bar.update)
-    command = "python -m transformer.analysis.corpus_stats " + shlex.join(argv if argv is not None else sys.argv[1:])
+        per_kind = split_head_stats(translator, sentences, args.batch_size, progress=bar.update)
+    command = command_text("transformer.analysis.corpus_stats", argv)
     document = stats_document(per_kind, args.split, len(sentences), command, (time.perf_counter() - started) / 60)
-    path = Path(translator.source) / STATS_FILE
-    path.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+    write_json_atomically(path, document, indent=1)
     print(f"wrote {path} ({len(document['heads'])} heads over {len(sentences)} sentences)")
 
 

@@ -15,26 +15,33 @@ every layer and head), ALTI+'s source contributions (alti.py), input x gradient 
 """
 from __future__ import annotations
 
-import argparse
-import json
-import shlex
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 import torch
 from tqdm import tqdm
 
+from ..command_line import (
+    CommandParser,
+    InputError,
+    answered,
+    check_writable,
+    command_text,
+    number_type,
+    read_json_input,
+    write_json_atomically,
+)
 from ..core.model import Transformer
 from ..corpus.data import read_parallel_or_exit
 from ..decoding.trace import Translation
 from ..decoding.translator import Translator
+from ..numbers import NumberError, parsed_number
 from ..tokenizer import BOS_ID, UNK_ID
 from .alti import alti_plus
 from .attribution import input_x_gradient
-from .cli import add_checkpoint_and_data, add_hardware, check_data_dir
+from .cli import add_checkpoint_and_data, add_hardware, check_data_dir, use_threads
 from .norms import add_norms
 from .rollout import source_rollout
 
@@ -106,29 +113,31 @@ def faithfulness(model: Transformer, translations: list[Translation], best_head:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m transformer.analysis.faithfulness", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = CommandParser(prog="python -m transformer.analysis.faithfulness", description=__doc__)
     add_checkpoint_and_data(parser)
     parser.add_argument("--split", default="val", help="split whose sources are translated and tested (default: val)")
-    parser.add_argument("--limit", type=int, default=200, help="the first N sentences (default: 200)")
-    parser.add_argument("--steps", type=int, default=4, help="source pieces deleted at most, K (default: 4)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random order (default: 0)")
+    parser.add_argument("--limit", type=number_type("--limit", int, 1), default=200,
+                        help="the first N sentences (default: 200)")
+    parser.add_argument("--steps", type=number_type("--steps", int, 1), default=4,
+                        help="source pieces deleted at most, K (default: 4)")
+    parser.add_argument("--seed", type=number_type("--seed", int, 0), default=0,
+                        help="seed of the random order (default: 0)")
     add_hardware(parser)
     parser.add_argument("--out", help=f"write the JSON here instead of CHECKPOINT/{RESULT_FILE}")
     args = parser.parse_args(argv)
     check_data_dir(parser, args)
-    for name in ("limit", "steps"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name} must be at least 1, got {getattr(args, name)}")
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    use_threads(args)
     started = time.perf_counter()
-    translator = Translator.from_pretrained(args.checkpoint, device=args.device)
-    languages = translator.languages
-    sources = read_parallel_or_exit(args.data_dir, args.split, languages["src"], languages["tgt"]).source[: args.limit]
-    alignment = translator.source / "alignment.json"
-    best = json.loads(alignment.read_text())["best_head"] if alignment.is_file() else None
-    best_head = (best["layer"] - 1, best["head"] - 1) if best else None  # the file counts from 1
+    with answered(parser):
+        translator = Translator.from_pretrained(args.checkpoint, device=args.device)
+        out = check_writable(args.out if args.out else translator.source / RESULT_FILE)
+        languages = translator.languages
+        sources = read_parallel_or_exit(args.data_dir, args.split, languages["src"], languages["tgt"]).source[
+            : args.limit
+        ]
+        alignment = translator.source / "alignment.json"
+        best = read_json_input(alignment, "the alignment report").get("best_head") if alignment.is_file() else None
+        best_head = best_head_index(best, translator.model.config, alignment)
     with tqdm(total=len(sources), unit="sentence", desc=f"{args.split}: deletion curves", dynamic_ncols=True) as bar:
         translations = [t for start in range(0, len(sources), 32)
                         for t in translator.translate_batch(sources[start : start + 32], capture=True)]
@@ -137,13 +146,24 @@ def main(argv=None) -> None:
     result = {"checkpoint": str(args.checkpoint), "split": args.split, "decoding": "greedy, the model's own output",
               "neutral_token": "<unk>", "best_head": best and {"layer": best["layer"], "head": best["head"]},
               "explain": __doc__.split("\n\n")[1].replace("\n", " "), **result,
-              "command": "python -m transformer.analysis.faithfulness " + shlex.join(argv if argv is not None else sys.argv[1:]),
+              "command": command_text("transformer.analysis.faithfulness", argv),
               "minutes": round((time.perf_counter() - started) / 60, 2)}
-    out = Path(args.out) if args.out else translator.source / RESULT_FILE
-    out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_json_atomically(out, result)
     for row in sorted(result["table"], key=lambda r: -r["aopc"]):
         print(f"{row['method']:38s} AOPC {row['aopc']:.3f}  curve {row['curve']}")
     print(f"wrote {out} ({result['minutes']} min)")
+
+
+def best_head_index(best, config, path) -> tuple[int, int] | None:
+    """(layer, head) from 0 of the alignment report's best head (the file counts from 1); a report whose best head
+    is malformed or outside this model is an InputError naming the file."""
+    if best is None:
+        return None
+    try:
+        return (parsed_number("best_head.layer", best["layer"], int, 1, config.n_layers) - 1,
+                parsed_number("best_head.head", best["head"], int, 1, config.n_heads) - 1)
+    except (KeyError, TypeError, NumberError) as error:
+        raise InputError(f"{path}: best_head is not a layer and head of this model ({error})") from None
 
 
 if __name__ == "__main__":

@@ -17,23 +17,18 @@ shows them, and every head also carries `heads_off_entry`, the 0-based [kind, la
 """
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import shlex
 import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import torch
 from tqdm import tqdm
 
+from ..command_line import CommandParser, answered, check_writable, command_text, number_type, write_json_atomically
 from ..core.head_mask import HeadKey, attention_modules, heads_masked
 from ..core.head_ref import HeadRef, shown
-from ..decoding.translator import Translator
-from .cli import add_checkpoint_and_data, add_hardware, check_data_dir
 from ..corpus.data import (
     REPOSITORY,
     ParallelCorpus,
@@ -42,6 +37,8 @@ from ..corpus.data import (
     token_batches,
 )
 from ..corpus.scoring import EncodedCorpus, batch_loss, score, translate_corpus
+from ..decoding.translator import Translator
+from .cli import add_checkpoint_and_data, add_hardware, check_data_dir, use_threads
 
 RESULT_FILE = "head_importance.json"
 STRATEGY = "greedy"  # one deterministic output per sentence, and the cheapest search: 70-odd passes stay affordable
@@ -179,25 +176,25 @@ def result_json(base: dict, importances: Sequence[HeadImportance], curve: Sequen
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m transformer.analysis.importance", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = CommandParser(prog="python -m transformer.analysis.importance", description=__doc__)
     add_checkpoint_and_data(parser)
     parser.add_argument("--split", default="val", help="split to score: {split}.{src} and {split}.{tgt} (default: val)")
-    parser.add_argument("--limit", type=int, default=None, help="score only the first N sentences (default: all)")
-    parser.add_argument("--batch-size", type=int, default=64, help="sentences per greedy decoding batch (default: 64)")
-    parser.add_argument("--max-tokens", type=int, default=4000,
+    parser.add_argument("--limit", type=number_type("--limit", int, 1), default=None,
+                        help="score only the first N sentences (default: all)")
+    parser.add_argument("--batch-size", type=number_type("--batch-size", int, 1), default=64,
+                        help="sentences per greedy decoding batch (default: 64)")
+    parser.add_argument("--max-tokens", type=number_type("--max-tokens", int, 1), default=4000,
                         help="padded tokens per teacher-forced batch for the log-likelihood (default: 4000)")
     add_hardware(parser)
     parser.add_argument("--out", help=f"write the JSON here instead of CHECKPOINT/{RESULT_FILE}")
     args = parser.parse_args(argv)
     check_data_dir(parser, args)
-    if args.limit is not None and args.limit < 1:
-        parser.error(f"--limit must be a positive number of sentences, got {args.limit}")
 
     started = time.perf_counter()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    translator = Translator.from_pretrained(args.checkpoint, device=args.device)
+    use_threads(args)
+    with answered(parser):
+        translator = Translator.from_pretrained(args.checkpoint, device=args.device)
+        out = check_writable(args.out if args.out else translator.source / RESULT_FILE)
     languages = translator.languages
     corpus = read_parallel_or_exit(args.data_dir, args.split, languages["src"], languages["tgt"])
     if args.limit is not None:
@@ -215,17 +212,21 @@ def main(argv=None) -> None:
         curve = pruning_curve(scorer, pruning_order(importances), base["bleu"], progress)
 
     result = result_json(
-        base, importances, curve,
-        checkpoint=str(args.checkpoint), direction=f"{languages['src']}-{languages['tgt']}", split=args.split,
-        sentences=len(corpus), data_files=[os.path.relpath(path, REPOSITORY) for path in (corpus.source_file, corpus.target_file)],
+        base,
+        importances,
+        curve,
+        checkpoint=str(args.checkpoint),
+        direction=f"{languages['src']}-{languages['tgt']}",
+        split=args.split,
+        sentences=len(corpus),
+        data_files=[os.path.relpath(path, REPOSITORY) for path in (corpus.source_file, corpus.target_file)],
         decoding={"strategy": STRATEGY, "batch_size": args.batch_size, "max_length": None},
         log_likelihood="teacher-forced mean log-probability per reference piece (</s> included), label smoothing 0",
         bleu_signature=scorer.bleu_signature,
-        command="python -m transformer.analysis.importance " + shlex.join(argv if argv is not None else sys.argv[1:]),
+        command=command_text("transformer.analysis.importance", argv),
         minutes=round((time.perf_counter() - started) / 60, 2),
     )
-    out = Path(args.out) if args.out else translator.source / RESULT_FILE
-    out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_json_atomically(out, result)
     ranked = sorted(importances, key=lambda item: (-item.bleu_drop, -item.log_likelihood_drop))
     half = result["pruning"]["half_pruned"]
     print(f"base {args.split} BLEU {base['bleu']}, log-likelihood {base['log_likelihood']:.4f} per piece "

@@ -21,13 +21,16 @@ from ..core.capture import record
 from ..core.head_mask import heads_masked
 from ..core.model import Transformer
 from ..core.probes import ATTENTION_KINDS, NORM_PROBES
-from ..decoding.trace import Translation, weighted_norms
+from ..decoding.trace import ALTI_PLUS, NORMS, Norms, Translation, weighted_norms
 from ..tokenizer import BOS_ID
+from .registry import Analysis, ModelAccess
 
-__all__ = ["add_norms", "transported_norms", "weighted_norms"]
+__all__ = ["ANALYSIS", "Norms", "add_norms", "norms_analysis", "transported_norms", "weighted_norms"]
 
 
-def transported_norms(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_off=None) -> dict[str, np.ndarray]:
+def transported_norms(
+    model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_off=None
+) -> dict[str, np.ndarray]:
     """kind -> (layers, heads, keys) ‖f_h(x_j)‖ from one teacher-forced pass: the source's keys for encoder_self
     and cross, the decoder inputs (<s>, then tgt_ids[:-1]) for decoder_self."""
     device = model.device
@@ -40,6 +43,18 @@ def transported_norms(model: Transformer, src_ids: list[int], tgt_ids: list[int]
 
 def add_norms(model: Transformer, translation: Translation) -> Translation:
     """Fills `translation.norms` for the translation as it was made (its heads switched off included)."""
-    heads_off = translation.settings.get("heads_off") or None
-    translation.norms = transported_norms(model, translation.src_ids, translation.tgt_ids, heads_off)
+    with heads_masked(model, translation.settings.get("heads_off") or None):
+        translation.norms = transported_norms(model, translation.src_ids, translation.tgt_ids)
     return translation
+
+
+def norms_analysis(access: ModelAccess, translation: Translation) -> Norms:
+    """The norms from ALTI+'s pass where it ran first (registered before this one), else a pass of their own."""
+    alti = translation.analyses.get(ALTI_PLUS)
+    if alti is not None:
+        return Norms(alti.norms)
+    return Norms(transported_norms(access.model, translation.src_ids, translation.tgt_ids))
+
+
+ANALYSIS = Analysis(NORMS, "Norm-based attention", Norms, norms_analysis,
+                    description="‖f_h(x_j)‖ per attention kind, layer, head and key (Kobayashi et al., 2020)")

@@ -18,7 +18,9 @@ from ..core.capture import record
 from ..core.head_mask import heads_masked
 from ..core.model import Transformer
 from ..core.probes import ATTENTION_KINDS
+from ..decoding.trace import Translation
 from ..tokenizer import BOS_ID
+from .registry import Analysis, ModelAccess
 
 
 @dataclass
@@ -62,4 +64,13 @@ def query_key(model: Transformer, src_ids: list[int], tgt_ids: list[int], kind: 
                     scores.cpu().numpy(), scores.softmax(-1).cpu().numpy())
 
 
-__all__ = ["QueryKey", "query_key"]
+def query_key_analysis(access: ModelAccess, translation: Translation, kind: str, layer: int, head: int,
+                       query: int) -> QueryKey:
+    """The query and key vectors behind one head's weights at one query position (all 0-based)."""
+    return query_key(access.model, translation.src_ids, translation.tgt_ids, kind, layer, head, query)
+
+
+ANALYSIS = Analysis("query_key", "Query and key vectors", QueryKey, query_key_analysis, cheap=False,
+                    description="one head's query, keys, their products, scores and weights at one query")
+
+__all__ = ["ANALYSIS", "QueryKey", "query_key", "query_key_analysis"]

@@ -23,6 +23,7 @@ from ..core.model import Transformer
 from ..core.probes import ATTENTION_KINDS, VECTOR_PROBES, WALK_PROBES
 from ..decoding.step_decoder import forbid_never_produced
 from ..tokenizer import BOS_ID, UNK_ID
+from .registry import Analysis, ModelAccess
 
 TOP_CANDIDATES = 10
 PER_LAYER = ("encoder_hidden", "decoder_hidden", *ATTENTION_KINDS, *VECTOR_PROBES)
@@ -500,4 +501,12 @@ def walkthrough(model: Transformer, tokenizer, translation, token: int = 0, step
                        list(translation.tgt_tokens), walk.stages)
 
 
-__all__ = ["Numbers", "Stage", "Walkthrough", "record_pass", "walkthrough"]
+def walkthrough_analysis(access: ModelAccess, translation, token: int = 0, step: int = 0, head: int = 0) -> Walkthrough:
+    """The walk-through as a registered analysis: `run_analysis` has switched the translation's heads off around it."""
+    return walkthrough(access.model, access.tokenizer, translation, token, step, head)
+
+
+ANALYSIS = Analysis("walkthrough", "How it computed this", Walkthrough, walkthrough_analysis, cheap=False,
+                    description="every operation of the forward pass for one source piece and one decoding step")
+
+__all__ = ["ANALYSIS", "Numbers", "Stage", "Walkthrough", "record_pass", "walkthrough", "walkthrough_analysis"]

@@ -54,9 +54,17 @@ def layout(model) -> Layout:
     for layer in model.decoder_layers:
         linears += [layer.self_attention.in_proj, layer.self_attention.out_proj, layer.cross_attention.in_proj,
                     layer.cross_attention.out_proj, layer.feed_forward.fc1, layer.feed_forward.fc2]
-        norms += [layer.self_attention_residual.norm, layer.cross_attention_residual.norm, layer.feed_forward_residual.norm]
+        norms += [
+            layer.self_attention_residual.norm,
+            layer.cross_attention_residual.norm,
+            layer.feed_forward_residual.norm,
+        ]
     layers = list(model.decoder_layers)
-    recorded = ([layer.self_attention.attend for layer in layers], [layer.cross_attention.attend for layer in layers], layers)
+    recorded = (
+        [layer.self_attention.attend for layer in layers],
+        [layer.cross_attention.attend for layer in layers],
+        layers,
+    )
     decoder = [*model.decoder_layers.modules(), *model.decoder_norm.modules(), *model.generator.modules()]
     model._fused_layout = Layout(linears + [model.generator], norms + [model.decoder_norm], recorded,
                                  frozenset(id(m) for group in recorded for m in group), frozenset(map(id, decoder)))
@@ -99,7 +107,9 @@ def fused_weights(model) -> FusedWeights | None:
     linears, norms = plan.linears, plan.norms
     int8 = model.int8_decoding
     halves = [getattr(linear, "half_weight", None) for linear in linears]
-    if not int8 and any(half is None or half.version != linear.weight._version for half, linear in zip(halves, linears)):
+    if not int8 and any(
+        half is None or half.version != linear.weight._version for half, linear in zip(halves, linears)
+    ):
         return None
     parameters = [p for module in linears + norms for p in (module.weight, module.bias)]
     versions = tuple((id(p), p._version) for p in parameters)
@@ -110,7 +120,9 @@ def fused_weights(model) -> FusedWeights | None:
     # the cross-attention's query rows alone: its keys and values are computed once per sentence
     cross_queries = {6 * layer + 2 for layer in range(len(model.decoder_layers))}
     if int8:  # quantized from the float32 weights
-        quantized = [quantize(linear.weight[:d] if i in cross_queries else linear.weight) for i, linear in enumerate(linears)]
+        quantized = [
+            quantize(linear.weight[:d] if i in cross_queries else linear.weight) for i, linear in enumerate(linears)
+        ]
         projections, scales = [q for q, _ in quantized], [scale for _, scale in quantized]
     else:
         projections = [arrange(h.tensor[:d] if i in cross_queries else h.tensor) for i, h in enumerate(halves)]
@@ -198,10 +210,24 @@ class FusedStep:
             raise ValueError(f"sequence of {self.length + 1} positions exceeds the model's max_len {self.max_len}")
         recordings = active_recordings.get()
         record = bool(recordings) and any(r.module_ids & self.recorded_ids for r in recordings)
-        out = KERNEL.module.decoder_step(last_tokens.contiguous(), self.token_embedding, self.embedding_scale,
-                                         self.position_table, self.weights.tensors, self.self_keys, self.self_values,
-                                         self.cross_keys, self.cross_values, self.source_rows, self.source_bias, self.length,
-                                         self.heads, self.weights.eps, record, self.weights.scales)
+        out = KERNEL.module.decoder_step(
+            last_tokens.contiguous(),
+            self.token_embedding,
+            self.embedding_scale,
+            self.position_table,
+            self.weights.tensors,
+            self.self_keys,
+            self.self_values,
+            self.cross_keys,
+            self.cross_values,
+            self.source_rows,
+            self.source_bias,
+            self.length,
+            self.heads,
+            self.weights.eps,
+            record,
+            self.weights.scales,
+        )
         self.length += 1
         if record:
             layers = len(self.self_keys)

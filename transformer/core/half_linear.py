@@ -101,7 +101,7 @@ def compile_kernel():
         fcntl.flock(builder, fcntl.LOCK_EX)
         (folder / "lock").unlink(missing_ok=True)
         # -fopenmp: without it at::parallel_for runs serially, and a second torch thread never helps the products
-        # (with it, one output projection on 2 threads: 0.22 -> 0.10 ms); the runtime is the libgomp torch loaded
+        # (docs/speed.md); the runtime is the libgomp torch loaded
         return load(name=EXTENSION, sources=[str(source) for source in SOURCES], build_directory=str(folder),
                     extra_cflags=["-O3", "-mavx2", "-mfma", "-mf16c", "-fopenmp", f"-DHEADER_SHA256_{header_digest()}"],
                     extra_ldflags=["-fopenmp"], verbose=False)

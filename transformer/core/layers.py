@@ -162,7 +162,11 @@ class DecoderLayer(nn.Module):
             q, keys, values = self.self_attention.project_self(h)
             return self.self_attention.attend_to(q, *cache.extend(keys, values), None)
 
-        if cache.source is None and cache.cross_keys is None and SourceProjection.pays_off(self.cross_attention, memory):
+        if (
+            cache.source is None
+            and cache.cross_keys is None
+            and SourceProjection.pays_off(self.cross_attention, memory)
+        ):
             cache.source = SourceProjection.of(self.cross_attention, memory, src_mask)
         x = self.self_attention_residual.step(x, attend_to_prefix)
         if cache.source is not None:

@@ -59,7 +59,9 @@ class Transformer(nn.Module):
         super().__init__()
         self.config = config
         self.src_embed = TokenEmbedding(config.src_vocab_size, config.d_model)
-        self.tgt_embed = self.src_embed if config.share_embeddings else TokenEmbedding(config.tgt_vocab_size, config.d_model)
+        self.tgt_embed = (
+            self.src_embed if config.share_embeddings else TokenEmbedding(config.tgt_vocab_size, config.d_model)
+        )
         self.positions = build_positions(config)
         self.embed_dropout = nn.Dropout(config.dropout)
         self.encoder_layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.n_layers))
@@ -80,7 +82,8 @@ class Transformer(nn.Module):
         # the Python step (core/fused_step.py); False keeps the Python step (benchmarks, tests)
         self.fused_decoding = True
         # opt-in: the kernel reads int8 copies of the decoder's projections (one scale per output) instead of the
-        # exact float16 ones: half the bytes, but not the same numbers (README: what it changes, measured with BLEU)
+        # exact float16 ones: half the bytes, but not the same numbers (docs/speed.md: what it changes, measured
+        # with BLEU)
         self.int8_decoding = False
 
     @staticmethod
@@ -118,7 +121,9 @@ class Transformer(nn.Module):
     def embed(self, tokens: torch.Tensor, embedding: TokenEmbedding, start: int = 0, side: str = "encoder") -> torch.Tensor:
         length = tokens.size(1)
         if start + length > self.config.max_len:
-            raise ValueError(f"sequence of {start + length} positions exceeds the model's max_len {self.config.max_len}")
+            raise ValueError(
+                f"sequence of {start + length} positions exceeds the model's max_len {self.config.max_len}"
+            )
         scaled = embedding(tokens)
         positions = self.positions(start, length).to(embedding.weight.dtype)
         x = scaled + positions

@@ -41,7 +41,9 @@ class SourceProjection:
         return batch * length * (attention.n_heads - 1) < d
 
     @classmethod
-    def of(cls, attention: MultiHeadAttention, memory: torch.Tensor, src_mask: torch.Tensor | None) -> "SourceProjection":
+    def of(
+        cls, attention: MultiHeadAttention, memory: torch.Tensor, src_mask: torch.Tensor | None
+    ) -> "SourceProjection":
         """memory (B, S, D) is the encoder output; src_mask (B, 1, 1, S), True for real keys, or None."""
         batch, length, d = memory.shape
         heads, head_size = attention.n_heads, d // attention.n_heads

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import torch
 
+from ..command_line import CommandParser, number_type
+
 REPOSITORY = Path(__file__).resolve().parents[2]
 SHARED_MULTI30K = REPOSITORY.parent / "shared" / "data" / "multi30k"
 LOCAL_MULTI30K = REPOSITORY / "data" / "multi30k"
@@ -132,7 +134,7 @@ def download_multi30k(dest, languages=("en", "de", "fr")) -> list[Path]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m transformer.data", description=__doc__)
+    parser = CommandParser(prog="python -m transformer.data", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     download = commands.add_parser("download", help="fetch Multi30k task-1 raw files (train, val, test_2016_flickr)")
     download.add_argument("--dest", default=str(LOCAL_MULTI30K),
@@ -142,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     mixing = commands.add_parser("mix", help="one training folder from several corpora (see transformer/corpus/mix.py)")
     mixing.add_argument("folders", nargs="+", help="corpus folders of {split}.{lang} files, each with train and val")
     mixing.add_argument("--out", required=True, help="folder to write train.*, val.* and mix.json into")
-    mixing.add_argument("--repeat", type=int, nargs="+", default=None,
+    mixing.add_argument("--repeat", type=number_type("--repeat", int), nargs="+", default=None,
                         help="how many times each folder's training split is repeated, one count per folder "
                              "(default: 1 each)")
     mixing.add_argument("--langs", default="en,de", help="the two languages, comma-separated (default: en,de)")

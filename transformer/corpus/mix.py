@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..paths import portable_path
 from .data import CorpusError, read_parallel
 
 MIX_FILE = "mix.json"
@@ -86,9 +87,14 @@ def mix_parts(data_dir) -> list[MixPart]:
 
 
 def mix_record(data_dir) -> dict:
-    """What metrics.json records of a mixed training folder (nothing for a plain one)."""
+    """What metrics.json records of a mixed training folder (nothing for a plain one), its folders portable."""
     path = Path(data_dir) / MIX_FILE
-    return {"mix": json.loads(path.read_text())} if path.is_file() else {}
+    if not path.is_file():
+        return {}
+    recipe = json.loads(path.read_text())
+    for corpus in recipe["corpora"]:
+        corpus["folder"] = portable_path(corpus["folder"])
+    return {"mix": recipe}
 
 
 def corpora_described(data: dict) -> str:

@@ -18,15 +18,24 @@ from .trace import Translation
 
 def translation_dict(translation: Translation) -> dict:
     out = {
-        "source": translation.source, "text": translation.text, "truncated": translation.truncated, "score": translation.score,
-        "strategy": translation.strategy, "settings": translation.settings,
-        "src_tokens": translation.src_tokens, "src_ids": translation.src_ids,
-        "tgt_tokens": translation.tgt_tokens, "tgt_ids": translation.tgt_ids,
+        "source": translation.source,
+        "text": translation.text,
+        "truncated": translation.truncated,
+        "score": translation.score,
+        "strategy": translation.strategy,
+        "settings": translation.settings,
+        "src_tokens": translation.src_tokens,
+        "src_ids": translation.src_ids,
+        "tgt_tokens": translation.tgt_tokens,
+        "tgt_ids": translation.tgt_ids,
         "decoder_input_tokens": translation.decoder_input_tokens,
         "steps": [{"step": number, **asdict(step)} for number, step in enumerate(translation.steps, start=1)],
-        "tree": None if translation.tree is None else {
+        "tree": None
+        if translation.tree is None
+        else {
             "winner": translation.tree.winner,
-            "nodes": [{"step": n.depth + 1, **asdict(n)} for n in translation.tree.nodes]},
+            "nodes": [{"step": n.depth + 1, **asdict(n)} for n in translation.tree.nodes],
+        },
         "attention": None,
     }
     alti = translation.contributions

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -32,6 +33,24 @@ class Recorded:
     cols: list[str] | None  # one label per key, None when the last axis is features
     row_title: str
     col_title: str
+
+
+class AnalysisResult(Protocol):
+    """An analysis's result (analysis/registry.py): an instance of a dataclass, whose fields are its labelled, typed
+    numbers."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+
+# the built-in analyses whose results a Translation also shows as fields (`norms`, `contributions`)
+ALTI_PLUS, NORMS = "alti", "norms"
+
+
+@dataclass
+class Norms:
+    """Norm-based attention's vector norms (analysis/norms.py), the "norms" analysis's result."""
+
+    by_kind: dict[str, np.ndarray]  # attention kind -> (layers, heads, keys) ‖f_h(x_j)‖
 
 
 @dataclass
@@ -93,12 +112,35 @@ class Translation:
     recorded: dict[str, Recorded] = field(default_factory=dict)
     tree: SearchTree | None = None
     logit_lens: LogitLens | None = None  # what every decoder layer would predict at every step
-    # per attention kind, (layers, heads, keys): the norm of what each head moves from each key (norm-based
-    # attention, Kobayashi et al., 2020); analysis/norms.py fills it on request
-    norms: dict[str, np.ndarray] | None = None
-    # ALTI+ (analysis/alti.py Contributions): how much of each prediction came from each source piece and each
-    # decoder input, through the layers; filled on request
-    contributions: object | None = None
+    # the results of the analyses run on it (analysis/registry.py), by analysis name: each a dataclass
+    analyses: dict[str, AnalysisResult] = field(default_factory=dict)
+
+    @property
+    def norms(self) -> dict[str, np.ndarray] | None:
+        """Per attention kind, (layers, heads, keys): the norm of what each head moves from each key (norm-based
+        attention, Kobayashi et al., 2020), once the "norms" analysis (analysis/norms.py) ran."""
+        norms = self.analyses.get(NORMS)
+        return None if norms is None else norms.by_kind
+
+    @norms.setter
+    def norms(self, by_kind: dict[str, np.ndarray] | None) -> None:
+        self._set(NORMS, None if by_kind is None else Norms(by_kind))
+
+    @property
+    def contributions(self) -> AnalysisResult | None:
+        """ALTI+ (analysis/alti.py Contributions): how much of each prediction came from each source piece and
+        each decoder input, through the layers, once the "alti" analysis ran (a pre-norm model's)."""
+        return self.analyses.get(ALTI_PLUS)
+
+    @contributions.setter
+    def contributions(self, contributions: AnalysisResult | None) -> None:
+        self._set(ALTI_PLUS, contributions)
+
+    def _set(self, name: str, result) -> None:
+        if result is None:
+            self.analyses.pop(name, None)
+        else:
+            self.analyses[name] = result
 
     @property
     def decoder_input_tokens(self) -> list[str]:
@@ -130,8 +172,16 @@ def label_recorded(arrays: dict[str, np.ndarray], src_tokens: list[str], tgt_tok
         probe = PROBES[name]
         rows = src_tokens if probe.stage == ENCODER else tgt_tokens
         cols = {SOURCE: src_tokens, TARGET: decoder_inputs, None: None}[probe.keys]
-        labelled[name] = Recorded(name, probe.title, values, probe.axes, list(rows), None if cols is None else list(cols),
-                                  probe.row_title, probe.col_title)
+        labelled[name] = Recorded(
+            name,
+            probe.title,
+            values,
+            probe.axes,
+            list(rows),
+            None if cols is None else list(cols),
+            probe.row_title,
+            probe.col_title,
+        )
     return labelled
 
 
@@ -154,7 +204,9 @@ def path_tree(steps: list[StepTrace], piece) -> SearchTree:
         log_prob = math.log(max(step.prob, 1e-30))
         score += log_prob
         status = FINISHED if depth == len(steps) - 1 else KEPT
-        nodes.append(TreeNode(len(nodes), parent, depth, step.token_id, log_prob, score, score, status, piece(step.token_id)))
+        nodes.append(
+            TreeNode(len(nodes), parent, depth, step.token_id, log_prob, score, score, status, piece(step.token_id))
+        )
         parent = nodes[-1].id
         winner.append(parent)
     return SearchTree(nodes, winner)

@@ -6,7 +6,15 @@ from pathlib import Path
 
 import torch
 
-from ..checkpoint import METRICS_FILE, TOKENIZER_FILE, checkpoint_folder, load_checkpoint, read_metrics, save_checkpoint
+from ..checkpoint import (
+    METRICS_FILE,
+    TOKENIZER_FILE,
+    CheckpointError,
+    checkpoint_folder,
+    load_checkpoint,
+    read_metrics,
+    save_checkpoint,
+)
 from ..core.head_mask import HeadMaskError, check_heads_off, heads_masked
 from ..core.model import Transformer
 from ..core.probes import ATTENTION_KINDS, check_probe_names
@@ -55,6 +63,9 @@ class Translator:
         """`strategy` (default: the one metrics.json records, else beam) with each of its settings as metrics.json
         records it, else the strategy's default: how this checkpoint was tuned on val to decode."""
         recorded = (self.metrics or {}).get("decoding", {})
+        if not isinstance(recorded, dict):
+            raise CheckpointError(f"{self.source / METRICS_FILE}: 'decoding' must be an object of a strategy and its "
+                                  f"settings, got {recorded!r}")
         strategy = strategy or recorded.get("strategy", "beam")
         if strategy != recorded.get("strategy"):
             recorded = {}
@@ -143,16 +154,35 @@ class Translator:
         piece = self.tokenizer.id_to_piece
         tree = labelled_tree(out.tree, out.winner, piece) if out.tree is not None else path_tree(out.steps, piece)
         steps = [
-            Step(piece(s.token_id), s.token_id, s.prob, [(piece(i), p) for i, p in s.topk],
-                 None if s.hypotheses is None else [(" ".join(piece(i) for i in ids), score) for ids, score in s.hypotheses],
-                 tree.winner[t] if t < len(tree.winner) else None, s.forced)
+            Step(
+                piece(s.token_id),
+                s.token_id,
+                s.prob,
+                [(piece(i), p) for i, p in s.topk],
+                None
+                if s.hypotheses is None
+                else [(" ".join(piece(i) for i in ids), score) for ids, score in s.hypotheses],
+                tree.winner[t] if t < len(tree.winner) else None,
+                s.forced,
+            )
             for t, s in enumerate(out.steps)
         ]
         src_tokens, tgt_tokens = [piece(i) for i in src_ids], [piece(i) for i in out.token_ids]
         return Translation(
-            source=source, text=self.tokenizer.decode(out.token_ids), src_tokens=src_tokens, tgt_tokens=tgt_tokens,
-            src_ids=src_ids, tgt_ids=out.token_ids, steps=steps, score=out.score, truncated=truncated,
-            strategy=strategy, settings=settings, recorded=label_recorded(out.recorded, src_tokens, tgt_tokens),
+            source=source,
+            text=self.tokenizer.decode(out.token_ids),
+            src_tokens=src_tokens,
+            tgt_tokens=tgt_tokens,
+            src_ids=src_ids,
+            tgt_ids=out.token_ids,
+            steps=steps,
+            score=out.score,
+            truncated=truncated,
+            strategy=strategy,
+            settings=settings,
+            recorded=label_recorded(out.recorded, src_tokens, tgt_tokens),
             tree=tree,
-            logit_lens=logit_lens(self.model, out.recorded["decoder_hidden"], out.token_ids, piece) if with_lens else None,
+            logit_lens=logit_lens(self.model, out.recorded["decoder_hidden"], out.token_ids, piece)
+            if with_lens
+            else None,
         )

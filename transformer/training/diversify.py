@@ -9,7 +9,8 @@ The new training split holds, in this order:
 Only the training split is translated; every other split is copied unchanged, so models are still selected on
 val and reported on test against human references.
 
-    python -m transformer.diversify --forward checkpoints/en-de --backward checkpoints/de-en --out data/diversified-en-de
+    python -m transformer.diversify --forward checkpoints/en-de --backward checkpoints/de-en \
+        --out data/diversified-en-de
     python -m transformer.train --data-dir data/diversified-en-de --init-from checkpoints/en-de ...
 """
 from __future__ import annotations
@@ -23,10 +24,12 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from ..decoding.strategies import SettingError, build_settings
-from ..decoding.translator import Translator
+from ..command_line import CommandParser, number_type
 from ..corpus.data import default_data_dir, read_parallel
 from ..corpus.scoring import translate_corpus
+from ..decoding.strategies import SettingError, build_settings
+from ..decoding.translator import Translator
+from ..paths import portable_path
 
 PROVENANCE_FILE = "diversified.json"
 
@@ -39,7 +42,9 @@ def pair_of(translator: Translator) -> tuple[str, str]:
     return translator.languages["src"], translator.languages["tgt"]
 
 
-def check_directions(forward: Translator, backward: Translator, forward_name: str, backward_name: str) -> tuple[str, str]:
+def check_directions(
+    forward: Translator, backward: Translator, forward_name: str, backward_name: str
+) -> tuple[str, str]:
     src, tgt = pair_of(forward)
     if pair_of(backward) != (tgt, src):
         back_src, back_tgt = pair_of(backward)
@@ -81,7 +86,7 @@ def diversify(data_dir, corpus, out, forward: Translator, backward: Translator, 
     (out / f"train.{tgt}").write_text("\n".join(targets) + "\n", encoding="utf-8")
     return {
         "method": "data diversification (Nguyen et al., 2020): original, forward-translated, back-translated",
-        "from": str(data_dir), "languages": {"src": src, "tgt": tgt},
+        "from": portable_path(data_dir), "languages": {"src": src, "tgt": tgt},
         "train_lines": {"original": len(corpus), "forward_translated": len(distilled),
                         "back_translated": len(back_translated), "total": len(sources)},
         "forward": {"checkpoint": names[0], "strategy": forward_strategy, **forward_settings},
@@ -92,11 +97,13 @@ def diversify(data_dir, corpus, out, forward: Translator, backward: Translator, 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m transformer.diversify", description=__doc__,
+    parser = CommandParser(prog="python -m transformer.diversify", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--forward", required=True, help="checkpoint folder translating src→tgt (decides the pair)")
     parser.add_argument("--backward", required=True, help="checkpoint folder translating tgt→src")
-    parser.add_argument("--out", required=True, help="folder to write {split}.{lang} files to (must not hold a train split)")
+    parser.add_argument(
+        "--out", required=True, help="folder to write {split}.{lang} files to (must not hold a train split)"
+    )
     parser.add_argument("--data-dir", default=default_data_dir(), help="folder of {split}.{lang} files to grow "
                         "(default: ../shared/data/multi30k)")
     parser.add_argument("--forward-strategy", choices=["greedy", "beam"], default=None,
@@ -104,7 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "with its settings)")
     parser.add_argument("--backward-strategy", choices=["greedy", "beam"], default="greedy",
                         help="decoding for the back-translated sources (default: greedy)")
-    parser.add_argument("--batch-size", type=int, default=128, help="sentences per batch (default: 128)")
+    parser.add_argument("--batch-size", type=number_type("--batch-size", int, 1), default=128,
+                        help="sentences per batch (default: 128)")
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where to translate (default: cpu)")
     return parser
 
@@ -114,8 +122,6 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     if args.data_dir is None:
         parser.error("no --data-dir given and ../shared/data/multi30k does not exist")
-    if args.batch_size < 1:
-        parser.error(f"--batch-size must be at least 1, got {args.batch_size}")
     if Path(args.out).resolve() == Path(args.data_dir).resolve():
         parser.error("--out must differ from --data-dir: the original training split would be overwritten")
     forward = Translator.from_pretrained(args.forward, device=args.device)
@@ -129,7 +135,7 @@ def main(argv=None) -> None:
         with tqdm(total=2 * len(corpus), unit="sentence", desc="translating train", dynamic_ncols=True) as bar:
             record = diversify(args.data_dir, corpus, args.out, forward, backward, *decodings,
                                batch_size=args.batch_size, progress=bar.update,
-                               names=(str(args.forward), str(args.backward)))
+                               names=(portable_path(args.forward), portable_path(args.backward)))
     except (DiversifyError, SettingError, FileNotFoundError, ValueError) as error:
         parser.error(str(error))
     (Path(args.out) / PROVENANCE_FILE).write_text(json.dumps(record, indent=2) + "\n")

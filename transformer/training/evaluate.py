@@ -14,17 +14,22 @@ from pathlib import Path
 from tqdm import tqdm
 
 from ..checkpoint import METRICS_FILE
-from ..decoding.strategies import STRATEGIES, SettingError, all_settings, build_settings
-from ..decoding.translator import Translator
+from ..command_line import CommandParser, add_device, answered, check_writable, number_type, write_atomically
 from ..corpus.data import default_data_dir, read_parallel_or_exit
 from ..corpus.mix import score_name
 from ..corpus.scoring import score, translate_corpus
+from ..decoding.strategies import STRATEGIES, SettingError, all_settings, build_settings
+from ..decoding.translator import Translator
 
 
 def add_strategy_arguments(parser: argparse.ArgumentParser) -> None:
     """--strategy and one flag per registered strategy setting, with its range, from the registry."""
-    parser.add_argument("--strategy", choices=list(STRATEGIES), default=None,
-                        help="decoding strategy (default: the one recorded in the checkpoint's metrics.json, else beam)")
+    parser.add_argument(
+        "--strategy",
+        choices=list(STRATEGIES),
+        default=None,
+        help="decoding strategy (default: the one recorded in the checkpoint's metrics.json, else beam)",
+    )
     group = parser.add_argument_group("strategy settings (default: from metrics.json, else the strategy's default); "
                                       "a flag sets the chosen strategy's setting of that name")
     by_name: dict[str, list] = {}
@@ -32,7 +37,8 @@ def add_strategy_arguments(parser: argparse.ArgumentParser) -> None:
         by_name.setdefault(spec.name, []).append(spec)
     for name, specs in by_name.items():  # strategies may share a setting's name: one flag, each range listed
         kind = specs[0].kind if all(spec.kind is specs[0].kind for spec in specs) else float
-        group.add_argument("--" + name.replace("_", "-"), type=kind, default=None, help="; ".join(
+        flag = "--" + name.replace("_", "-")
+        group.add_argument(flag, type=number_type(flag, kind), default=None, help="; ".join(
             f"{s.strategy}: {s.label}, in [{s.minimum}, {s.maximum}], default {s.default}" for s in specs))
 
 
@@ -48,14 +54,22 @@ def chosen_settings(args, translator: Translator) -> tuple[str, dict]:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m transformer.evaluate", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--checkpoint", required=True, help="checkpoint folder (config.json, model.safetensors, spm.model)")
-    parser.add_argument("--split", default="val", help="split name: reads {split}.{src} and {split}.{tgt} (default: val)")
-    parser.add_argument("--data-dir", default=default_data_dir(), help="folder of {split}.{lang} files (default: ../shared/data/multi30k)")
+    parser = CommandParser(prog="python -m transformer.evaluate", description=__doc__)
+    parser.add_argument(
+        "--checkpoint", required=True, help="checkpoint folder (config.json, model.safetensors, spm.model)"
+    )
+    parser.add_argument(
+        "--split", default="val", help="split name: reads {split}.{src} and {split}.{tgt} (default: val)"
+    )
+    parser.add_argument(
+        "--data-dir",
+        default=default_data_dir(),
+        help="folder of {split}.{lang} files (default: ../shared/data/multi30k)",
+    )
     add_strategy_arguments(parser)
-    parser.add_argument("--batch-size", type=int, default=64, help="sentences per batch (default: 64)")
-    parser.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
+    parser.add_argument("--batch-size", type=number_type("--batch-size", int, 1), default=64,
+                        help="sentences per batch (default: 64)")
+    add_device(parser)
     parser.add_argument("--out", help="write the translations here, one per line")
     parser.add_argument("--json", action="store_true", help="print the scores as one JSON object")
     parser.add_argument("--update-metrics", action="store_true",
@@ -65,12 +79,16 @@ def main(argv=None) -> None:
     if args.data_dir is None:
         parser.error("no --data-dir given and ../shared/data/multi30k does not exist")
 
-    translator = Translator.from_pretrained(args.checkpoint, device=args.device)
-    try:
-        strategy, settings = chosen_settings(args, translator)
-        build_settings(strategy, settings)
-    except SettingError as error:
-        parser.error(str(error))
+    with answered(parser):
+        translator = Translator.from_pretrained(args.checkpoint, device=args.device)
+        metrics = translator.metrics or {}  # a corrupt metrics.json is said here, before any decoding
+        if args.out:
+            check_writable(args.out)
+        try:
+            strategy, settings = chosen_settings(args, translator)
+            build_settings(strategy, settings)
+        except SettingError as error:
+            parser.error(str(error))
     languages = translator.languages
     corpus = read_parallel_or_exit(args.data_dir, args.split, languages["src"], languages["tgt"])
     started = time.perf_counter()
@@ -79,16 +97,16 @@ def main(argv=None) -> None:
                                       **settings)
     elapsed = time.perf_counter() - started
     if args.out:
-        Path(args.out).write_text("\n".join(hypotheses) + "\n", encoding="utf-8")
+        write_atomically(args.out, "\n".join(hypotheses) + "\n")
     result = {"split": args.split, "strategy": strategy, **settings, **score(hypotheses, corpus.target),
               "seconds": round(elapsed, 1)}
     if args.update_metrics:
-        metrics_file = Path(args.checkpoint) / METRICS_FILE
-        metrics = translator.metrics or {}
-        metrics.setdefault("scores", {})[score_name(metrics, args.data_dir, args.split)] = {k: result[k] for k in ("bleu", "chrf", "bleu_signature",
-                                                                              "chrf_signature", "sentences")}
+        metrics_file = Path(translator.source) / METRICS_FILE
+        metrics.setdefault("scores", {})[score_name(metrics, args.data_dir, args.split)] = {
+            k: result[k] for k in ("bleu", "chrf", "bleu_signature", "chrf_signature", "sentences")
+        }
         metrics["decoding"] = {"strategy": strategy, **settings}
-        metrics_file.write_text(json.dumps(metrics, indent=2) + "\n")
+        write_atomically(metrics_file, json.dumps(metrics, indent=2) + "\n")
     if args.json:
         print(json.dumps(result))
     else:

@@ -10,16 +10,17 @@ from pathlib import Path
 
 import torch
 
-from ..checkpoint import save_checkpoint
+from ..checkpoint import checkpoint_folder, read_metrics, save_checkpoint
 from ..core.config import ModelConfig
 from ..core.model import Transformer
+from ..corpus.data import read_parallel
+from ..corpus.mix import mix_parts, mix_record
+from ..corpus.scoring import score, translate_corpus
 from ..decoding.translator import Translator
+from ..paths import portable_path, portable_words
 from ..tokenizer import Tokenizer
 from .averaging import average_state_dicts
-from ..corpus.data import read_parallel
 from .diversify import PROVENANCE_FILE
-from ..corpus.scoring import score, translate_corpus
-from ..corpus.mix import mix_parts, mix_record
 
 FP16_MAX_BLEU_COST = 0.2  # store weights in half precision when that costs at most this much val BLEU
 
@@ -27,7 +28,8 @@ FP16_MAX_BLEU_COST = 0.2  # store weights in half precision when that costs at m
 def hardware(device: torch.device) -> str:
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
-    return f"{platform.processor() or platform.machine()} CPU, {os.cpu_count()} cores, torch {torch.get_num_threads()} threads"
+    processor = platform.processor() or platform.machine()
+    return f"{processor} CPU, {os.cpu_count()} cores, torch {torch.get_num_threads()} threads"
 
 
 def diversified_record(data_dir) -> dict:
@@ -43,7 +45,9 @@ def finish(out, model, result, tokenizer, tokenizer_file, extra_config, settings
     final, selection = select_final_model(model.config, result, tokenizer, val, args, device)
     dtype, fp16_cost = storage_dtype(final, tokenizer, val, args, selection["val_bleu"], device)
     save_checkpoint(out, final, tokenizer_file, extra_config, dtype=dtype)
-    translator = Translator.from_pretrained(out, device=args.device)  # exactly what was written, fp16 round trip included
+    translator = Translator.from_pretrained(
+        out, device=args.device
+    )  # exactly what was written, fp16 round trip included
     decoding = {"strategy": "beam", "beam_size": args.beam_size, "length_penalty": args.length_penalty}
     scores = {"val": score(translate_corpus(translator, val.source, "beam", beam_size=args.beam_size,
                                             length_penalty=args.length_penalty), val.target)}
@@ -53,22 +57,43 @@ def finish(out, model, result, tokenizer, tokenizer_file, extra_config, settings
                                               length_penalty=args.length_penalty), test.target)
     metrics = {
         "model": model.config.to_dict(), "parameters": model.num_parameters(),
-        "data": {**{split: {"files": [os.path.relpath(c.source_file), os.path.relpath(c.target_file)], "lines": len(c)}
+        "data": {**{split: {"files": [portable_path(os.path.relpath(c.source_file)),
+                                      portable_path(os.path.relpath(c.target_file))], "lines": len(c)}
                     for split, c in (("train", train_corpus), ("val", val))}, **diversified_record(args.data_dir),
                  **mix_record(args.data_dir)},
         "tokenizer": {"type": "sentencepiece unigram", "vocab_size": tokenizer.vocab_size,
                       "trained_on": "train split, both languages"},
         "training": {**vars(settings), "epochs_run": len(result.reports), "updates": result.updates,
                      "wall_minutes": round(result.seconds / 60, 1), "stopped_by_time_budget": result.stopped_early,
-                     "hardware": hardware(device), "torch": torch.__version__, "init_from": args.init_from,
+                     "hardware": hardware(device), "torch": torch.__version__,
+                     "init_from": portable_path(args.init_from) if args.init_from else None,
                      "processes": int(os.environ.get("WORLD_SIZE", "1")),
-                     "command": command, "invocation": "python -m transformer.train " + shlex.join(invocation)},
+                     # recorded for other machines: no path of this one (transformer/paths.py)
+                     "command": shlex.join(portable_words(shlex.split(command))),
+                     "invocation": "python -m transformer.train " + shlex.join(portable_words(invocation))},
+        # a warm start carries the stages behind its starting weights, so the card tells the whole story
+        "earlier_stages": earlier_stages(args.init_from) if args.init_from else [],
         "epochs": [vars(r) for r in result.reports],
         "selection": selection, "weights_dtype": str(dtype).replace("torch.", ""), "fp16_val_bleu_cost": fp16_cost,
         "decoding": decoding, "scores": scores,
     }
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     return scores
+
+
+STAGE_KEYS = ("epochs_run", "updates", "wall_minutes", "hardware", "torch", "init_from", "lr", "warmup", "max_tokens",
+              "command")
+
+
+def earlier_stages(init_from) -> list[dict]:
+    """The stages that made the weights a warm start begins from: its own earlier stages, then its last one, each
+    as its metrics.json recorded it (a starting folder without one is a stage of unknown record)."""
+    metrics = read_metrics(checkpoint_folder(init_from)) or {}
+    if "training" not in metrics:
+        return [{"init_from": None, "note": f"{portable_path(init_from)} records no training"}]
+    last = {key: metrics["training"].get(key) for key in STAGE_KEYS}
+    return [*metrics.get("earlier_stages", []), {**last, "checkpoint": portable_path(init_from),
+                                                 "data": metrics.get("data", {}).get("train", {}).get("files")}]
 
 
 def reported_tests(args) -> dict[str, tuple]:
@@ -103,7 +128,9 @@ def select_final_model(config, result, tokenizer, val, args, device) -> tuple[Tr
             choice = {"kind": "average", "epochs": [e for _, e, _ in result.best_states], "val_bleu": averaged_bleu}
             final = averaged
         choice["average_val_bleu"], choice["best_epoch_val_bleu"] = averaged_bleu, best_bleu
-    print(f"final model: {choice['kind']} of epochs {choice['epochs']} (greedy val BLEU {choice['val_bleu']})", flush=True)
+    print(
+        f"final model: {choice['kind']} of epochs {choice['epochs']} (greedy val BLEU {choice['val_bleu']})", flush=True
+    )
     return final, choice
 
 

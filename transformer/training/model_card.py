@@ -1,4 +1,4 @@
-"""Markdown model card from a checkpoint's metrics.json, so the README states exactly what was measured.
+"""Markdown model card from a checkpoint's metrics.json, so docs/model-cards.md states exactly what was measured.
 
     python -m transformer.model_card --checkpoint checkpoints/en-de
 """
@@ -8,6 +8,7 @@ import argparse
 from pathlib import Path
 
 from ..checkpoint import read_metrics
+from ..command_line import CommandParser
 from ..corpus.mix import corpora_described
 
 
@@ -19,6 +20,21 @@ def grown_by(data: dict) -> str:
     return (f": the {made['train_lines']['original']:,} original pairs, the same sources translated by "
             f"`{made['forward']['checkpoint']}` ({made['forward']['strategy']}) and the targets back-translated by "
             f"`{made['backward']['checkpoint']}` ({made['backward']['strategy']}), built by `transformer.diversify`")
+
+
+def training_stages(metrics: dict) -> list[dict]:
+    """Every stage that trained these weights, first to last: the stages before a warm start (`earlier_stages`,
+    carried over from the checkpoint it started from) and this run's own `training`."""
+    return [*metrics.get("earlier_stages", []), metrics.get("training", {})]
+
+
+def stage_line(stage: dict) -> str:
+    """One stage in a sentence: where it started, how long, on what."""
+    start = f"a warm start from {stage['init_from']}" if stage.get("init_from") else "from random weights"
+    updates = stage.get("updates")
+    return (f"{start}: {stage.get('epochs_run', '?')} epochs, {f'{updates:,}' if isinstance(updates, int) else '?'} "
+            f"updates in {stage.get('wall_minutes', '?')} min on {stage.get('hardware', '?')} "
+            f"(torch {stage.get('torch', '?')})")
 
 
 def model_card(metrics: dict, checkpoint: str) -> str:
@@ -39,10 +55,14 @@ def model_card(metrics: dict, checkpoint: str) -> str:
         f"- **Corpora**: {corpora_described(metrics['data'])}.",
         f"- **Tokenizer**: joint {metrics['tokenizer']['type']} vocabulary of {metrics['tokenizer']['vocab_size']:,} "
         f"pieces trained on the {metrics['tokenizer']['trained_on']}, byte fallback for unseen characters.",
-        f"- **Training**: {training['epochs_run']} epochs, {training['updates']:,} updates of ≤{training['max_tokens']:,} "
-        f"tokens, Adam (0.9, 0.98, 1e-9), peak lr {training['lr']} after {training['warmup']} warm-up updates then "
-        f"1/√step, label smoothing {training['label_smoothing']}, gradient clipping {training['clip_norm']}, bfloat16 "
-        f"autocast; **{training['wall_minutes']} min** on {training['hardware']} (torch {training['torch']}).",
+        f"- **Training, {len(training_stages(metrics))} stage(s)**: "
+        + "; then ".join(f"stage {number}, {stage_line(stage)}"
+                         for number, stage in enumerate(training_stages(metrics), start=1)) + ".",
+        f"- **Last stage's settings**: {training['epochs_run']} epochs, {training['updates']:,} updates of "
+        f"≤{training['max_tokens']:,} tokens, Adam (0.9, 0.98, 1e-9), peak lr {training['lr']} after "
+        f"{training['warmup']} warm-up updates then 1/√step, label smoothing {training['label_smoothing']}, gradient "
+        f"clipping {training['clip_norm']}, bfloat16 autocast; **{training['wall_minutes']} min** on "
+        f"{training['hardware']} (torch {training['torch']}).",
         f"- **Final weights**: {metrics['selection']['kind']} of epoch(s) {metrics['selection']['epochs']} "
         f"(greedy val BLEU {metrics['selection']['val_bleu']})"
         + (f": {metrics['selection']['note']}." if metrics['selection'].get("note") else "."),
@@ -52,13 +72,21 @@ def model_card(metrics: dict, checkpoint: str) -> str:
     sweep = metrics.get("length_penalty_sweep")
     if sweep:
         tried = ", ".join(f"{value} → {bleu}" for value, bleu in sweep["bleu"].items())
-        lines.append(f"- **Length penalty chosen on {sweep['split']}** (beam {sweep['beam_size']}, BLEU by value): {tried}.")
+        lines.append(
+            f"- **Length penalty chosen on {sweep['split']}** (beam {sweep['beam_size']}, BLEU by value): {tried}."
+        )
     lines += ["", "| split | BLEU | chrF | sentences |", "|---|---|---|---|"]
     lines += [f"| {split} | **{s['bleu']}** | {s['chrf']} | {s['sentences']:,} |" for split, s in scores.items()]
     any_scores = next(iter(scores.values()))
-    lines += ["", f"sacreBLEU signatures: BLEU `{any_scores['bleu_signature']}`, chrF `{any_scores['chrf_signature']}`.",
-              "", "Validation after each epoch (greedy decoding):", "",
-              "| epoch | updates | train loss | val loss | val BLEU | val chrF | minutes |", "|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        f"sacreBLEU signatures: BLEU `{any_scores['bleu_signature']}`, chrF `{any_scores['chrf_signature']}`.",
+        "",
+        "Validation after each epoch of the last stage (greedy decoding):",
+        "",
+        "| epoch | updates | train loss | val loss | val BLEU | val chrF | minutes |",
+        "|---|---|---|---|---|---|---|",
+    ]
     lines += [f"| {e['epoch']} | {e['updates']:,} | {e['train_loss']:.3f} | {e['val_loss']:.3f} | {e['val_bleu']} | "
               f"{e['val_chrf']} | {e['minutes']:.1f} |" for e in metrics["epochs"]]
     if training.get("init_from"):  # one command redoes only the last stage of a warm-started model
@@ -69,7 +97,7 @@ def model_card(metrics: dict, checkpoint: str) -> str:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m transformer.model_card", description=__doc__,
+    parser = CommandParser(prog="python -m transformer.model_card", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--checkpoint", default="checkpoints/en-de")
     args = parser.parse_args(argv)

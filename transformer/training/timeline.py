@@ -24,8 +24,10 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
+from ..command_line import CommandParser, number_type
 from ..core.probes import ATTENTION_KINDS
 from ..decoding.translator import Translator
+from ..paths import portable_path
 
 TIMELINE_JSON, TIMELINE_TENSORS = "timeline.json", "timeline.safetensors"
 PROBE_SENTENCES = {  # written for this project and in no corpus split: four everyday sentences, four captions
@@ -56,7 +58,9 @@ class Timeline:
     def record(self, translator: Translator, epoch: int, train_loss: float, val_bleu: float) -> None:
         was_training = translator.model.training
         translator.model.eval()
-        outputs = translator.translate_batch(self.sentences, strategy="greedy", max_length=MAX_PROBE_LENGTH, capture=True)
+        outputs = translator.translate_batch(
+            self.sentences, strategy="greedy", max_length=MAX_PROBE_LENGTH, capture=True
+        )
         translator.model.train(was_training)
         self.epochs = [e for e in self.epochs if e["epoch"] != epoch]
         self.epochs.append({"epoch": epoch, "train_loss": round(train_loss, 4), "val_bleu": val_bleu, "outputs": [
@@ -113,9 +117,10 @@ class Timeline:
 
 
 def stage_label(init_from: str | None, data: str | None = None) -> str:
-    """How a run started, in words, for the timeline it records; `data` names a training split other than the default."""
-    start = f"a warm start from {init_from}" if init_from else "from scratch"
-    return f"{start}, trained on {data}" if data else start
+    """How a run started, in words, for the timeline it records; `data` names a training split other than the
+    default."""
+    start = f"a warm start from {portable_path(init_from)}" if init_from else "from scratch"
+    return f"{start}, trained on {portable_path(data)}" if data else start
 
 
 def concatenate(earlier: Timeline, later: Timeline) -> Timeline:
@@ -135,7 +140,8 @@ def concatenate(earlier: Timeline, later: Timeline) -> Timeline:
 def already_prepended(earlier: Timeline, later: Timeline) -> bool:
     """A second --prepend would put the earlier stage in twice; its epochs at the front of `later` give it away."""
     head = later.epochs[: len(earlier.epochs)]
-    fingerprint = lambda entries: [(e["epoch"], e["train_loss"], [o["text"] for o in e["outputs"]]) for e in entries]
+    def fingerprint(entries):
+        return [(e["epoch"], e["train_loss"], [o["text"] for o in e["outputs"]]) for e in entries]
     return len(later.epochs) > len(earlier.epochs) and fingerprint(head) == fingerprint(earlier.epochs)
 
 
@@ -186,14 +192,14 @@ def with_stages(timeline: Timeline, specs: list[list[str]]) -> Timeline:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m transformer.training.timeline", description=__doc__,
+    parser = CommandParser(prog="python -m transformer.training.timeline", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--checkpoint", required=True, help="checkpoint folder whose metrics.json lists the epochs")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--epochs-dir", help="folder of epoch-NNN.safetensors written by --save-epochs")
     source.add_argument("--prepend", metavar="FOLDER",
                         help="a folder with the timeline of the stage the checkpoint was warm-started from")
-    parser.add_argument("--prepend-epochs", type=int, metavar="N",
+    parser.add_argument("--prepend-epochs", type=number_type("--prepend-epochs", int), metavar="N",
                         help="with --prepend: only the earlier stage's first N epochs (default: all of them)")
     source.add_argument("--stage", nargs=3, action="append", metavar=("FIRST_EPOCH", "NAME", "LABEL"),
                         help="name the stage that starts at FIRST_EPOCH (repeat for each stage, in order); "

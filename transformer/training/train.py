@@ -26,13 +26,14 @@ from safetensors.torch import save_file
 from tqdm import tqdm
 
 from ..checkpoint import TOKENIZER_FILE, checkpoint_folder, load_checkpoint, save_checkpoint, unique_state_dict
+from ..command_line import CommandParser, number_type
 from ..core.config import NORM_PLACEMENTS, POSITIONAL_ENCODINGS, ModelConfig
 from ..core.model import Transformer
+from ..corpus.data import default_data_dir, read_parallel_or_exit
+from ..corpus.mix import mix_parts
 from ..decoding.translator import Translator
 from ..tokenizer import Tokenizer
-from ..corpus.data import default_data_dir, read_parallel_or_exit
 from .finalize import finish, model_with, reported_tests
-from ..corpus.mix import mix_parts
 from .reproduce import is_default, reproduce_command
 from .resume import RESUME_DIR, load_run, save_run, saved_args
 from .timeline import Timeline, stage_label
@@ -51,49 +52,121 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefau
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m transformer.train", description=__doc__, formatter_class=HelpFormatter)
+    p = CommandParser(prog="python -m transformer.train", description=__doc__, formatter_class=HelpFormatter)
     data = p.add_argument_group("data")
     data.add_argument("--data-dir", default=default_data_dir(), help="folder of {split}.{lang} files")
     data.add_argument("--src", default="en", help="source language suffix")
     data.add_argument("--tgt", default="de", help="target language suffix")
-    data.add_argument("--test-split", default="test_2016_flickr", help="split reported (never used for selection); '' to skip")
+    data.add_argument(
+        "--test-split", default="test_2016_flickr", help="split reported (never used for selection); '' to skip"
+    )
     data.add_argument("--out", help="checkpoint folder to write (required unless --resume)")
-    data.add_argument("--vocab-size", type=int, default=8000, help="joint sentencepiece vocabulary size")
+    data.add_argument(
+        "--vocab-size", type=number_type("--vocab-size", int), default=8000, help="joint sentencepiece vocabulary size"
+    )
     data.add_argument("--tokenizer", help="use this sentencepiece model (made by an earlier run on the same training "
                                           "split) instead of training one; --vocab-size is then its size")
     model = p.add_argument_group("model (with --init-from only the two dropouts apply; the shape is the checkpoint's)")
-    model.add_argument("--d-model", type=int, default=256, help="width of every layer")
-    model.add_argument("--n-heads", type=int, default=4, help="attention heads per layer (must divide --d-model)")
-    model.add_argument("--n-layers", type=int, default=3, help="layers per stack")
-    model.add_argument("--d-ff", type=int, default=1024, help="feed-forward inner width")
-    model.add_argument("--dropout", type=float, default=0.3, help="dropout on the embeddings and on every sub-layer output")
-    model.add_argument("--attention-dropout", type=float, default=0.1, help="dropout on the attention probabilities")
-    model.add_argument("--max-len", type=int, default=128, help="longest sequence (positions)")
-    model.add_argument("--norm", choices=NORM_PLACEMENTS, default="pre", help="LayerNorm before (pre) or after (post) each sublayer")
-    model.add_argument("--pos-encoding", choices=POSITIONAL_ENCODINGS, default="sinusoidal", help="fixed sinusoids or learned positions")
+    model.add_argument("--d-model", type=number_type("--d-model", int), default=256, help="width of every layer")
+    model.add_argument(
+        "--n-heads",
+        type=number_type("--n-heads", int),
+        default=4,
+        help="attention heads per layer (must divide --d-model)",
+    )
+    model.add_argument("--n-layers", type=number_type("--n-layers", int), default=3, help="layers per stack")
+    model.add_argument("--d-ff", type=number_type("--d-ff", int), default=1024, help="feed-forward inner width")
+    model.add_argument(
+        "--dropout",
+        type=number_type("--dropout", float),
+        default=0.3,
+        help="dropout on the embeddings and on every sub-layer output",
+    )
+    model.add_argument(
+        "--attention-dropout",
+        type=number_type("--attention-dropout", float),
+        default=0.1,
+        help="dropout on the attention probabilities",
+    )
+    model.add_argument(
+        "--max-len", type=number_type("--max-len", int), default=128, help="longest sequence (positions)"
+    )
+    model.add_argument(
+        "--norm", choices=NORM_PLACEMENTS, default="pre", help="LayerNorm before (pre) or after (post) each sublayer"
+    )
+    model.add_argument(
+        "--pos-encoding",
+        choices=POSITIONAL_ENCODINGS,
+        default="sinusoidal",
+        help="fixed sinusoids or learned positions",
+    )
     model.add_argument("--no-share-embeddings", action="store_true", help="separate source/target embeddings")
-    model.add_argument("--no-tie-output", action="store_true", help="untie the output projection from the target embedding")
+    model.add_argument(
+        "--no-tie-output", action="store_true", help="untie the output projection from the target embedding"
+    )
     opt = p.add_argument_group("optimisation")
-    opt.add_argument("--epochs", type=int, default=80, help="passes over the training split, at most")
-    opt.add_argument("--max-minutes", type=float, default=None,
+    opt.add_argument(
+        "--epochs", type=number_type("--epochs", int), default=80, help="passes over the training split, at most"
+    )
+    opt.add_argument("--max-minutes", type=number_type("--max-minutes", float), default=None,
                      help="stop cleanly and save once this session has trained this long (resume to go on)")
-    opt.add_argument("--max-updates", type=int, default=None, help="stop cleanly after this many updates in all")
-    opt.add_argument("--max-tokens", type=int, default=3000, help="padded tokens per (global) batch")
-    opt.add_argument("--lr", type=float, default=1.2e-3, help="peak learning rate")
-    opt.add_argument("--warmup", type=int, default=500, help="warm-up updates")
-    opt.add_argument("--label-smoothing", type=float, default=0.1, help="share of the target probability spread over the vocabulary")
-    opt.add_argument("--clip-norm", type=float, default=1.0, help="gradient norm clipped to this")
-    opt.add_argument("--average", type=int, default=5, help="average the best N epochs by val BLEU (1: no averaging)")
-    opt.add_argument("--no-bf16", action="store_true", help="train in float32 even where bfloat16 autocast is supported")
-    opt.add_argument("--seed", type=int, default=1, help="seeds initialisation, data order and dropout")
+    opt.add_argument(
+        "--max-updates",
+        type=number_type("--max-updates", int),
+        default=None,
+        help="stop cleanly after this many updates in all",
+    )
+    opt.add_argument(
+        "--max-tokens", type=number_type("--max-tokens", int), default=3000, help="padded tokens per (global) batch"
+    )
+    opt.add_argument("--lr", type=number_type("--lr", float), default=1.2e-3, help="peak learning rate")
+    opt.add_argument("--warmup", type=number_type("--warmup", int), default=500, help="warm-up updates")
+    opt.add_argument(
+        "--label-smoothing",
+        type=number_type("--label-smoothing", float),
+        default=0.1,
+        help="share of the target probability spread over the vocabulary",
+    )
+    opt.add_argument(
+        "--clip-norm", type=number_type("--clip-norm", float), default=1.0, help="gradient norm clipped to this"
+    )
+    opt.add_argument(
+        "--average",
+        type=number_type("--average", int),
+        default=5,
+        help="average the best N epochs by val BLEU (1: no averaging)",
+    )
+    opt.add_argument(
+        "--no-bf16", action="store_true", help="train in float32 even where bfloat16 autocast is supported"
+    )
+    opt.add_argument(
+        "--seed", type=number_type("--seed", int), default=1, help="seeds initialisation, data order and dropout"
+    )
     opt.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where to train")
-    opt.add_argument("--threads", type=int, default=None, help="torch CPU threads per process (none given: all cores)")
+    opt.add_argument(
+        "--threads",
+        type=number_type("--threads", int),
+        default=None,
+        help="torch CPU threads per process (none given: all cores)",
+    )
     opt.add_argument("--init-from", help="start from this checkpoint folder's weights and tokenizer, fresh optimizer")
     opt.add_argument("--resume", metavar="OUT", help="continue the run that writes OUT exactly where it stopped")
-    opt.add_argument("--save-epochs", action="store_true", help="also write every epoch's weights (float16) to OUT/epochs/")
+    opt.add_argument(
+        "--save-epochs", action="store_true", help="also write every epoch's weights (float16) to OUT/epochs/"
+    )
     dec = p.add_argument_group("decoding used for the reported scores")
-    dec.add_argument("--beam-size", type=int, default=4, help="beam width for the val and test scores at the end")
-    dec.add_argument("--length-penalty", type=float, default=0.6, help="GNMT length penalty for those scores (tune it afterwards with transformer.tune_length_penalty)")
+    dec.add_argument(
+        "--beam-size",
+        type=number_type("--beam-size", int),
+        default=4,
+        help="beam width for the val and test scores at the end",
+    )
+    dec.add_argument(
+        "--length-penalty",
+        type=number_type("--length-penalty", float),
+        default=0.6,
+        help="GNMT length penalty for those scores (tune it afterwards with transformer.tune_length_penalty)",
+    )
     return p
 
 
@@ -202,9 +275,12 @@ def main(argv=None) -> None:
     timeline = (Timeline.load(out) or Timeline.for_language(args.src, stage_label(args.init_from, own_data))
                 if rank == 0 else None)
     if rank == 0:
-        print(f"model: {model.num_parameters():,} parameters; train {len(train_corpus):,} pairs, val {len(val):,}; "
-              f"{world} process(es){'; resuming at epoch %d, update %d' % (result.epoch, result.updates) if result else ''}",
-              flush=True)
+        print(
+            f"model: {model.num_parameters():,} parameters; train {len(train_corpus):,} pairs, val {len(val):,}; "
+            f"{world} process(es)"
+            f"{'; resuming at epoch %d, update %d' % (result.epoch, result.updates) if result else ''}",
+            flush=True,
+        )
     bar = tqdm(unit="batch", dynamic_ncols=True, mininterval=2, disable=rank != 0)
     tokens_seen, bar_started = [0], time.perf_counter()
 
@@ -219,9 +295,11 @@ def main(argv=None) -> None:
 
     def on_epoch(report, result):
         by_corpus = "".join(f" {name} {bleu:.2f}" for name, bleu in report.val_bleu_by_corpus.items())
-        tqdm.write(f"epoch {report.epoch}: updates {report.updates} train loss {report.train_loss:.3f} "
-                   f"val loss {report.val_loss:.3f} val BLEU {report.val_bleu:.2f}{by_corpus} chrF {report.val_chrf:.2f} "
-                   f"({report.minutes:.1f} min)")
+        tqdm.write(
+            f"epoch {report.epoch}: updates {report.updates} train loss {report.train_loss:.3f} "
+            f"val loss {report.val_loss:.3f} val BLEU {report.val_bleu:.2f}{by_corpus} chrF {report.val_chrf:.2f} "
+            f"({report.minutes:.1f} min)"
+        )
         # the best epoch so far goes to disk, so an interrupted run still leaves a usable checkpoint
         save_checkpoint(out, model_with(model.config, result.best_states[0][2], device), tokenizer_file, extra_config)
         timeline.record(Translator(model, tokenizer), report.epoch, report.train_loss, report.val_bleu)

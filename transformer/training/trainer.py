@@ -95,7 +95,9 @@ def validation_loss(model, data: EncodedCorpus, settings: TrainingSettings, auto
 def validate(model, tokenizer, val: ParallelCorpus, val_data: EncodedCorpus, settings, autocast) -> tuple[float, dict]:
     """Val loss, and greedy BLEU and chrF on the whole val split plus BLEU on each corpus of a mixed one."""
     loss = validation_loss(model, val_data, settings, autocast)
-    hypotheses = translate_corpus(Translator(model, tokenizer), val.source, "greedy", batch_size=settings.val_batch_size)
+    hypotheses = translate_corpus(
+        Translator(model, tokenizer), val.source, "greedy", batch_size=settings.val_batch_size
+    )
     scores = score(hypotheses, val.target)
     scores["by_corpus"] = {name: score(hypotheses[first:last], val.target[first:last])["bleu"]
                            for name, (first, last) in settings.val_parts.items()}
@@ -153,11 +155,16 @@ def train(model: Transformer, tokenizer: Tokenizer, train_corpus: ParallelCorpus
                 group["lr"] = learning_rate(result.updates, settings)
             optimizer.step()
             batch_loss_sum = summed(float(loss.detach()))
-            result.epoch_loss, result.epoch_tokens = result.epoch_loss + batch_loss_sum, result.epoch_tokens + batch_tokens
+            result.epoch_loss, result.epoch_tokens = (
+                result.epoch_loss + batch_loss_sum,
+                result.epoch_tokens + batch_tokens,
+            )
             result.batches_done += 1
             result.update_losses.append(batch_loss_sum / batch_tokens)
             if on_batch and rank == 0:
-                on_batch(result.updates, int(src.numel() + tgt.numel()) * world, batch_loss_sum / batch_tokens, len(batches))
+                on_batch(
+                    result.updates, int(src.numel() + tgt.numel()) * world, batch_loss_sum / batch_tokens, len(batches)
+                )
         result.seconds = earlier_seconds + time.perf_counter() - session_started
         if result.stopped_early:
             if on_stop and rank == 0:
@@ -167,8 +174,16 @@ def train(model: Transformer, tokenizer: Tokenizer, train_corpus: ParallelCorpus
             model.use_fused_attention(True)
             val_loss, val_scores = validate(model, tokenizer, val, val_data, settings, autocast)
             model.use_fused_attention(False)
-            report = EpochReport(result.epoch, result.updates, result.epoch_loss / max(result.epoch_tokens, 1), val_loss,
-                                 val_scores["bleu"], val_scores["chrf"], result.seconds / 60, val_scores["by_corpus"])
+            report = EpochReport(
+                result.epoch,
+                result.updates,
+                result.epoch_loss / max(result.epoch_tokens, 1),
+                val_loss,
+                val_scores["bleu"],
+                val_scores["chrf"],
+                result.seconds / 60,
+                val_scores["by_corpus"],
+            )
             result.reports.append(report)
             result.best_states.append((report.val_bleu, result.epoch,
                                        copy.deepcopy({k: v.cpu() for k, v in model.state_dict().items()})))

@@ -9,19 +9,19 @@ were decoded with the old value, so they are removed; the command prints how to 
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
-from pathlib import Path
 
 from tqdm import tqdm
 
-from ..checkpoint import METRICS_FILE
-from ..decoding.strategies import SettingError, get_strategy
-from ..decoding.translator import Translator
+from ..checkpoint import METRICS_FILE, checkpoint_folder
+from ..command_line import CommandParser, add_device, answered, check_writable, number_type, write_atomically
 from ..corpus.data import default_data_dir, read_parallel_or_exit
 from ..corpus.mix import score_name, score_source
 from ..corpus.scoring import score, translate_corpus
+from ..decoding.strategies import SettingError, get_strategy
+from ..decoding.translator import Translator
+from ..numbers import NumberError, parsed_number
 
 SWEEP_KEY = "length_penalty_sweep"
 
@@ -30,8 +30,8 @@ def parse_values(text: str) -> list[float]:
     """Comma-separated length penalties, each within the beam strategy's allowed range, without repeats."""
     spec = next(s for s in get_strategy("beam").specs if s.name == "length_penalty")
     try:
-        values = [float(part) for part in text.split(",") if part.strip()]
-    except ValueError:
+        values = [parsed_number("--values", part, float) for part in text.split(",") if part.strip()]
+    except NumberError:
         raise SettingError(f"--values must be comma-separated numbers, got {text!r}") from None
     if not values:
         raise SettingError("--values needs at least one length penalty")
@@ -61,36 +61,43 @@ def record_choice(metrics: dict, split: str, beam_size: int, bleu_by_value: dict
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m transformer.tune_length_penalty", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--checkpoint", required=True, help="checkpoint folder (config.json, model.safetensors, spm.model)")
+    parser = CommandParser(prog="python -m transformer.tune_length_penalty", description=__doc__)
+    parser.add_argument(
+        "--checkpoint", required=True, help="checkpoint folder (config.json, model.safetensors, spm.model)"
+    )
     parser.add_argument("--values", default="0.6,1.0,1.5,2.0",
                         help="comma-separated length penalties to try, each in [0, 2] (default: 0.6,1.0,1.5,2.0)")
-    parser.add_argument("--beam-size", type=int, default=None,
+    parser.add_argument("--beam-size", type=number_type("--beam-size", int), default=None,
                         help="beam size (default: the checkpoint's recorded one, else 4)")
     parser.add_argument("--split", default="val", help="split to select on (default: val; test splits are refused)")
-    parser.add_argument("--data-dir", default=default_data_dir(), help="folder of {split}.{lang} files (default: ../shared/data/multi30k)")
-    parser.add_argument("--batch-size", type=int, default=64, help="sentences per batch (default: 64)")
-    parser.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
+    parser.add_argument(
+        "--data-dir",
+        default=default_data_dir(),
+        help="folder of {split}.{lang} files (default: ../shared/data/multi30k)",
+    )
+    parser.add_argument("--batch-size", type=number_type("--batch-size", int, 1), default=64,
+                        help="sentences per batch (default: 64)")
+    add_device(parser)
     args = parser.parse_args(argv)
     if args.split.startswith("test"):
         parser.error(f"--split {args.split}: the length penalty is selected on val, never on a test split")
     if args.data_dir is None:
         parser.error("no --data-dir given and ../shared/data/multi30k does not exist")
-    if args.batch_size < 1:
-        parser.error(f"--batch-size must be at least 1, got {args.batch_size}")
-    if not (Path(args.checkpoint) / METRICS_FILE).is_file():
-        parser.error(f"--checkpoint {args.checkpoint}: no {METRICS_FILE} there to record the choice in")
+    with answered(parser):
+        metrics_file = check_writable(checkpoint_folder(args.checkpoint) / METRICS_FILE)
+        if not metrics_file.is_file():
+            parser.error(f"--checkpoint {args.checkpoint}: no {METRICS_FILE} there to record the choice in")
+        translator = Translator.from_pretrained(args.checkpoint, device=args.device)
+        metrics = translator.metrics  # a corrupt metrics.json is said here, before any decoding
+        _, recorded = translator.recorded_decoding("beam")
     try:
         values = parse_values(args.values)
-        recorded = json.loads((Path(args.checkpoint) / METRICS_FILE).read_text()).get("decoding", {})
-        beam_size = args.beam_size if args.beam_size is not None else recorded.get("beam_size", 4)
+        beam_size = args.beam_size if args.beam_size is not None else recorded["beam_size"]
         beam_spec = next(s for s in get_strategy("beam").specs if s.name == "beam_size")
         beam_size = beam_spec.check(beam_size)
     except SettingError as error:
         parser.error(str(error))
 
-    translator = Translator.from_pretrained(args.checkpoint, device=args.device)
     languages = translator.languages
     corpus = read_parallel_or_exit(args.data_dir, args.split, languages["src"], languages["tgt"])
     bleu_by_value, scores_by_value = {}, {}
@@ -103,12 +110,13 @@ def main(argv=None) -> None:
             bleu_by_value[value], scores_by_value[value] = result["bleu"], result
             bar.write(f"length penalty {value:g}: BLEU {result['bleu']}  chrF {result['chrf']}")
 
-    metrics = translator.metrics or {}
     chosen = best_value(bleu_by_value)
-    stale = record_choice(metrics, score_name(metrics, args.data_dir, args.split), beam_size, bleu_by_value, scores_by_value[chosen])
-    (Path(args.checkpoint) / METRICS_FILE).write_text(json.dumps(metrics, indent=2) + "\n")
+    stale = record_choice(
+        metrics, score_name(metrics, args.data_dir, args.split), beam_size, bleu_by_value, scores_by_value[chosen]
+    )
+    write_atomically(metrics_file, json.dumps(metrics, indent=2) + "\n")
     print(f"chosen length penalty {chosen:g} (BLEU {bleu_by_value[chosen]} on {args.split}), "
-          f"recorded in {Path(args.checkpoint) / METRICS_FILE}")
+          f"recorded in {metrics_file}")
     for name in stale:
         folder, split = score_source(metrics, name)
         print(f"scores for {name} were decoded with the old setting and were removed; score again with "

@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields
 
+from ...numbers import NumberError, checked_number
+
 
 class SettingError(ValueError):
     """A decoding setting that is unknown or out of range; the message names it and its allowed range."""
@@ -46,14 +48,12 @@ class SettingSpec:
         return f"{self.strategy}.{self.name}"
 
     def check(self, value):
-        """The value as `kind`, or a SettingError naming the setting and its range."""
-        is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if not is_number or (self.kind is int and value != int(value)):
-            noun = "an integer" if self.kind is int else "a number"
-            raise SettingError(f"{self.name} must be {noun} in [{self.minimum}, {self.maximum}], got {value!r}")
-        if not self.minimum <= value <= self.maximum:
-            raise SettingError(f"{self.name} must be in [{self.minimum}, {self.maximum}], got {value!r}")
-        return self.kind(value)
+        """The value as `kind`, or a SettingError naming the setting and its range (the one number rule:
+        NaN, infinities and text are refused like a value out of range)."""
+        try:
+            return checked_number(self.name, value, self.kind, self.minimum, self.maximum)
+        except NumberError as error:
+            raise SettingError(str(error)) from None
 
 
 @dataclass(frozen=True)

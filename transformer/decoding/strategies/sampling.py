@@ -50,7 +50,9 @@ def nucleus(probs: torch.Tensor, top_p: float) -> torch.Tensor:
     return probs / probs.sum(dim=-1, keepdim=True)
 
 
-def decode_sampling(model, sources, settings: SamplingSettings, max_length=None, probes=(), use_cache=True, prefixes=None):
+def decode_sampling(
+    model, sources, settings: SamplingSettings, max_length=None, probes=(), use_cache=True, prefixes=None
+):
     # one generator per sentence: a sentence's output does not depend on the rest of its batch
     generators = [torch.Generator(device="cpu").manual_seed(settings.seed) for _ in sources]
 

@@ -25,8 +25,15 @@ Chooser = Callable[[torch.Tensor, list[int]], tuple[torch.Tensor, torch.Tensor]]
 
 
 @torch.inference_mode()
-def decode_single_path(model: Transformer, sources: list[list[int]], choose: Chooser, max_length: int | None = None,
-                       probes=(), use_cache: bool = True, prefixes: list[list[int]] | None = None) -> list[DecodedSentence]:
+def decode_single_path(
+    model: Transformer,
+    sources: list[list[int]],
+    choose: Chooser,
+    max_length: int | None = None,
+    probes=(),
+    use_cache: bool = True,
+    prefixes: list[list[int]] | None = None,
+) -> list[DecodedSentence]:
     """`prefixes`: per sentence, target ids forced at the first steps (the model's probabilities for them are
     still recorded); decoding goes on from there with `choose`."""
     limits = length_limits([len(s) for s in sources], max_length, model.config.max_len)

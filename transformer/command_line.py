@@ -1,0 +1,140 @@
+"""What every command line of the package shares, so that each behaves the same on bad input:
+
+- a bad argument or input file is answered in one line, `PROG: error: ...`, exit status 2, no traceback
+  (`CommandParser`, and `answered` around the work for the errors found while loading);
+- numeric flags, devices and thread counts are checked by argparse types built on the one number rule
+  (numbers.py), before anything is loaded or computed;
+- results are written only after a complete run, to a temporary file renamed into place (`write_atomically`),
+  so a failed or interrupted run never replaces a shipped file.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+from .numbers import NumberError, parsed_number
+
+
+class InputError(ValueError):
+    """An input file (a reference, a report beside the weights) that cannot be used; the message names it."""
+
+
+class CommandParser(argparse.ArgumentParser):
+    """argparse with one-line errors: `PROG: error: MESSAGE` on stderr and exit status 2 (argparse's own status
+    for a usage error), without the usage block, which `--help` shows."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def number_type(flag: str, kind: type = int, low=None, high=None):
+    """An argparse type: the flag's text as a finite number of `kind` in [low, high] (None: no bound)."""
+
+    def convert(text: str):
+        try:
+            return parsed_number(flag, text, kind, low, high)
+        except NumberError as error:  # argparse puts "argument FLAG: " before the message
+            raise argparse.ArgumentTypeError(str(error).removeprefix(f"{flag} ")) from None
+
+    convert.__name__ = "int" if kind is int else "float"  # argparse names the type in some messages
+    return convert
+
+
+def device_type(text: str) -> str:
+    """--device: "cpu", or "cuda" where this machine has a CUDA device."""
+    if text not in ("cpu", "cuda"):
+        raise argparse.ArgumentTypeError(f"must be 'cpu' or 'cuda', got {text!r}")
+    if text == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise argparse.ArgumentTypeError("'cuda' was asked for, but this machine has no CUDA device torch can use")
+    return text
+
+
+def add_device(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--device", type=device_type, default="cpu", help="cpu or cuda (default: cpu)")
+
+
+def add_threads(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--threads", type=number_type("--threads", int, 1, 1024), default=None,
+                        help="torch CPU threads (default: torch's choice, all cores)")
+
+
+@contextmanager
+def answered(parser: argparse.ArgumentParser):
+    """Inside it, an error the package raises for a bad checkpoint, corpus, setting or input file ends the program
+    through `parser.error`: one line naming the file or value, exit status 2."""
+    from .checkpoint import CheckpointError
+    from .corpus.data import CorpusError
+
+    try:
+        yield
+    except (CheckpointError, CorpusError, InputError, NumberError) as error:
+        parser.error(str(error))
+
+
+def read_json_input(path, what: str) -> dict:
+    """A JSON object read from `path` for a command line; a missing, unreadable or malformed file is an
+    InputError naming it and `what` it should be."""
+    path = Path(path)
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path}: {what} is missing") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise InputError(f"{path}: {what} is not valid JSON ({error})") from None
+    if not isinstance(value, dict):
+        raise InputError(f"{path}: {what} should be a JSON object")
+    return value
+
+
+def check_writable(path) -> Path:
+    """The output path, checked before any work: its folder exists and can be written to."""
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise InputError(f"{path}: is a folder; give a file path to write the result to")
+    if not folder.is_dir():
+        raise InputError(f"{path}: its folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise InputError(f"{path}: its folder {folder} cannot be written to")
+    return path
+
+
+def write_atomically(path, text: str) -> Path:
+    """Writes `text` to a temporary file beside `path`, then renames it into place: readers see the old file or
+    the new one, never a half-written one, and a run that fails before this call leaves `path` untouched."""
+    path = Path(path)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~umask)  # mkstemp's is 0600
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_json_atomically(path, value, indent=2) -> Path:
+    return write_atomically(path, json.dumps(value, indent=indent, ensure_ascii=False) + "\n")
+
+
+def command_text(module: str, argv) -> str:
+    """The command that produced a result, as recorded in its JSON."""
+    import shlex
+
+    return f"python -m {module} " + shlex.join(argv if argv is not None else sys.argv[1:])
