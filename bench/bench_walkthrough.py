@@ -42,7 +42,8 @@ ARM_OPEN_JS = """() => {
     const check = () => {
       const r = root();
       if (r && r.dataset.stage === '1' && r.querySelector('.wk-stage')) {
-        requestAnimationFrame(() => requestAnimationFrame(() => { window.aeWalkOpened = performance.now() - started; }));
+        const done = () => { window.aeWalkOpened = performance.now() - started; };
+        requestAnimationFrame(() => requestAnimationFrame(done));
       } else requestAnimationFrame(check);
     };
     requestAnimationFrame(check);
@@ -111,7 +112,8 @@ def browser(url: str, runs: int) -> dict:
             page.wait_for_function("() => window.aeWalkOpened !== null", timeout=60_000)
             if run:
                 opened.append(page.evaluate("() => window.aeWalkOpened"))
-                drawn.append(float(page.evaluate("() => document.querySelector('#walkthrough .wk-walk').dataset.drawMs")))
+                drawn.append(float(page.evaluate(
+                    "() => document.querySelector('#walkthrough .wk-walk').dataset.drawMs")))
             page.wait_for_timeout(600)  # at rest, as a visitor reads the first stage
         by_stage = []  # by_stage[i]: the times of Next into stage i + 2
         for _ in range(runs):
@@ -128,7 +130,8 @@ def browser(url: str, runs: int) -> dict:
         chromium.close()
     return {"first_stage_ms": round(statistics.median(opened)), "first_stage_ms_each": [round(t) for t in opened],
             "first_stage_draw_ms": round(statistics.median(drawn), 1),
-            "stage_switch_ms": round(statistics.median(switches), 1), "stage_switch_ms_slowest": round(max(switches), 1),
+            "stage_switch_ms": round(statistics.median(switches), 1),
+            "stage_switch_ms_slowest": round(max(switches), 1),
             "stage_switch_ms_p90": round(statistics.quantiles(switches, n=10)[-1], 1),
             "slowest_stage": {"number": slowest + 2, "median_ms": round(medians[slowest], 1)},
             "live_switch_ms": round(statistics.median(live), 1), "runs": runs}

@@ -61,8 +61,12 @@ def glossary_marks_js() -> str:
   const pattern = new RegExp("(^|[^\\\\w])(" + names.map(escape).join("|") + ")(?![\\\\w])", "i");
   let box = null;
   const show = (term, mark) => {
-    if (!box) { box = document.createElement("div"); box.className = "ae-gloss-box"; document.body.appendChild(box);
-                document.addEventListener("click", e => { if (!e.target.classList.contains("ae-info")) box.hidden = true; }); }
+    if (!box) {
+      box = document.createElement("div");
+      box.className = "ae-gloss-box";
+      document.body.appendChild(box);
+      document.addEventListener("click", e => { if (!e.target.classList.contains("ae-info")) box.hidden = true; });
+    }
     box.textContent = term + ": " + TERMS[term];
     const r = mark.getBoundingClientRect();
     box.style.left = Math.max(4, Math.min(window.innerWidth - 300, r.left)) + "px";

@@ -178,7 +178,8 @@ class ModelService:
         """The query and key vectors behind one head's weights at one query position (all 0-based)."""
         return self.analyse(result, translation, QUERY_KEY, kind=kind, layer=layer, head=head, query=query)
 
-    def walkthrough(self, result: RunResult, translation: Translation, token: int, step: int, head: int = 0) -> Walkthrough:
+    def walkthrough(self, result: RunResult, translation: Translation, token: int, step: int,
+                    head: int = 0) -> Walkthrough:
         """Every operation of the forward pass for source position `token`, decoding step `step` and head `head` (all
         0-based), read from one teacher-forced pass with the result's heads switched off as it was translated."""
         return self.analyse(result, translation, WALKTHROUGH, token=token, step=step, head=head)

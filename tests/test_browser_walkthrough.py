@@ -86,7 +86,8 @@ def test_every_stage_shows_the_numbers_of_the_api(browser, server_url, api, widt
             sent = numbers["values"]
             values = [sent] if numbers["kind"] == "scalar" else flat(sent)
             for cell in box["values"]:
-                assert agrees(parse(cell["text"]), values[cell["index"]]), (stage["key"], numbers["name"], cell, values[cell["index"]])
+                sent_value = values[cell["index"]]
+                assert agrees(parse(cell["text"]), sent_value), (stage["key"], numbers["name"], cell, sent_value)
             if numbers["kind"] in ("row", "tokens", "scalar"):
                 assert len(box["values"]) == len(values), (stage["key"], numbers["name"])
         if stage["number"] < len(stages):
@@ -126,7 +127,8 @@ def test_keys_back_the_list_and_the_overview_move_between_stages(browser, server
 
     assert term.get_attribute("title") == definition(term.get_attribute("data-term"))
     term.click()
-    assert page.locator("#walkthrough .wk-definition").inner_text().endswith(definition(term.get_attribute("data-term")))
+    text = definition(term.get_attribute("data-term"))
+    assert page.locator("#walkthrough .wk-definition").inner_text().endswith(text)
     assert requests == [], requests
     page.close()
 

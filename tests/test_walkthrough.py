@@ -6,7 +6,6 @@ import math
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
 
 from transformer import Tokenizer, Transformer, Translator
 from transformer.analysis.walkthrough import record_pass, walkthrough
@@ -195,7 +194,8 @@ def test_one_encoder_layer(setup):
     out = feed_forward_check(model, walk, "encoder", "encoder", layer.feed_forward_residual, layer.feed_forward, after)
     table = numbers(walk, "encoder.layers")["layers"]
     assert table[0, -1] == pytest.approx(float(out.norm()), rel=1e-5)  # layer 1's output, as the table follows it
-    assert table[1:, 0].tolist() == pytest.approx(table[:-1, -1].tolist(), rel=1e-6)  # one layer's output feeds the next
+    # one layer's output feeds the next
+    assert table[1:, 0].tolist() == pytest.approx(table[:-1, -1].tolist(), rel=1e-6)
     assert table[0, 0] == pytest.approx(float(x.norm()), rel=1e-5)
 
 

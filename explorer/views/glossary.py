@@ -1,5 +1,5 @@
-"""Glossary: every term the page uses in one or two plain sentences, as one list (the text lives in explorer/glossary.py,
-which also gives the info marks where the terms appear)."""
+"""Glossary: every term the page uses in one or two plain sentences, as one list (the text lives in
+explorer/glossary.py, which also gives the info marks where the terms appear)."""
 from __future__ import annotations
 
 import gradio as gr

@@ -115,7 +115,7 @@ def is_byte_piece(piece: str) -> bool:
 
 
 def masked_as_inf(masked: torch.Tensor) -> np.ndarray:
-    """Masked scores with the dtype's lowest value (what masked_fill wrote) shown as -inf, which is what it stands for."""
+    """Masked scores with the dtype's lowest value (what masked_fill wrote) as -inf, which is what it stands for."""
     out = masked.numpy().astype(np.float64)
     out[masked.numpy() <= np.finfo(np.float32).min] = -np.inf
     return out
@@ -174,8 +174,9 @@ class _Walk:
         biggest = int(row.abs().argmax())
         scale = float(scaled[biggest] / row[biggest]) if float(row[biggest]) else float("nan")
         tied = (" The source and target share one embedding matrix." if self.config.share_embeddings else "")
+        rows = self.config.src_vocab_size if side == "encoder" else self.config.tgt_vocab_size
         self.add(f"{side}.embedding", block, "Embedding row",
-                 f"The id of {where} picks one row of the embedding matrix ({self.model.config.src_vocab_size if side == 'encoder' else self.config.tgt_vocab_size} rows × {d} numbers): "
+                 f"The id of {where} picks one row of the embedding matrix ({rows} rows × {d} numbers): "
                  f"the token's learned vector.{tied}",
                  "e = E[id]", MODULES["embed"],
                  [vector("embedding_row", f"E[{token}]", row), Numbers("norm", "‖e‖", "scalar", norm_of(row))],
@@ -281,8 +282,8 @@ class _Walk:
         else:
             mask_row = np.where(masked_as_inf(masked[position, :keys_shown]) == -np.inf, -np.inf, 0.0)
             self.add(f"{block}.{kind}.scores", block, "Scores: query · key / √d_k",
-                     f"The query of “{query}” is compared with the key of every {'source piece' if kind != 'decoder_self' else 'input'} "
-                     f"by a dot product, divided by √d_k = √{hs} so the scores do not grow with the head size.",
+                     f"The query of “{query}” is compared with the key of every source piece by a dot product,"
+                     f" divided by √d_k = √{hs} so the scores do not grow with the head size.",
                      "s_j = q · k_j / √d_k", MODULES["attention"],
                      [Numbers("scores", "s_j", "row", scores[position, :keys_shown].numpy(), cols=cols),
                       Numbers("keys", f"keys k_j (head {h + 1})", "matrix", k.numpy(), rows=cols),
@@ -292,8 +293,8 @@ class _Walk:
                      "its scores are set to −∞. A sentence translated alone has no padding, so every key stays.",
                      "s_j ← s_j + M_j,  M_j = 0 for a real piece, −∞ for padding", MODULES["mask"],
                      [Numbers("mask", "M_j", "row", mask_row, cols=cols),
-                      Numbers("masked_scores", "s_j after the mask", "row", masked_as_inf(masked[position, :keys_shown]),
-                              cols=cols)], ("padding mask",))
+                      Numbers("masked_scores", "s_j after the mask", "row",
+                              masked_as_inf(masked[position, :keys_shown]), cols=cols)], ("padding mask",))
             self.add(f"{block}.{kind}.softmax", block, "Softmax",
                      "The softmax turns the scores into weights between 0 and 1 that sum to 1: how much of each "
                      "value this head passes on to the query.",
@@ -320,16 +321,18 @@ class _Walk:
         total = rec[f"{sub}_sum"][0, position]
         if not sub.endswith("_ff"):
             self.add(f"{block}.{sub}.output", block, "Output projection W_O",
-                     f"One more learned matrix ({self.config.d_model} × {self.config.d_model}) mixes the heads' outputs "
-                     "back into the model's space: this is what the attention sub-layer adds.",
+                     f"One more learned matrix ({self.config.d_model} × {self.config.d_model}) mixes the heads' "
+                     "outputs back into the model's space: this is what the attention sub-layer adds.",
                      "out = concat W_O + b_O", MODULES["heads"],
                      [vector("output", "concat W_O + b_O", out), Numbers("norm", "‖out‖", "scalar", norm_of(out))],
                      ("W_O",))
         self.add(f"{block}.{sub}.residual", block, "Residual add",
                  f"The sub-layer's output is added to its input: the {what} only adds to the vector (the residual "
-                 "stream) instead of replacing it, which keeps the token's identity and lets training reach deep layers.",
+                 "stream) instead of replacing it, which keeps the token's identity and lets training reach deep "
+                 "layers.",
                  "x ← x + sublayer(x)" if self.pre else "x ← x + sublayer(x), then layer norm", MODULES["residual"],
-                 [vector("in", "x", before), vector("added", "sublayer(x)", out), vector("sum", "x + sublayer(x)", total),
+                 [vector("in", "x", before), vector("added", "sublayer(x)", out),
+                  vector("sum", "x + sublayer(x)", total),
                   Numbers("added_share", "‖sublayer(x)‖ / ‖x‖", "scalar", norm_of(out) / max(norm_of(before), 1e-30))],
                  ("residual stream",))
         return total
@@ -435,9 +438,9 @@ class _Walk:
         decoded = t.steps[step]
         strategy, settings = t.strategy, {k: v for k, v in t.settings.items() if k not in ("max_length", "prefix")}
         how = {"greedy": "Greedy decoding takes the most probable piece.",
-               "beam": f"Beam search keeps the {settings.get('beam_size', '')} best partial translations (by the sum of "
-                       "their log-probabilities, divided by a length penalty) and extends each; the piece here is the "
-                       "one on the winning hypothesis.",
+               "beam": f"Beam search keeps the {settings.get('beam_size', '')} best partial translations "
+                       "(by the sum of their log-probabilities, divided by a length penalty) and extends each; the "
+                       "piece here is the one on the winning hypothesis.",
                "sample": "Sampling draws a piece at random from the probabilities (after temperature, top-k and top-p)."
                }.get(strategy, f"The {strategy} strategy picks a piece from these probabilities.")
         following = t.tgt_tokens[step]
@@ -462,7 +465,8 @@ class _Walk:
 def walkthrough(model: Transformer, tokenizer, translation, token: int = 0, step: int = 0, head: int = 0,
                 heads_off=None) -> Walkthrough:
     """The walk-through of `translation` (a Translation, with src_ids, tgt_ids and steps) for source position `token`,
-    decoding step `step` and head `head`, all 0-based, read from one teacher-forced pass with `heads_off` switched off."""
+    decoding step `step` and head `head`, all 0-based, read from one teacher-forced pass with `heads_off` switched
+    off."""
     config = model.config
     if not 0 <= token < len(translation.src_ids):
         raise ValueError(f"token must be in [0, {len(translation.src_ids) - 1}], got {token}")

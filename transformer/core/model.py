@@ -118,7 +118,8 @@ class Transformer(nn.Module):
             if hasattr(module, "fused"):
                 module.fused = fused
 
-    def embed(self, tokens: torch.Tensor, embedding: TokenEmbedding, start: int = 0, side: str = "encoder") -> torch.Tensor:
+    def embed(self, tokens: torch.Tensor, embedding: TokenEmbedding, start: int = 0,
+              side: str = "encoder") -> torch.Tensor:
         length = tokens.size(1)
         if start + length > self.config.max_len:
             raise ValueError(
