@@ -187,6 +187,22 @@ def test_dark_mode_reads(browser, server_url):  # noqa: F811
     page.close()
 
 
+def test_the_save_button_writes_the_walk_as_one_file(browser, server_url, tmp_path):  # noqa: F811
+    page = opened_walk(browser, server_url, 1400)
+    page.locator("#walk-save").click()
+    link = page.locator("#walk-file a[download]")
+    link.wait_for(timeout=TIMEOUT)
+    with page.expect_download() as download:
+        link.click()
+    path = tmp_path / "walk.html"
+    download.value.save_as(path)
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith("<!doctype html>") and "function drawWalk" in text  # the code inlined, not linked
+    assert "<script src" not in text and "<link" not in text and "http://" not in text.split("<script>")[0]
+    assert '"step":1' in text and '"token":1' in text and "resolveRefs" in text
+    page.close()
+
+
 def test_the_saved_walk_opens_from_disk_with_the_network_refused(browser, tmp_path):  # noqa: F811
     from explorer.registry import discover
     from explorer.request import Request
