@@ -1,11 +1,13 @@
 """The app's API: /translate (the translation and its summary), /translate_trace (what the page's live view gets: the
-compact trace) and /translate_details (every number behind the plots, at full precision). Each takes the request's
+compact trace), /translate_details (every number behind the plots, at full precision) and /walkthrough (every operation
+of the forward pass for one source piece and one decoding step). Each takes the request's
 named arguments (request.py) and returns a dict; a bad argument's message names it. /server_status says where this
 server translates."""
 from __future__ import annotations
 
 import json
 import logging
+import math
 
 import gradio as gr
 
@@ -21,6 +23,7 @@ from .request import DEFAULT_MAX_LENGTH, Request, RequestError
 from .session import ALTI, EVERY_ANALYSIS, NORMS, ModelService, RunResult
 from .text import literal, page_error, page_warning
 from .views.live_payload import live_payload
+from .views.walkthrough_payload import walk_json
 
 log = logging.getLogger("attention-explorer")
 
@@ -201,6 +204,36 @@ def query_key_endpoint(ui):
     return query_key
 
 
+def whole_number(name: str, value, low: int, high: int) -> int:
+    """A 1-based position the API was given, checked: a whole number in [low, high]; the message names the field, the
+    range and the value as sent."""
+    if isinstance(value, float) and math.isfinite(value) and value == int(value):
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise gr.Error(f"{name} must be a whole number in [{low}, {high}] (counted from 1), got {value!r}")
+    if not low <= value <= high:
+        raise gr.Error(f"{name} must be in [{low}, {high}] (counted from 1) for this translation, got {value!r}")
+    return value
+
+
+def walkthrough_endpoint(ui):
+    def walkthrough(text: str, token: int = 1, step: int = 1, head: int = 1, sentence: int = 1, model: str = None,
+                    device: str = "cpu", strategy: str = None, settings: dict = None,
+                    max_length: int = DEFAULT_MAX_LENGTH, prefix: str = None, heads_off: str = None) -> dict:
+        """Translate, then walk through how the model computed line `sentence`'s translation: every stage of the forward
+        pass for source piece `token`, decoding step `step` and head `head` (all counted from 1), each with its named,
+        labelled numbers, its text, formula and the package module it comes from."""
+        result, translation = one_translation(ui, sentence, text, model, device, strategy, settings, max_length,
+                                              prefix, heads_off)
+        token = whole_number("token", token, 1, len(translation.src_ids))
+        step = whole_number("step", step, 1, len(translation.tgt_ids))
+        head = whole_number("head", head, 1, ui.registry.get(result.model_key).translator.model.config.n_heads)
+        walk = ui.service.walkthrough(result, translation, token - 1, step - 1, head - 1)
+        return walk_json(walk)
+
+    return walkthrough
+
+
 def server_status_endpoint(ui):
     def server_status() -> dict:
         """Where this server translates: the models it serves, its CPU decoding path (`kernel`: "ready" when the
@@ -227,6 +260,7 @@ def wire_api(ui) -> None:
     gr.api(endpoint(ui, details_json), api_name="translate_details")
     gr.api(why_not_endpoint(ui), api_name="why_not")
     gr.api(query_key_endpoint(ui), api_name="query_key")
+    gr.api(walkthrough_endpoint(ui), api_name="walkthrough")
     gr.api(server_status_endpoint(ui), api_name="server_status")
 
 

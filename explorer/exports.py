@@ -10,7 +10,7 @@ from pathlib import Path
 
 from transformer.decoding.export import attention_csv, bertviz_dict, steps_csv, to_json
 
-from .standalone import live_view_html
+from .standalone import live_view_html, walk_html
 from .version import APP_VERSION
 
 EXPORT_ROOT = Path(tempfile.gettempdir()) / "attention-explorer-exports"
@@ -41,3 +41,12 @@ def export_files(result, registry) -> list[str]:
     for name, content in files.items():
         (folder / name).write_text(content, encoding="utf-8")
     return [str(folder / name) for name in files]
+
+
+def walk_file(result, registry, translation, payload: dict) -> str:
+    """The walk-through `payload` of `translation` saved as one HTML file that opens offline; returns its path."""
+    EXPORT_ROOT.mkdir(exist_ok=True)
+    folder = Path(tempfile.mkdtemp(dir=EXPORT_ROOT))
+    path = folder / f"walkthrough-token{payload['token']}-step{payload['step']}.html"
+    path.write_text(walk_html(payload, run_description(result, registry)), encoding="utf-8")
+    return str(path)

@@ -1,10 +1,14 @@
-"""What the page adds around the views: the footer that names this server's decoding path, and a "Download plot
-as SVG" button on every plotly figure (plotly's own toolbar has PNG)."""
+"""What the page adds around the views: the footer that names this server's decoding path, a "Download plot as SVG"
+button on every plotly figure (plotly's own toolbar has PNG), and an info mark beside every tab name and label that
+uses a glossary term (explorer/glossary.py): hover for its text, or tap."""
 from __future__ import annotations
+
+import json
 
 from transformer.core.fused_step import unfit_architecture
 from transformer.core.half_linear import KERNEL
 
+from .glossary import page_terms
 from .text import literal
 
 
@@ -56,3 +60,52 @@ PLOT_SVG_JS = """
   add();
 }
 """
+
+
+def glossary_marks_js() -> str:
+    """Runs once in the browser: tab names and component labels that use a glossary term get an info mark after them
+    whose title is the term's text; a tap shows it in a box until the next tap. Labels drawn later (a tab opened) are
+    marked as they appear, at most twice a second."""
+    return """
+() => {
+  const TERMS = %s;
+  const names = Object.keys(TERMS).sort((a, b) => b.length - a.length);
+  const escape = t => t.replace(/[.*+?^${}()|[\\]\\\\]/g, "\\\\$&");
+  const pattern = new RegExp("(^|[^\\\\w])(" + names.map(escape).join("|") + ")(?![\\\\w])", "i");
+  let box = null;
+  const show = (term, mark) => {
+    if (!box) {
+      box = document.createElement("div");
+      box.className = "ae-gloss-box";
+      document.body.appendChild(box);
+      document.addEventListener("click", e => { if (!e.target.classList.contains("ae-info")) box.hidden = true; });
+    }
+    box.textContent = term + ": " + TERMS[term];
+    const r = mark.getBoundingClientRect();
+    box.style.left = Math.max(4, Math.min(window.innerWidth - 300, r.left)) + "px";
+    box.style.top = (r.bottom + window.scrollY + 4) + "px";
+    box.hidden = false;
+  };
+  const mark = () => {
+    for (const el of document.querySelectorAll("button[role=tab], [data-testid=block-info], .ae-title")) {
+      if (el.dataset.glossed || el.closest(".wk-walk")) continue;
+      el.dataset.glossed = "1";
+      const found = pattern.exec(el.textContent || "");
+      if (!found) continue;
+      const term = names.find(n => n.toLowerCase() === found[2].toLowerCase());
+      const info = document.createElement("span");
+      info.className = "ae-info";
+      info.textContent = "i";
+      info.title = term + ": " + TERMS[term];
+      info.dataset.term = term;
+      info.setAttribute("aria-hidden", "true");  // a label's accessible name stays its own text
+      info.addEventListener("click", event => { event.stopPropagation(); show(term, info); });
+      el.appendChild(info);
+    }
+  };
+  let queued = false;
+  new MutationObserver(() => { if (!queued) { queued = true; setTimeout(() => { queued = false; mark(); }, 500); } })
+    .observe(document.body, {childList: true, subtree: true});
+  mark();
+}
+""" % json.dumps(page_terms(), ensure_ascii=False)

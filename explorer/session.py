@@ -13,7 +13,15 @@ from transformer import Translation
 from transformer.analysis.attribution import Attribution
 from transformer.analysis.contrastive import Contrast
 from transformer.analysis.query_key import QueryKey
-from transformer.analysis.registered import ALTI_PLUS, ATTRIBUTION, CONTRAST, LENS, NORMS, QUERY_KEY  # noqa: F401
+from transformer.analysis.registered import (  # noqa: F401
+    ALTI_PLUS,
+    ATTRIBUTION,
+    CONTRAST,
+    LENS,
+    NORMS,
+    QUERY_KEY,
+    WALKTHROUGH,
+)
 from transformer.analysis.registry import (
     LOGIT_LENS,
     ModelAccess,
@@ -22,6 +30,7 @@ from transformer.analysis.registry import (
     recorded_for,
     run_analysis,
 )
+from transformer.analysis.walkthrough import Walkthrough
 from transformer.core.probes import ATTENTION_KINDS
 from transformer.decoding.hypothesis import HypothesisStep, hypothesis_step, output_log_prob
 from transformer.decoding.strategies import get_strategy
@@ -168,6 +177,12 @@ class ModelService:
                   query: int) -> QueryKey:
         """The query and key vectors behind one head's weights at one query position (all 0-based)."""
         return self.analyse(result, translation, QUERY_KEY, kind=kind, layer=layer, head=head, query=query)
+
+    def walkthrough(self, result: RunResult, translation: Translation, token: int, step: int,
+                    head: int = 0) -> Walkthrough:
+        """Every operation of the forward pass for source position `token`, decoding step `step` and head `head` (all
+        0-based), read from one teacher-forced pass with the result's heads switched off as it was translated."""
+        return self.analyse(result, translation, WALKTHROUGH, token=token, step=step, head=head)
 
     def attribute(self, result: RunResult, translation: Translation) -> Attribution:
         """Input x gradient of the translation's own output over its source."""

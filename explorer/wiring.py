@@ -14,7 +14,7 @@ from transformer.decoding.strategies import all_settings
 
 from . import controls
 from .api import run_request, summary, wire_api
-from .page import PLOT_SVG_JS, decoding_path
+from .page import PLOT_SVG_JS, decoding_path, glossary_marks_js
 from .registry import Registry
 from .request import Request, RequestError
 from .session import ModelService
@@ -245,6 +245,7 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
     demo.load(lambda: decoding_path(ui.service.pool, ui.registry), None, c["footer"], api_visibility="private",
               queue=False, **ui.quiet)
     demo.load(None, None, None, js=PLOT_SVG_JS)
+    demo.load(None, None, None, js=glossary_marks_js())
 
 
 def wire_tab(ui: Wiring, view: View) -> None:

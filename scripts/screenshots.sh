@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SCREENSHOT_DIR="$PWD/assets/screenshots" exec .venv/bin/python -m pytest tests/test_browser.py tests/test_browser_live.py tests/test_browser_why.py \
-    tests/test_browser_heads.py tests/test_browser_query_key.py "$@"
+    tests/test_browser_heads.py tests/test_browser_query_key.py tests/test_browser_walkthrough.py "$@"

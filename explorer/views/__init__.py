@@ -3,6 +3,7 @@ from .attention import AttentionView
 from .attribution import AttributionView
 from .base import MODEL, TRANSLATION, View, ViewContext, current_translation
 from .export import ExportView
+from .glossary import GlossaryView
 from .heads import HeadsView
 from .lens import LensView
 from .live import LiveView
@@ -13,8 +14,12 @@ from .steps import StepsView
 from .tokens import TokensView
 from .training import TrainingView
 from .tree import TreeView
+from .walkthrough import WalkEntryView, WalkthroughView
 
-VIEWS: list[View] = [LiveView(), StepsView(), AttentionView(), TreeView(), LensView(), HeadsView(), AttributionView(),
-                     QueryKeyView(), TokensView(), PositionalView(), ModelView(), TrainingView(), ExportView()]
+# the walk-through and the glossary come last: the first screen's buttons open them, and the tabs before them keep
+# their places in the tab row
+VIEWS: list[View] = [WalkEntryView(), LiveView(), StepsView(), AttentionView(), TreeView(), LensView(), HeadsView(),
+                     AttributionView(), QueryKeyView(), TokensView(), PositionalView(), ModelView(), TrainingView(),
+                     ExportView(), WalkthroughView(), GlossaryView()]
 
 __all__ = ["MODEL", "TRANSLATION", "VIEWS", "View", "ViewContext", "current_translation"]

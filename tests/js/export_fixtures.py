@@ -81,7 +81,21 @@ def main(out: str) -> None:
                # norm-based attention at full precision, before any quantising: the bytes must stay close to it
                "full_precision_norms": {kind: full_precision_norms(translation, kind)
                                         for kind in ("encoder_self", "decoder_self", "cross")}}
+    fixture["walk"] = walk_fixture(translator, translation)
     Path(out).write_text(json.dumps(fixture, ensure_ascii=False), encoding="utf-8")
+
+
+def walk_fixture(translator, translation) -> dict:
+    """The walk-through's payload (repeated vectors sent once, as references) and, for tests/js/walk_data.test.js,
+    every stage's numbers as Python has them before the references are made, and each stage's block."""
+    from explorer.views.walkthrough_payload import walk_json, walk_payload
+    from transformer.analysis.walkthrough import walkthrough
+
+    walk = walkthrough(translator.model, translator.tokenizer, translation, token=3, step=4, head=1)
+    payload = walk_payload(walk)
+    plain = walk_json(walk, digits=None, significant=3)
+    return {"payload": payload, "values": [[n["values"] for n in s["numbers"]] for s in plain["stages"]],
+            "blocks": [s["block"] for s in plain["stages"]]}
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from .config import ModelConfig
 from .half_linear import project
 from .head_mask import heads_to_zero
 from .probes import ATTENTION_KINDS, is_recorded
+from .tap import Tap, tap
 
 
 class AttentionProbabilities(nn.Module):
@@ -71,11 +72,16 @@ class Vectors(nn.Module):
         return x
 
 
-def explicit_attention(q, k, v, mask, attend: nn.Module, dropout_p: float = 0.0):
-    """Returns (output (B, H, Tq, hs), probabilities (B, H, Tq, Tk))."""
+def explicit_attention(q, k, v, mask, attend: nn.Module, dropout_p: float = 0.0, taps=None):
+    """Returns (output (B, H, Tq, hs), probabilities (B, H, Tq, Tk)). `taps`: (scores, masked scores) Tap modules
+    that record the scores before and after the mask (the walk-through's)."""
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if taps is not None:
+        tap(taps[0], scores)
     if mask is not None:
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    if taps is not None:
+        tap(taps[1], scores)
     probabilities = attend(scores)
     weights = F.dropout(probabilities, dropout_p) if dropout_p > 0 else probabilities
     return weights @ v, probabilities
@@ -96,6 +102,10 @@ class MultiHeadAttention(nn.Module):
         self.attend = AttentionProbabilities(kind)
         self.transported = TransportedNorms(kind)
         self.query_vectors, self.key_vectors = Vectors(f"{kind}_queries"), Vectors(f"{kind}_keys")
+        # the rest of the arithmetic, recordable for the walk-through (probes.WALK_PROBES)
+        self.value_vectors = Tap(f"{kind}_values")
+        self.scores, self.masked_scores = Tap(f"{kind}_scores"), Tap(f"{kind}_masked_scores")
+        self.head_outputs, self.concat = Tap(f"{kind}_heads"), Tap(f"{kind}_concat")
         self.attention_dropout = config.attention_dropout
         self.fused = True  # like nanoGPT's `self.flash`; tests switch it off to compare the two paths
 
@@ -125,18 +135,23 @@ class MultiHeadAttention(nn.Module):
             self.transported(values, self.out_proj.weight)
         if is_recorded(self.query_vectors):
             self.query_vectors(q), self.key_vectors(keys)
-        if self.fused and not is_recorded(self.attend):
+        tap(self.value_vectors, values)
+        scored = is_recorded(self.scores)
+        if self.fused and not is_recorded(self.attend) and not scored:
             out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, dropout_p=dropout_p)
         else:
-            out, _ = explicit_attention(q, keys, values, mask, self.attend, dropout_p)
+            out, _ = explicit_attention(q, keys, values, mask, self.attend, dropout_p,
+                                        (self.scores, self.masked_scores) if scored else None)
         masked = heads_to_zero(self)
         if masked:
             # out of place, so autograd still sees the attention output it saved
             keep = torch.ones(self.n_heads, dtype=out.dtype, device=out.device)
             keep[list(masked)] = 0
             out = out * keep[:, None, None]  # (B, H, Tq, hs)
+        tap(self.head_outputs, out)
         batch, _, length, _ = out.shape
         out = out.transpose(1, 2).reshape(batch, length, -1)  # (B, Tq, D)
+        tap(self.concat, out)
         return project(out, self.out_proj)
 
     def forward(self, x: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None):

@@ -16,6 +16,7 @@ from .attention import MultiHeadAttention
 from .config import ModelConfig
 from .half_linear import project
 from .source_attention import SourceProjection
+from .tap import Tap, tap
 
 # config.activation -> the function; "swish" is Marian's name for SiLU
 ACTIVATION_FUNCTIONS = {"relu": torch.relu, "gelu": F.gelu, "swish": F.silu, "silu": F.silu}
@@ -24,29 +25,46 @@ ACTIVATION_FUNCTIONS = {"relu": torch.relu, "gelu": F.gelu, "swish": F.silu, "si
 class FeedForward(nn.Module):
     """Position-wise feed-forward network, act(x W1 + b1) W2 + b2 with act ReLU (section 3.3) or the configured one."""
 
-    def __init__(self, config: ModelConfig):
+    def __init__(self, config: ModelConfig, side: str = "encoder"):
         super().__init__()
         self.fc1 = nn.Linear(config.d_model, config.d_ff)
         self.fc2 = nn.Linear(config.d_ff, config.d_model)
         self.activation = ACTIVATION_FUNCTIONS[config.activation]
+        self.hidden = Tap(f"{side}_ff_hidden")  # the units after the activation, for the walk-through
 
     def forward(self, x):
-        return project(self.activation(project(x, self.fc1)), self.fc2)
+        hidden = self.activation(project(x, self.fc1))
+        tap(self.hidden, hidden)
+        return project(hidden, self.fc2)
 
 
 class Residual(nn.Module):
     """LayerNorm + dropout + residual add around one sub-layer, pre- or post-norm."""
 
-    def __init__(self, config: ModelConfig):
+    def __init__(self, config: ModelConfig, sublayer: str = "encoder_self"):
         super().__init__()
         self.norm = nn.LayerNorm(config.d_model)
         self.dropout = nn.Dropout(config.dropout)
         self.pre_norm = config.norm == "pre"
+        # recordable points for the walk-through (probes.WALK_PROBES): the norm's output, the sub-layer's, the sum
+        self.norm_out, self.sublayer_out, self.sum = (Tap(f"{sublayer}_{part}") for part in ("norm", "output", "sum"))
 
     def forward(self, x, sublayer):
         if self.pre_norm:
-            return x + self.dropout(sublayer(self.norm(x)))
-        return self.norm(x + self.dropout(sublayer(x)))
+            normed = self.norm(x)
+            tap(self.norm_out, normed)
+            out = self.dropout(sublayer(normed))
+            tap(self.sublayer_out, out)
+            total = x + out
+            tap(self.sum, total)
+            return total
+        out = self.dropout(sublayer(x))
+        tap(self.sublayer_out, out)
+        total = x + out
+        tap(self.sum, total)
+        normed = self.norm(total)
+        tap(self.norm_out, normed)
+        return normed
 
     def step(self, x, sublayer):
         """`forward` at inference, with functional calls: one decoding step is a single position, where the
@@ -63,9 +81,9 @@ class EncoderLayer(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.self_attention = MultiHeadAttention(config, "encoder_self")
-        self.feed_forward = FeedForward(config)
-        self.attention_residual = Residual(config)
-        self.feed_forward_residual = Residual(config)
+        self.feed_forward = FeedForward(config, "encoder")
+        self.attention_residual = Residual(config, "encoder_self")
+        self.feed_forward_residual = Residual(config, "encoder_ff")
 
     def forward(self, x, src_mask):
         def attend(h):
@@ -120,10 +138,10 @@ class DecoderLayer(nn.Module):
         super().__init__()
         self.self_attention = MultiHeadAttention(config, "decoder_self")
         self.cross_attention = MultiHeadAttention(config, "cross")
-        self.feed_forward = FeedForward(config)
-        self.self_attention_residual = Residual(config)
-        self.cross_attention_residual = Residual(config)
-        self.feed_forward_residual = Residual(config)
+        self.feed_forward = FeedForward(config, "decoder")
+        self.self_attention_residual = Residual(config, "decoder_self")
+        self.cross_attention_residual = Residual(config, "cross")
+        self.feed_forward_residual = Residual(config, "decoder_ff")
 
     def forward(self, x, memory, src_mask, tgt_mask, cache: LayerCache | None = None):
         if cache is not None and not self.training:

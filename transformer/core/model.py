@@ -15,7 +15,8 @@ from .config import ModelConfig
 from .half_linear import attach_half_weights, detach_half_weights, project
 from .layers import DecoderCache, DecoderLayer, EncoderLayer, LayerCache
 from .positional import build_positions
-from .probes import PROBES
+from .probes import PROBES, is_recorded
+from .tap import Tap, tap
 
 
 class TokenEmbedding(nn.Module):
@@ -78,6 +79,11 @@ class Transformer(nn.Module):
         self.generator = nn.Linear(config.d_model, config.tgt_vocab_size)
         if config.tie_output:
             self.generator.weight = self.tgt_embed.weight
+        # recordable points outside the layers, for the walk-through (probes.WALK_PROBES)
+        self.input_taps = nn.ModuleDict({side: nn.ModuleDict({part: Tap(f"{side}_{part}") for part in (
+            "embedding_row", "embedding_scaled", "positions", "input")}) for side in ("encoder", "decoder")})
+        self.final_taps = nn.ModuleDict({side: Tap(f"{side}_final") for side in ("encoder", "decoder")})
+        self.logits_tap = Tap("logits")
         self.apply(self._init_weights)
         self.register_load_state_dict_pre_hook(upgrade_state_dict)
         # decoding steps run every decoder layer in one call of the compiled kernel where it computes the same as
@@ -120,13 +126,23 @@ class Transformer(nn.Module):
             if hasattr(module, "fused"):
                 module.fused = fused
 
-    def embed(self, tokens: torch.Tensor, embedding: TokenEmbedding, start: int = 0) -> torch.Tensor:
+    def embed(self, tokens: torch.Tensor, embedding: TokenEmbedding, start: int = 0,
+              side: str = "encoder") -> torch.Tensor:
         length = tokens.size(1)
         if start + length > self.config.max_len:
             raise ValueError(
                 f"sequence of {start + length} positions exceeds the model's max_len {self.config.max_len}"
             )
-        return self.embed_dropout(embedding(tokens) + self.positions(start, length).to(embedding.weight.dtype))
+        scaled = embedding(tokens)
+        positions = self.positions(start, length).to(embedding.weight.dtype)
+        x = scaled + positions
+        taps = self.input_taps[side]
+        if is_recorded(taps["input"]):  # the walk-through: each part of the input, as the sum above used it
+            tap(taps["embedding_row"], embedding.embedding(tokens))
+            tap(taps["embedding_scaled"], scaled)
+            tap(taps["positions"], positions.expand_as(scaled))
+            tap(taps["input"], x)
+        return self.embed_dropout(x)
 
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
         """(B, S) -> memory (B, S, D)."""
@@ -135,17 +151,23 @@ class Transformer(nn.Module):
         x = self.embed(src, self.src_embed)
         for layer in self.encoder_layers:
             x = layer(x, src_mask)
-        return self.encoder_norm(x)
+        memory = self.encoder_norm(x)
+        tap(self.final_taps["encoder"], memory)
+        return memory
 
     def decode(self, memory, src_mask, tgt, tgt_mask=None) -> torch.Tensor:
         """Teacher-forced decoding of the whole target prefix: (B, T) -> logits (B, T, V)."""
-        return self.generator(self.decoder_norm(self.decoder_layers_output(memory, src_mask, tgt, tgt_mask)))
+        normed = self.decoder_norm(self.decoder_layers_output(memory, src_mask, tgt, tgt_mask))
+        tap(self.final_taps["decoder"], normed)
+        logits = self.generator(normed)
+        tap(self.logits_tap, logits)
+        return logits
 
     def decoder_layers_output(self, memory, src_mask, tgt, tgt_mask=None) -> torch.Tensor:
         """(B, T) -> the last decoder layer's output (B, T, D), before the final norm and the output projection."""
         if tgt_mask is None:
             tgt_mask = target_padding_mask(tgt, self.config.pad_id) & causal_mask(tgt.size(1), tgt.device)
-        x = self.embed(tgt, self.tgt_embed)
+        x = self.embed(tgt, self.tgt_embed, side="decoder")
         for layer in self.decoder_layers:
             x = layer(x, memory, src_mask, tgt_mask)
         return x
@@ -170,7 +192,7 @@ class Transformer(nn.Module):
         Past keys/values come from `cache`, which this call extends. No mask is needed for decoder
         self-attention: the cache only holds earlier positions, which the new query may all see.
         """
-        x = self.embed(last_tokens[:, None], self.tgt_embed, start=cache.length)
+        x = self.embed(last_tokens[:, None], self.tgt_embed, start=cache.length, side="decoder")
         for layer, layer_cache in zip(self.decoder_layers, cache.layers):
             x = layer(x, memory, src_mask, None, layer_cache)
         cache.length += 1

@@ -52,7 +52,34 @@ ATTENTION_KINDS = tuple(name for name, probe in PROBES.items() if probe.attentio
 # queries and keys, (layers, B, heads, positions, head size) (attention.Vectors, analysis/query_key.py)
 NORM_PROBES = tuple(f"{kind}_norms" for kind in ATTENTION_KINDS)
 VECTOR_PROBES = tuple(f"{kind}_{part}" for kind in ATTENTION_KINDS for part in ("queries", "keys"))
-TEACHER_FORCED_PROBES = NORM_PROBES + VECTOR_PROBES
+# every intermediate of the forward pass, for the walk-through of one translation (analysis/walkthrough.py): recorded
+# in a teacher-forced pass only, by pass-through `Tap` modules (core/tap.py) that run only while a recording listens.
+# name -> what it holds; B batch, T positions, D d_model, H heads, hs head size, F d_ff, V vocabulary. Per-layer
+# probes are recorded once per layer, the others once per pass (read them with Recording.take).
+SUBLAYERS = ("encoder_self", "encoder_ff", "decoder_self", "cross", "decoder_ff")
+WALK_PROBES: dict[str, str] = {
+    **{f"{side}_{part}": f"{side} {title}" for side in (ENCODER, DECODER) for part, title in (
+        ("embedding_row", "embedding rows of the input ids, (B, T, D), before any scaling"),
+        ("embedding_scaled", "embedding rows times the embedding scale, (B, T, D)"),
+        ("positions", "positional encoding of each position, (B, T, D)"),
+        ("input", "scaled embedding + positional encoding, the first layer's input, (B, T, D)"))},
+    **{f"{sub}_{part}": f"{sub} {title}" for sub in SUBLAYERS for part, title in (
+        ("norm", "LayerNorm output, (B, T, D): the sub-layer's input (pre-norm) or the block's output (post-norm)"),
+        ("output", "the sub-layer's output before the residual add (W_O's or W_2's), (B, T, D)"),
+        ("sum", "the residual add x + sub-layer(x), (B, T, D)"))},
+    **{f"{kind}_{part}": f"{kind} {title}" for kind in ATTENTION_KINDS for part, title in (
+        ("values", "each head's value vectors, (B, H, Tk, hs)"),
+        ("scores", "q·k / sqrt(hs) before any mask, (B, H, Tq, Tk)"),
+        ("masked_scores", "the scores with masked keys at the dtype's lowest value, (B, H, Tq, Tk)"),
+        ("heads", "each head's weighted sum of values, (B, H, Tq, hs)"),
+        ("concat", "the heads concatenated, before W_O, (B, Tq, D)"))},
+    **{f"{side}_ff_hidden": f"{side} feed-forward hidden units after the activation, (B, T, F)"
+       for side in (ENCODER, DECODER)},
+    "encoder_final": "the encoder stack's final norm output (the identity without one), (B, S, D): the memory",
+    "decoder_final": "the decoder stack's final norm output (the identity without one), (B, T, D)",
+    "logits": "the output projection's logits, (B, T, V)",
+}
+TEACHER_FORCED_PROBES = NORM_PROBES + VECTOR_PROBES + tuple(WALK_PROBES)
 
 # the recordings open in this context; each knows the ids of the modules it listens to
 active_recordings: ContextVar[tuple] = ContextVar("active_recordings", default=())

@@ -1,0 +1,132 @@
+"""How it computed this: a walk through every operation of the forward pass on the current translation's own numbers,
+for a chosen source piece and decoding step (transformer/analysis/walkthrough.py, asked of the session service). The
+whole walk comes to the browser as one payload (views/walkthrough_payload.py) and is drawn there (static/walk_data.js,
+the data work; static/walk_render.js, the drawing), so Next, Back, the list of stages, the overview's blocks and the
+arrow keys never ask the server; choosing another piece or step does. A button beside the translation opens it
+(WalkEntryView, with the glossary's), and the walk saves as one HTML file that opens offline (standalone.py)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import gradio as gr
+
+from ..text import literal
+from .base import MODEL, TRANSLATION, View, current_translation
+from .walkthrough_payload import walk_payload
+
+STATIC = Path(__file__).resolve().parent.parent / "static"
+# the data module (pure functions, tested under node) first, then the drawing that uses them
+WALK_JS = "\n".join((STATIC / name).read_text(encoding="utf-8") for name in ("walk_data.js", "walk_render.js"))
+WALK_CSS = (STATIC / "walk_view.css").read_text(encoding="utf-8")
+PROMPT = ("Choose a source piece and a decoding step and press **Walk through**, or press **How it computed this** "
+          "beside the translation.")
+
+
+def token_choices(translation) -> list[tuple[str, int]]:
+    return [(f"{index + 1}: {piece}", index) for index, piece in enumerate(translation.src_tokens)]
+
+
+def step_choices(translation) -> list[tuple[str, int]]:
+    return [(f"{index + 1}: {piece}", index) for index, piece in enumerate(translation.tgt_tokens)]
+
+
+class WalkEntryView(View):
+    """Beside the translation: the way into the walk-through and the glossary."""
+
+    name, title = "walk_entry", "How it computed this"
+    placement = "first_screen"
+    jumps = {"glossary_open": "glossary"}  # "walk_open" is wired by WalkthroughView: quietly, only what it changes
+
+    def build(self, context):
+        with gr.Row():
+            walk = gr.Button("How it computed this", size="sm", elem_id="walk-open", scale=0)
+            glossary = gr.Button("Glossary", size="sm", elem_id="glossary-open", scale=0)
+        return {"walk_open": walk, "glossary_open": glossary}
+
+    def render(self, result, state, context, changed):
+        return {}
+
+
+class WalkthroughView(View):
+    name, title = "walkthrough", "How it computed this"
+    reads = ("sentence",)
+
+    def build(self, context):
+        with gr.Row():
+            token = gr.Dropdown([], label="Source piece", elem_id="walk-token")
+            step = gr.Dropdown([], label="Decoding step (the piece it predicts)", elem_id="walk-step")
+            go = gr.Button("Walk through", elem_id="walk-button", scale=0)
+        text = gr.Markdown(PROMPT, elem_id="walk-text")
+        drawing = gr.HTML(None, html_template='<div class="wk-walk" tabindex="0"></div>', css_template=WALK_CSS,
+                          js_on_load=WALK_JS, elem_id="walkthrough", min_height=200)
+        with gr.Row():
+            save = gr.Button("Save this walk as HTML (opens offline)", size="sm", elem_id="walk-save", scale=0)
+            saved = gr.File(label="Saved walk", elem_id="walk-file", visible=False)
+        return {"walk_token": token, "walk_step": step, "walk_button": go, "walk_text": text, "walk_html": drawing,
+                "walk_save": save, "walk_file": saved}
+
+    def render(self, result, state, context, changed):
+        translation = current_translation(result, state)
+        if translation is None or changed == MODEL or changed not in (TRANSLATION, "sentence"):
+            return {}
+        return {"walk_token": gr.update(choices=token_choices(translation), value=0),
+                "walk_step": gr.update(choices=step_choices(translation), value=0),
+                "walk_text": PROMPT, "walk_html": None, "walk_file": gr.update(value=None, visible=False)}
+
+    def at_step(self, ui, result, state, step):
+        translation = current_translation(result, state)
+        if translation is None:
+            raise gr.Error("Translate a sentence first.")
+        index = max(1, min(int(step), len(translation.tgt_ids))) - 1
+        result.rendered_views.add(self.name)  # drawn here: opening the tab must not draw it over again
+        return {"walk_token": gr.update(choices=token_choices(translation), value=0),
+                "walk_step": gr.update(choices=step_choices(translation), value=index)} | self.show(
+            ui, result, state.get("sentence"), 0, index)
+
+    def show(self, ui, result, sentence, token: int, step: int) -> dict:
+        translation = current_translation(result, {"sentence": sentence})
+        if translation is None:
+            raise gr.Error("Translate a sentence first.")
+        try:
+            walk = ui.service.walkthrough(result, translation, int(token or 0), int(step or 0))
+        except ValueError as error:
+            raise gr.Error(str(error)) from error
+        payload = walk_payload(walk)
+        text = (f"**{literal(translation.source)}** → **{literal(translation.text)}**: {len(payload['stages'])} stages "
+                f"for the source piece “{literal(payload['token_piece'])}” and step {payload['step']} "
+                f"(“{literal(payload['step_piece'])}”). Use Next/Back, the list, the blocks of the overview or the "
+                "arrow keys.")
+        return {"walk_text": text, "walk_html": payload}
+
+    def wire(self, ui):
+        c = ui.components
+        inputs = [ui.result_state, c["sentence"], c["walk_token"], c["walk_step"]]
+        outputs = [c["walk_text"], c["walk_html"]]
+
+        def chosen(result, sentence, token, step):
+            return ui.by_component(self.show(ui, result, sentence, token, step))
+
+        c["walk_button"].click(chosen, inputs, outputs, api_visibility="private")
+
+        def opened(result, *values):  # the first screen's button: this tab, at the step the Steps view shows
+            state = ui.state_from(values)
+            named = self.at_step(ui, result, state, int(state.get("step") or 1))
+            return ui.by_component(named) | {c["tabs"]: gr.Tabs(selected=self.name)}
+
+        if "walk_open" in c:
+            # no queue: one teacher-forced pass (tens of ms) answered at once, as the live view's controls are
+            c["walk_open"].click(opened, ui.state_inputs, [c["walk_token"], c["walk_step"], *outputs, c["tabs"]],
+                                 api_visibility="private", queue=False, **ui.quiet)
+        for name in ("walk_token", "walk_step"):
+            c[name].input(chosen, inputs, outputs, api_visibility="private")
+
+        def save(result, sentence, token, step):
+            from ..exports import walk_file  # the exports import the views' payloads
+
+            translation = current_translation(result, {"sentence": sentence})
+            if translation is None:
+                raise gr.Error("Translate a sentence first, then save its walk.")
+            payload = self.show(ui, result, sentence, token, step)["walk_html"]
+            return gr.update(value=walk_file(result, ui.registry, translation, payload), visible=True)
+
+        c["walk_save"].click(save, inputs, c["walk_file"], api_visibility="private")

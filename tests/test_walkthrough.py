@@ -1,0 +1,297 @@
+"""The walk-through (transformer/analysis/walkthrough.py): each stage recomputed from the previous stage's recorded
+numbers with torch operations written here, for tiny pre-norm and post-norm models with sinusoidal and learned
+positions, tied and untied outputs, with and without a final norm; the walk's logits against decode_step's."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from transformer import Tokenizer, Transformer, Translator
+from transformer.analysis.walkthrough import record_pass, walkthrough
+from transformer.core.capture import record
+from transformer.core.probes import WALK_PROBES
+from transformer.tokenizer import BOS_ID, UNK_ID
+
+from .conftest import tiny_config
+
+SENTENCE = "a man rides a red bike in the park Ω ."  # Ω: not in the vocabulary
+VARIANTS = [  # (norm, positions, tie_output, final_norm)
+    ("pre", "sinusoidal", True, True),
+    ("pre", "learned", False, True),
+    ("post", "sinusoidal", False, False),
+    ("post", "learned", True, False),
+]
+ATOL = 1e-5
+
+
+@pytest.fixture(scope="module", params=VARIANTS, ids=lambda v: "-".join(str(x) for x in v))
+def setup(request, tokenizer_file):
+    norm, positions, tie, final = request.param
+    torch.manual_seed(1)
+    tokenizer = Tokenizer.load(tokenizer_file)
+    config = tiny_config(tokenizer.vocab_size, norm=norm, pos_encoding=positions, tie_output=tie, final_norm=final,
+                         share_embeddings=tie, d_model=16, n_heads=4, n_layers=2, d_ff=32)
+    model = Transformer(config)
+    with torch.no_grad():  # untrained biases are zero: give every one a value, so a forgotten bias shows
+        for name, parameter in model.named_parameters():
+            if name.endswith("bias") or ".norm." in name or name.endswith("norm.weight"):
+                parameter.add_(torch.randn_like(parameter) * 0.3)
+    translator = Translator(model.eval(), tokenizer)
+    translation = translator.translate(SENTENCE, strategy="greedy", max_length=6)
+    assert len(translation.tgt_ids) >= 3
+    token, step, head = 2, 2, 1
+    walk = walkthrough(model, tokenizer, translation, token=token, step=step, head=head)
+    rec = record_pass(model, translation.src_ids, translation.tgt_ids)
+    return model, tokenizer, translation, walk, rec, (token, step, head)
+
+
+def numbers(walk, key) -> dict:
+    stage = next(s for s in walk.stages if s.key == key)
+    return {n.name: (torch.as_tensor(np.asarray(n.values, dtype=np.float64)) if n.kind in ("vector", "row", "matrix")
+                     else n.values) for n in stage.numbers}
+
+
+def close(a, b, atol=ATOL):
+    a, b = torch.as_tensor(a, dtype=torch.float64), torch.as_tensor(b, dtype=torch.float64)
+    assert a.shape == b.shape, (a.shape, b.shape)
+    assert torch.allclose(a, b, atol=atol, rtol=1e-5), (a - b).abs().max()
+
+
+def linear(x, layer: torch.nn.Linear, rows=None):
+    weight, bias = layer.weight.detach().double(), layer.bias.detach().double()
+    if rows is not None:
+        weight, bias = weight[rows], bias[rows]
+    return torch.as_tensor(x, dtype=torch.float64) @ weight.T + bias
+
+
+def layer_norm(x, norm: torch.nn.LayerNorm):
+    x = torch.as_tensor(x, dtype=torch.float64)
+    mean, var = x.mean(-1, keepdim=True), x.var(-1, unbiased=False, keepdim=True)
+    return (x - mean) / torch.sqrt(var + norm.eps) * norm.weight.detach().double() + norm.bias.detach().double()
+
+
+def test_text_to_ids(setup):
+    _, tokenizer, translation, walk, _, _ = setup
+    n = numbers(walk, "text.pieces")
+    assert n["ids"] == tokenizer.encode(SENTENCE) + [tokenizer.eos_id]
+    assert n["pieces"] == [tokenizer.id_to_piece(i) for i in n["ids"]]
+    assert n["starts_word"] == [p.startswith("▁") for p in n["pieces"]]
+    assert n["unknown"] == [i == UNK_ID for i in n["ids"]]
+    assert ("not in the vocabulary" in walk.stages[0].text) == (UNK_ID in n["ids"])
+    # Ω is not in the vocabulary: the tokenizer spells it in its two UTF-8 bytes
+    assert n["byte"] == [p in ("<0xCE>", "<0xA9>") for p in n["pieces"]] and sum(n["byte"]) == 2
+    assert "2 piece(s) like <0xCE> are single bytes" in walk.stages[0].text
+
+
+@pytest.mark.parametrize("side", ["encoder", "decoder"])
+def test_into_the_model(setup, side):
+    model, _, translation, walk, _, (token, step, _) = setup
+    position = token if side == "encoder" else step
+    token_id = translation.src_ids[token] if side == "encoder" else ([BOS_ID] + translation.tgt_ids)[step]
+    embedding = (model.src_embed if side == "encoder" else model.tgt_embed).weight.detach().double()
+    row = numbers(walk, f"{side}.embedding")["embedding_row"]
+    close(row, embedding[token_id])
+    scaled = numbers(walk, f"{side}.scaled")
+    close(scaled["embedding_scaled"], row * math.sqrt(model.config.d_model))
+    assert scaled["scale"] == pytest.approx(math.sqrt(model.config.d_model), rel=1e-5)
+    pe = numbers(walk, f"{side}.positions")["positions"]
+    d = model.config.d_model
+    if model.config.pos_encoding == "sinusoidal":  # the paper's formula, written out here
+        i = torch.arange(0, d, 2, dtype=torch.float64)
+        angle = position / torch.pow(10000.0, i / d)
+        expected = torch.stack([torch.sin(angle), torch.cos(angle)], dim=-1).reshape(-1)
+        close(pe, expected, atol=1e-4)
+    else:
+        close(pe, model.positions.embedding.weight[position])
+    close(numbers(walk, f"{side}.input")["input"], scaled["embedding_scaled"] + pe)
+
+
+def attention_check(model, walk, rec, kind, block, layer_module, attention, position, keys_input, head):
+    """q, k, v, scores, mask, softmax, weighted sum, concat and W_O of one attention sub-layer, each from the one
+    before it. keys_input: the vectors (K, D) the keys and values are projected from."""
+    d, hs = model.config.d_model, model.config.d_model // model.config.n_heads
+    pre = model.config.norm == "pre"
+    residual_in = numbers(walk, f"{block}.{kind}.residual")["in"]
+    x = numbers(walk, f"{block}.{kind}.norm")["out"] if pre else residual_in
+    qkv = numbers(walk, f"{block}.{kind}.qkv")
+    q = linear(x, attention.in_proj, slice(head * hs, (head + 1) * hs))
+    close(qkv["query"], q)
+    keys = linear(keys_input, attention.in_proj, slice(d + head * hs, d + (head + 1) * hs))
+    values = linear(keys_input, attention.in_proj, slice(2 * d + head * hs, 2 * d + (head + 1) * hs))
+    scores = q @ keys.T / math.sqrt(hs)
+    if kind == "decoder_self":
+        stage = numbers(walk, f"{block}.{kind}.scores")
+        close(stage["scores"], scores)
+        masked = stage["masked_scores"]  # every step's row
+        upper = torch.triu(torch.ones_like(masked, dtype=torch.bool), diagonal=1)
+        assert torch.isinf(masked[upper]).all() and (masked[upper] < 0).all()
+        close(masked[position, : position + 1], scores)
+        softmax = numbers(walk, f"{block}.{kind}.softmax")
+        close(softmax["all_weights"], torch.softmax(masked, dim=-1))
+        assert (softmax["all_weights"][upper] == 0).all()
+        row = softmax["weights"]
+        close(row, torch.softmax(masked[position, : position + 1], dim=-1))
+    else:
+        n = numbers(walk, f"{block}.{kind}.scores")
+        close(n["scores"], scores)
+        close(n["keys"], keys)
+        mask = numbers(walk, f"{block}.{kind}.mask")
+        assert (mask["mask"] == 0).all()  # one sentence: no padding
+        row = numbers(walk, f"{block}.{kind}.softmax")["weights"]
+        close(row, torch.softmax(mask["masked_scores"] + mask["mask"], dim=-1))
+    summed = numbers(walk, f"{block}.{kind}.weighted_sum")
+    close(summed["values"], values)
+    close(summed["head_output"], row @ values)
+    concat = numbers(walk, f"{block}.{kind}.concat")["concat"]
+    close(concat[head * hs:(head + 1) * hs], summed["head_output"])
+    out = numbers(walk, f"{block}.{kind}.output")["output"]
+    close(out, linear(concat, attention.out_proj))
+    residual = numbers(walk, f"{block}.{kind}.residual")
+    close(residual["added"], out)
+    close(residual["sum"], residual_in + out)
+    if not pre:
+        close(numbers(walk, f"{block}.{kind}.norm")["out"], layer_norm(residual["sum"], layer_module.norm))
+    else:
+        close(numbers(walk, f"{block}.{kind}.norm")["out"], layer_norm(residual_in, layer_module.norm))
+    return residual["sum"] if pre else numbers(walk, f"{block}.{kind}.norm")["out"]
+
+
+def feed_forward_check(model, walk, block, side, residual_module, ff, x_in):
+    pre = model.config.norm == "pre"
+    sub = f"{side}_ff"
+    x = numbers(walk, f"{block}.{sub}.norm")["out"] if pre else x_in
+    if pre:
+        close(x, layer_norm(x_in, residual_module.norm))
+    hidden = numbers(walk, f"{block}.{sub}.hidden")
+    close(hidden["hidden"], torch.relu(linear(x, ff.fc1)))
+    assert hidden["firing"] == int((hidden["hidden"] > 0).sum())
+    out = numbers(walk, f"{block}.{sub}.output")["output"]
+    close(out, linear(hidden["hidden"], ff.fc2))
+    residual = numbers(walk, f"{block}.{sub}.residual")
+    close(residual["sum"], x_in + out)
+    return residual["sum"] if pre else layer_norm(residual["sum"], residual_module.norm)
+
+
+def all_keys_input(model, rec, kind):
+    """What every key position of the first layer's `kind` is projected from, from the recorded inputs."""
+    pre = model.config.norm == "pre"
+    if kind == "cross":
+        return rec["encoder_final"]
+    side = "encoder" if kind == "encoder_self" else "decoder"
+    return rec[f"{kind}_norm"][0] if pre else rec[f"{side}_input"]
+
+
+def test_one_encoder_layer(setup):
+    model, _, translation, walk, rec, (token, _, head) = setup
+    layer = model.encoder_layers[0]
+    x = numbers(walk, "encoder.input")["input"]
+    close(numbers(walk, "encoder.encoder_self.residual")["in"], x)
+    keys_input = all_keys_input(model, rec, "encoder_self")
+    close(keys_input[token], numbers(walk, "encoder.encoder_self.norm")["out"] if model.config.norm == "pre" else x)
+    after = attention_check(model, walk, rec, "encoder_self", "encoder", layer.attention_residual, layer.self_attention,
+                            token, keys_input, head)
+    out = feed_forward_check(model, walk, "encoder", "encoder", layer.feed_forward_residual, layer.feed_forward, after)
+    table = numbers(walk, "encoder.layers")["layers"]
+    assert table[0, -1] == pytest.approx(float(out.norm()), rel=1e-5)  # layer 1's output, as the table follows it
+    # one layer's output feeds the next
+    assert table[1:, 0].tolist() == pytest.approx(table[:-1, -1].tolist(), rel=1e-6)
+    assert table[0, 0] == pytest.approx(float(x.norm()), rel=1e-5)
+
+
+def test_the_decoder_at_the_step(setup):
+    model, _, translation, walk, rec, (_, step, head) = setup
+    layer = model.decoder_layers[0]
+    assert numbers(walk, "decoder.inputs")["inputs"] == (["<s>"] + translation.tgt_tokens)[: step + 1]
+    x = numbers(walk, "decoder.input")["input"]
+    close(numbers(walk, "decoder.decoder_self.residual")["in"], x)
+    after_self = attention_check(model, walk, rec, "decoder_self", "decoder", layer.self_attention_residual,
+                                 layer.self_attention, step, all_keys_input(model, rec, "decoder_self")[: step + 1],
+                                 head)
+    close(numbers(walk, "decoder.cross.residual")["in"], after_self)
+    # the memory the cross-attention reads is the encoder's output: its last layer, through the final norm if any
+    memory = rec["encoder_final"]
+    last = rec["encoder_hidden"][-1]
+    close(memory, layer_norm(last, model.encoder_norm) if model.config.final_norm else last, atol=1e-4)
+    after_cross = attention_check(model, walk, rec, "cross", "decoder", layer.cross_attention_residual,
+                                  layer.cross_attention, step, memory, head)
+    feed_forward_check(model, walk, "decoder", "decoder", layer.feed_forward_residual, layer.feed_forward, after_cross)
+
+
+def decode_step_logits(model, translation, step):
+    """The logits of decoding step `step` (0-based) from model.decode_step with its key/value cache, fed <s> and
+    the translation's own pieces, independently of the walk's teacher-forced pass."""
+    src = torch.tensor([translation.src_ids])
+    with torch.no_grad():
+        mask = (src != model.config.pad_id)[:, None, None, :]
+        memory = model.encode(src, mask)
+        cache = model.new_cache()
+        for t, token in enumerate([BOS_ID] + translation.tgt_ids[:step]):
+            logits = model.decode_step(memory, mask, torch.tensor([token]), cache)
+    return logits[0].double()
+
+
+def test_out_of_the_model(setup, tokenizer_file):
+    model, tokenizer, translation, walk, rec, (_, step, _) = setup
+    expected = decode_step_logits(model, translation, step)
+    close(rec["logits"][step], expected, atol=ATOL)  # the walk's final logits are decode_step's
+    projection = numbers(walk, "output.projection")
+    ids = [tokenizer.piece_to_id(p) for p in next(n for s in walk.stages if s.key == "output.projection"
+                                                  for n in s.numbers if n.name == "logits").cols]
+    close(projection["logits"], expected[ids], atol=ATOL)
+    final = rec["decoder_final"][step]
+    last = rec["decoder_hidden"][-1, step]
+    close(final, layer_norm(last, model.decoder_norm) if model.config.final_norm else last, atol=1e-4)
+    weight = (model.tgt_embed.weight if model.config.tie_output else model.generator.weight).detach()
+    close(final.double() @ weight.double().T + model.generator.bias.detach().double(), expected, atol=1e-4)
+    forbidden = expected.clone()
+    forbidden[[model.config.pad_id, BOS_ID]] = float("-inf")
+    probs = torch.softmax(forbidden, dim=-1)
+    softmax = numbers(walk, "output.softmax")
+    close(softmax["probabilities"], probs.topk(len(ids)).values, atol=1e-6)
+    assert softmax["chosen_probability"] == pytest.approx(float(probs[translation.tgt_ids[step]]), abs=1e-6)
+    assert softmax["chosen_probability"] == pytest.approx(translation.steps[step].prob, abs=1e-5)  # greedy's own
+
+
+def test_stage_order_follows_the_norm_placement(setup):
+    model, _, _, walk, _, _ = setup
+    keys = [s.key for s in walk.stages]
+    norm, qkv, residual = (keys.index(f"encoder.encoder_self.{part}") for part in ("norm", "qkv", "residual"))
+    assert (norm < qkv < residual) if model.config.norm == "pre" else (qkv < residual < norm)
+    assert ("encoder.final_norm" in keys) == model.config.final_norm
+    tied = next(s for s in walk.stages if s.key == "output.projection")
+    assert ("ties" in tied.text) == model.config.tie_output
+    assert all(s.text and s.formula and s.module for s in walk.stages)
+
+
+def test_recording_changes_nothing_and_leaves_no_hooks(setup):
+    model, _, translation, _, _, _ = setup
+    src = torch.tensor([translation.src_ids])
+    tgt = torch.tensor([[BOS_ID] + translation.tgt_ids[:-1]])
+    with torch.no_grad():
+        plain = model(src, tgt)
+        with record(model, tuple(WALK_PROBES)):
+            recorded = model(src, tgt)
+    assert torch.equal(plain, recorded) or torch.allclose(plain, recorded, atol=1e-6)
+    assert all(not m._forward_hooks for m in model.modules())
+
+
+def test_bad_positions_are_refused(setup):
+    model, tokenizer, translation, _, _, _ = setup
+    for arguments, field in (({"token": len(translation.src_ids)}, "token"), ({"step": -1}, "step"),
+                             ({"head": model.config.n_heads}, "head")):
+        with pytest.raises(ValueError, match=field):
+            walkthrough(model, tokenizer, translation, **arguments)
+
+
+def test_every_term_a_stage_uses_is_in_the_glossary(setup):
+    from explorer.glossary import GLOSSARY, definition, page_terms
+
+    _, _, _, walk, _, _ = setup
+    used = {term for stage in walk.stages for term in stage.terms}
+    assert used and all(definition(term) for term in used), sorted(t for t in used if not definition(t))
+    for term in ("piece", "▁", "layer", "head", "query", "key", "value", "encoder self-attention",
+                 "masked self-attention", "cross-attention", "beam", "length penalty", "logit lens", "ALTI+", "rollout",
+                 "weighted norms", "AOPC"):
+        assert 0 < GLOSSARY[term].count(". ") + 1 <= 3, term  # one or two plain sentences
+    assert set(page_terms()) and all(page_terms().values())

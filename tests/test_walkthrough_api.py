@@ -1,0 +1,68 @@
+"""/walkthrough on the API, against a launched server: every stage numbered from 1, its numbers the ones the
+translation recorded while decoding, and each bad parameter answered with its name, range and value as sent."""
+import numpy as np
+import pytest
+from gradio_client import Client
+
+from transformer import Translator
+
+from .app_server import running_app
+from .conftest import SHIPPED, recorded
+
+pytestmark = pytest.mark.slow
+SENTENCE = "A dog runs through the snow."
+
+
+@pytest.fixture(scope="module")
+def client():
+    with running_app() as (_, url):
+        yield Client(url, verbose=False)
+
+
+@pytest.fixture(scope="module")
+def expected():
+    reference = Translator.from_pretrained(SHIPPED)
+    return reference.translate(SENTENCE, capture=True, **recorded(reference))
+
+
+def numbers(out, key) -> dict:
+    stage = next(s for s in out["stages"] if s["key"] == key)
+    return {n["name"]: n["values"] for n in stage["numbers"]}
+
+
+def test_every_stage_numbered_from_1_with_the_recorded_numbers(client, expected):
+    token, step, head = 3, 2, 2
+    out = client.predict(SENTENCE, token, step, head, api_name="/walkthrough")
+    assert [s["number"] for s in out["stages"]] == list(range(1, len(out["stages"]) + 1))
+    assert (out["token"], out["step"], out["head"]) == (token, step, head)
+    assert out["token_piece"] == expected.src_tokens[token - 1] and out["step_piece"] == expected.tgt_tokens[step - 1]
+    assert numbers(out, "text.pieces")["pieces"] == expected.src_tokens
+    assert numbers(out, "text.pieces")["ids"] == expected.src_ids
+    # the attention rows: what decoding itself recorded (first layer, the chosen head), not only the walk's own pass
+    np.testing.assert_allclose(numbers(out, "encoder.encoder_self.softmax")["weights"],
+                               expected.recorded["encoder_self"].values[0, head - 1, token - 1], atol=1e-4)
+    np.testing.assert_allclose(numbers(out, "decoder.cross.softmax")["weights"],
+                               expected.recorded["cross"].values[0, head - 1, step - 1], atol=1e-4)
+    weights = np.array(numbers(out, "decoder.decoder_self.softmax")["all_weights"])  # every step's row
+    np.testing.assert_allclose(weights, expected.recorded["decoder_self"].values[0, head - 1], atol=1e-4)
+    masked = numbers(out, "decoder.decoder_self.scores")["masked_scores"]
+    steps = len(expected.tgt_ids)
+    assert all((masked[i][j] == "-inf") == (j > i) for i in range(steps) for j in range(steps))  # the causal mask
+    chosen = numbers(out, "output.softmax")["chosen_probability"]
+    assert chosen == pytest.approx(expected.steps[step - 1].prob, abs=1e-4)
+    assert all(s["text"] and s["formula"] and s["module"].startswith("transformer/") for s in out["stages"])
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ({"token": 0}, r"token must be in \[1, 8\] \(counted from 1\) for this translation, got 0"),
+    ({"token": 99}, r"token must be in \[1, 8\] .*got 99"),
+    ({"step": 999}, r"step must be in \[1, \d+\] .*got 999"),
+    ({"head": 5}, r"head must be in \[1, 4\] .*got 5"),
+    ({"token": 1.5}, r"token must be a whole number in \[1, 8\] \(counted from 1\), got 1.5"),
+    ({"step": "two"}, r"step must be a whole number in \[1, \d+\] \(counted from 1\), got 'two'"),
+    ({"head": True}, r"head must be a whole number .*got True"),
+    ({"sentence": 2}, r"sentence must be in \[1, 1\], got 2"),
+])
+def test_bad_parameters_are_named_with_the_value_sent(client, arguments, message):
+    with pytest.raises(Exception, match=message):
+        client.predict(**{"text": SENTENCE, **arguments}, api_name="/walkthrough")
