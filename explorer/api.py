@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 
 import gradio as gr
 
@@ -204,18 +203,6 @@ def query_key_endpoint(ui):
     return query_key
 
 
-def whole_number(name: str, value, low: int, high: int) -> int:
-    """A 1-based position the API was given, checked: a whole number in [low, high]; the message names the field, the
-    range and the value as sent."""
-    if isinstance(value, float) and math.isfinite(value) and value == int(value):
-        value = int(value)
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise gr.Error(f"{name} must be a whole number in [{low}, {high}] (counted from 1), got {value!r}")
-    if not low <= value <= high:
-        raise gr.Error(f"{name} must be in [{low}, {high}] (counted from 1) for this translation, got {value!r}")
-    return value
-
-
 def walkthrough_endpoint(ui):
     def walkthrough(text: str, token: int = 1, step: int = 1, head: int = 1, sentence: int = 1, model: str = None,
                     device: str = "cpu", strategy: str = None, settings: dict = None,
@@ -223,11 +210,13 @@ def walkthrough_endpoint(ui):
         """Translate, then walk through how the model computed line `sentence`'s translation: every stage of the forward
         pass for source piece `token`, decoding step `step` and head `head` (all counted from 1), each with its named,
         labelled numbers, its text, formula and the package module it comes from."""
+        for name, value in (("token", token), ("step", step), ("head", head)):
+            counted(name, value)  # the kind and sign, before translating
         result, translation = one_translation(ui, sentence, text, model, device, strategy, settings, max_length,
                                               prefix, heads_off)
-        token = whole_number("token", token, 1, len(translation.src_ids))
-        step = whole_number("step", step, 1, len(translation.tgt_ids))
-        head = whole_number("head", head, 1, ui.registry.get(result.model_key).translator.model.config.n_heads)
+        token = counted("token", token, len(translation.src_ids), " for this translation")
+        step = counted("step", step, len(translation.tgt_ids), " for this translation")
+        head = counted("head", head, ui.registry.get(result.model_key).translator.model.config.n_heads)
         walk = ui.service.walkthrough(result, translation, token - 1, step - 1, head - 1)
         return walk_json(walk)
 

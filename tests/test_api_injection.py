@@ -19,8 +19,9 @@ SENTENCE = "A dog runs in the park."
 REQUEST_STRINGS = ("model", "device", "strategy", "prefix", "heads_off")
 # endpoint -> its own arguments besides the request's (defaults that work)
 ENDPOINTS = {"/translate": {}, "/translate_trace": {}, "/translate_details": {},
-             "/why_not": {"foil": "▁Katze"}, "/query_key": {"kind": "cross"}}
-OWN_NUMBERS = {"/why_not": ("step", "sentence"), "/query_key": ("layer", "head", "query", "sentence")}
+             "/why_not": {"foil": "▁Katze"}, "/query_key": {"kind": "cross"}, "/walkthrough": {}}
+OWN_NUMBERS = {"/why_not": ("step", "sentence"), "/query_key": ("layer", "head", "query", "sentence"),
+               "/walkthrough": ("token", "step", "head", "sentence")}
 EVIL_TAGS = {"form", "input", "img", "svg", "a", "script", "iframe"}
 
 

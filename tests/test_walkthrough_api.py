@@ -54,13 +54,13 @@ def test_every_stage_numbered_from_1_with_the_recorded_numbers(client, expected)
 
 
 @pytest.mark.parametrize("arguments, message", [
-    ({"token": 0}, r"token must be in \[1, 8\] \(counted from 1\) for this translation, got 0"),
-    ({"token": 99}, r"token must be in \[1, 8\] .*got 99"),
-    ({"step": 999}, r"step must be in \[1, \d+\] .*got 999"),
-    ({"head": 5}, r"head must be in \[1, 4\] .*got 5"),
-    ({"token": 1.5}, r"token must be a whole number in \[1, 8\] \(counted from 1\), got 1.5"),
-    ({"step": "two"}, r"step must be a whole number in \[1, \d+\] \(counted from 1\), got 'two'"),
-    ({"head": True}, r"head must be a whole number .*got True"),
+    ({"token": 0}, r"token must be at least 1, got 0 \(the API counts token from 1\)"),
+    ({"token": 99}, r"token must be in \[1, 8\], got 99 for this translation"),
+    ({"step": 999}, r"step must be in \[1, \d+\], got 999 for this translation"),
+    ({"head": 5}, r"head must be in \[1, 4\], got 5"),
+    ({"token": 1.5}, r"token must be an integer at least 1, got 1.5 \(the API counts token from 1\)"),
+    ({"step": "two"}, r"step must be an integer at least 1, got 'two' \(the API counts step from 1\)"),
+    ({"head": True}, r"head must be an integer .*got True"),
     ({"sentence": 2}, r"sentence must be in \[1, 1\], got 2"),
 ])
 def test_bad_parameters_are_named_with_the_value_sent(client, arguments, message):

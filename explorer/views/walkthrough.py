@@ -10,7 +10,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from ..text import literal
+from ..text import literal, page_error
 from .base import MODEL, TRANSLATION, View, current_translation
 from .walkthrough_payload import walk_payload
 
@@ -76,7 +76,7 @@ class WalkthroughView(View):
     def at_step(self, ui, result, state, step):
         translation = current_translation(result, state)
         if translation is None:
-            raise gr.Error("Translate a sentence first.")
+            raise page_error("Translate a sentence first.")
         index = max(1, min(int(step), len(translation.tgt_ids))) - 1
         result.rendered_views.add(self.name)  # drawn here: opening the tab must not draw it over again
         return {"walk_token": gr.update(choices=token_choices(translation), value=0),
@@ -86,11 +86,11 @@ class WalkthroughView(View):
     def show(self, ui, result, sentence, token: int, step: int) -> dict:
         translation = current_translation(result, {"sentence": sentence})
         if translation is None:
-            raise gr.Error("Translate a sentence first.")
+            raise page_error("Translate a sentence first.")
         try:
             walk = ui.service.walkthrough(result, translation, int(token or 0), int(step or 0))
         except ValueError as error:
-            raise gr.Error(str(error)) from error
+            raise page_error(str(error)) from error
         payload = walk_payload(walk)
         text = (f"**{literal(translation.source)}** → **{literal(translation.text)}**: {len(payload['stages'])} stages "
                 f"for the source piece “{literal(payload['token_piece'])}” and step {payload['step']} "
@@ -125,7 +125,7 @@ class WalkthroughView(View):
 
             translation = current_translation(result, {"sentence": sentence})
             if translation is None:
-                raise gr.Error("Translate a sentence first, then save its walk.")
+                raise page_error("Translate a sentence first, then save its walk.")
             payload = self.show(ui, result, sentence, token, step)["walk_html"]
             return gr.update(value=walk_file(result, ui.registry, translation, payload), visible=True)
 

@@ -22,7 +22,6 @@ from ..core.head_mask import heads_masked
 from ..core.model import Transformer
 from ..core.probes import ATTENTION_KINDS, VECTOR_PROBES, WALK_PROBES
 from ..decoding.step_decoder import forbid_never_produced
-from ..tokenizer import BOS_ID, UNK_ID
 from .registry import Analysis, ModelAccess
 
 TOP_CANDIDATES = 10
@@ -90,7 +89,7 @@ def record_pass(model: Transformer, src_ids: list[int], tgt_ids: list[int], head
     """Every walk-through probe of one teacher-forced pass, batch axis removed: per-layer probes (L, ...), the others
     (...). The decoder's inputs are <s> then tgt_ids[:-1], as decoding fed them."""
     src = torch.tensor([src_ids], device=model.device)
-    tgt = torch.tensor([[BOS_ID] + list(tgt_ids[:-1])], device=model.device)
+    tgt = torch.tensor([[model.config.decoder_start_id] + list(tgt_ids[:-1])], device=model.device)
     names = (*WALK_PROBES, *PER_LAYER)
     with torch.no_grad(), heads_masked(model, heads_off), record(model, names) as recording:
         model(src, tgt)
@@ -141,14 +140,15 @@ class _Walk:
     # ----- text to ids, into the model -----
     def text_to_ids(self, tokenizer) -> None:
         t = self.t
-        unknown = [p for p, i in zip(t.src_tokens, t.src_ids) if i == UNK_ID]
+        unk_id = self.config.unk_id  # the checkpoint's own (Marian's differs from ours)
+        unknown = [p for p, i in zip(t.src_tokens, t.src_ids) if i == unk_id]
         spelled = [p for p in t.src_tokens if is_byte_piece(p)]
         self.add("text.pieces", "text", "Text to ids",
                  "The tokenizer cuts the sentence into pieces from its fixed vocabulary and looks up each piece's id. "
                  "“▁” marks a piece that starts a new word (it stands for the space before it); a piece without it "
                  "continues the word before. </s> closes the sentence." +
-                 (f" {len(unknown)} piece(s) are not in the vocabulary and become <unk> (id {UNK_ID})." if unknown else
-                  f" A piece the vocabulary lacks would become <unk> (id {UNK_ID}); this sentence has none.") +
+                 (f" {len(unknown)} piece(s) are not in the vocabulary and become <unk> (id {unk_id})." if unknown else
+                  f" A piece the vocabulary lacks would become <unk> (id {unk_id}); this sentence has none.") +
                  (f" {len(spelled)} piece(s) like {spelled[0]} are single bytes: a character the vocabulary lacks is "
                   "spelled out in its UTF-8 bytes." if spelled else ""),
                  "sentence → pieces → ids", MODULES["text"],
@@ -156,7 +156,7 @@ class _Walk:
                   Numbers("ids", "id", "tokens", [int(i) for i in t.src_ids], cols=list(t.src_tokens)),
                   Numbers("starts_word", "starts a word (▁)", "tokens", [p.startswith("▁") for p in t.src_tokens],
                           cols=list(t.src_tokens)),
-                  Numbers("unknown", "unknown (<unk>)", "tokens", [int(i) == UNK_ID for i in t.src_ids],
+                  Numbers("unknown", "unknown (<unk>)", "tokens", [int(i) == unk_id for i in t.src_ids],
                           cols=list(t.src_tokens)),
                   Numbers("byte", "a byte (<0x..>)", "tokens", [is_byte_piece(p) for p in t.src_tokens],
                           cols=list(t.src_tokens)),
@@ -410,7 +410,7 @@ class _Walk:
     def output_stages(self, piece) -> None:
         t, step = self.t, self.step
         logits = self.rec["logits"][step]
-        forbidden = forbid_never_produced(logits.clone()[None], self.config.pad_id)[0]
+        forbidden = forbid_never_produced(logits.clone()[None], self.config)[0]
         probs = forbidden.double().softmax(-1)
         top = probs.topk(TOP_CANDIDATES)
         top_ids = top.indices.tolist()
