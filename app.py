@@ -1,6 +1,7 @@
 """Attention Explorer: translate a sentence with a Transformer trained from scratch and look inside it.
 
     python app.py            # serves on GRADIO_SERVER_NAME:GRADIO_SERVER_PORT (default 127.0.0.1:7860)
+    ATTENTION_EXPLORER_HUB_MODELS=Helsinki-NLP/opus-mt-en-de python app.py   # also a converted OPUS-MT model
 
 The layout lives in explorer/shell.py, its events in explorer/wiring.py, the API in explorer/api.py, each tab in
 explorer/views/; this file only loads the checkpoints and serves.
@@ -27,6 +28,7 @@ from explorer.gradio_sessions import lazy_session_configs  # noqa: E402
 lazy_session_configs()  # a visitor's first request does not copy every component's configuration
 
 from explorer.asset_cache import serve_assets_from_memory  # noqa: E402
+from explorer.hub_models import cache_from_environment, converted_folders, hub_models_from_environment  # noqa: E402
 from explorer.registry import discover  # noqa: E402
 from explorer.result_cache import capacity_from_environment  # noqa: E402
 from explorer.run_pool import RunPool, workers_from_environment  # noqa: E402
@@ -36,13 +38,16 @@ ROOT = Path(__file__).resolve().parent
 try:  # a bad setting is one line that names it, before anything loads
     capacity_from_environment()
     workers = workers_from_environment()
+    hub_models = hub_models_from_environment()
 except ValueError as error:
     print(f"app.py: {error}", file=sys.stderr)
     raise SystemExit(2) from None
 
 logging.basicConfig(level=logging.WARNING)
 log = logging.getLogger("attention-explorer")
-registry = discover(ROOT / "checkpoints")  # every model is loaded once, here, never per request
+# Hub models named by ATTENTION_EXPLORER_HUB_MODELS, converted once into their cache (explorer/hub_models.py)
+hub_folders, _ = converted_folders(hub_models, cache_from_environment()) if hub_models else ([], {})
+registry = discover(ROOT / "checkpoints", hub_folders)  # every model is loaded once, here, never per request
 for name, why in registry.problems.items():
     log.warning("checkpoint %s skipped: %s", name, why)
 
@@ -61,7 +66,7 @@ def after_launch() -> RunPool:
     """What the server adds once it answers: Gradio's frontend files from memory (explorer/asset_cache.py), and
     the worker processes that translate (explorer/run_pool.py), started in the background."""
     serve_assets_from_memory(demo)
-    ui.service.pool = RunPool(ROOT / "checkpoints", workers)
+    ui.service.pool = RunPool(ROOT / "checkpoints", workers, hub_folders)
     ui.service.pool.start()
     return ui.service.pool
 

@@ -18,6 +18,7 @@ from transformer.decoding.export import to_json
 from transformer.numbers import NumberError, checked_number
 
 from .heads_off import format_heads_off
+from .page import python_step_reasons
 from .request import DEFAULT_MAX_LENGTH, Request, RequestError
 from .session import ALTI, EVERY_ANALYSIS, NORMS, ModelService, RunResult
 from .text import literal, page_error, page_warning
@@ -236,12 +237,14 @@ def walkthrough_endpoint(ui):
 def server_status_endpoint(ui):
     def server_status() -> dict:
         """Where this server translates: the models it serves, its CPU decoding path (`kernel`: "ready" when the
-        float16 kernel is in use, else why not) and its worker processes (`workers_status`: "ready", "starting",
+        float16 kernel is in use, else why not; `python_step`: per model whose decoding steps the kernel cannot run,
+        why) and its worker processes (`workers_status`: "ready", "starting",
         "off", or why they are unavailable; translations run in the server's own process until they are ready)."""
         pool = ui.service.pool
         return {
             "models": sorted(ui.registry.models),
             "kernel": KERNEL.status,
+            "python_step": python_step_reasons(ui.registry),
             "workers": 0 if pool is None else pool.workers,
             "workers_status": "off" if pool is None else pool.status,
         }

@@ -5,15 +5,26 @@ from __future__ import annotations
 
 import json
 
+from transformer.core.fused_step import unfit_architecture
 from transformer.core.half_linear import KERNEL
 
 from .glossary import page_terms
 from .text import literal
 
 
-def decoding_path(pool=None) -> str:
-    """The footer: which path this server's CPU decoding takes, and why when it is not the fast one; and where
-    translations run (`pool`: the service's run_pool.RunPool, None when app.py started none)."""
+def python_step_reasons(registry) -> dict[str, str]:
+    """Per served model whose layers the kernel cannot run, whatever its status: why its decoding steps run in
+    Python (a Marian model's post-norm layers, say; core/fused_step.py's unfit_architecture)."""
+    if registry is None:
+        return {}
+    reasons = {key: unfit_architecture(served.translator.model.config) for key, served in registry.models.items()}
+    return {key: why for key, why in reasons.items() if why is not None}
+
+
+def decoding_path(pool=None, registry=None) -> str:
+    """The footer: which path this server's CPU decoding takes, and why when it is not the fast one, per model where
+    one does not fit the kernel (`registry`); and where translations run (`pool`: the service's run_pool.RunPool,
+    None when app.py started none)."""
     status = KERNEL.status
     if status == "ready":
         path = ("CPU decoding reads float16 copies of the weights through the compiled kernel (float32 arithmetic), "
@@ -21,6 +32,8 @@ def decoding_path(pool=None) -> str:
     else:
         path = (f"CPU decoding runs float32 `F.linear`: the float16-weight kernel is {literal(status)} "
                 "(the same numbers, slower per step; see docs/speed.md).")
+    for key, why in python_step_reasons(registry).items():
+        path += f" {literal(registry.get(key).label)} decodes through the Python step: {literal(why)}."
     return path + " " + ("Translations run in the server's process." if pool is None else literal(pool.describe()))
 
 

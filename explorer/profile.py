@@ -17,8 +17,8 @@ from transformer.core.architecture import architecture_rows
 from transformer.training.timeline import Timeline
 
 POSITIONS_SHOWN = 100  # rows of the positional table the views draw
-EXAMPLE_SOURCE = [4, 5, 3]  # two ordinary pieces and </s>: the architecture table's example input
-EXAMPLE_DECODER_INPUT = [2, 4]  # <s> and one piece
+EXAMPLE_SOURCE = [4, 5]  # two ordinary pieces, then </s>: the architecture table's example input
+EXAMPLE_DECODER_INPUT = [4]  # after the decoder's start token (<s>; <pad> in Marian models), one piece
 
 
 @dataclass
@@ -58,7 +58,8 @@ def profile_model(translator: Translator) -> ModelProfile:
         config=model.config,
         parameters=model.num_parameters(),
         closed_form_parameters=expected_parameter_count(model.config),
-        architecture=architecture_rows(model, EXAMPLE_SOURCE, EXAMPLE_DECODER_INPUT),
+        architecture=architecture_rows(model, EXAMPLE_SOURCE + [model.config.eos_id],
+                                       [model.config.decoder_start_id] + EXAMPLE_DECODER_INPUT),
         positional_table=table[:POSITIONS_SHOWN].numpy(),
         position_norms=table.norm(dim=-1).numpy(),
         token_norms=(model.src_embed.weight.detach().float().cpu().norm(dim=-1) * model.src_embed.scale).numpy(),

@@ -1,4 +1,5 @@
-"""Checkpoints served by the app: every folder under checkpoints/ with a config.json, loaded once at start-up.
+"""Checkpoints served by the app: every folder under checkpoints/ with a config.json, and the extra folders it is
+given (Hub models converted at start-up, explorer/hub_models.py), loaded once at start-up.
 
 A folder that fails to load is skipped and reported (the app starts with the good ones); with no usable
 checkpoint at all, start-up fails with a message that says how to fix it.
@@ -92,10 +93,15 @@ def direction_label(key: str, config: dict) -> str:
     return f"{LANGUAGE_NAMES.get(src, src)} → {LANGUAGE_NAMES.get(tgt, tgt)} ({key})"
 
 
-def discover(root: Path) -> Registry:
+def discover(root: Path, extra=()) -> Registry:
+    """Every checkpoint folder under `root`, then the checkpoint folders `extra`, keyed by folder name (a later
+    folder of a name already served is skipped and reported)."""
     models, problems = {}, {}
     folders = sorted(p for p in Path(root).iterdir() if p.is_dir()) if Path(root).is_dir() else []
-    for folder in folders:
+    for folder in folders + [Path(p) for p in extra]:
+        if folder.name in models:
+            problems[str(folder)] = f"a checkpoint named {folder.name!r} is already served"
+            continue
         if not (folder / "config.json").is_file():
             continue
         try:

@@ -55,10 +55,11 @@ def workers_from_environment() -> int:
 class RunPool:
     """Worker processes that run `session.run`; `status` says whether requests go to them and, if not, why."""
 
-    def __init__(self, root: Path, workers: int):
+    def __init__(self, root: Path, workers: int, extra=()):
+        """`root` and `extra`: the checkpoints the workers serve, as `registry.discover` takes them."""
         if workers < 0:
             raise ValueError(f"workers must be 0 (off) or more, got {workers}")
-        self.root, self.workers = Path(root), workers
+        self.root, self.workers, self.extra = Path(root), workers, tuple(str(folder) for folder in extra)
         self.status = "off" if workers == 0 else "not started"
         self._executor: ProcessPoolExecutor | None = None
         self._lock = threading.Lock()
@@ -93,7 +94,8 @@ class RunPool:
         barrier = context.Barrier(self.workers)
         with main_module_hidden():
             executor = ProcessPoolExecutor(self.workers, mp_context=context, initializer=load_models,
-                                           initargs=(str(self.root), torch.get_num_threads(), barrier, os.getpid()))
+                                           initargs=(str(self.root), torch.get_num_threads(), barrier, os.getpid(),
+                                                     self.extra))
             # one task each: spawning happens at submit, so every worker exists (and loads) before this returns
             started = [executor.submit(decoding_status) for _ in range(self.workers)]
         try:
@@ -162,12 +164,12 @@ def main_module_hidden():
 _registry: Registry | None = None
 
 
-def load_models(root: str, threads: int, barrier, server: int) -> None:
+def load_models(root: str, threads: int, barrier, server: int, extra: tuple[str, ...] = ()) -> None:
     global _registry
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C stops the server, which then ends its workers
     threading.Thread(target=exit_with_parent, args=(server,), name="parent-watch", daemon=True).start()
     torch.set_num_threads(threads)
-    _registry = discover(Path(root))
+    _registry = discover(Path(root), [Path(folder) for folder in extra])
     KERNEL.wait()
     barrier.wait(START_TIMEOUT_S)
 

@@ -242,8 +242,8 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
                 wire_jump(ui, c[button], served)
     wire_controls(ui)
     wire_link(ui, demo)
-    demo.load(lambda: decoding_path(ui.service.pool), None, c["footer"], api_visibility="private", queue=False,
-              **ui.quiet)
+    demo.load(lambda: decoding_path(ui.service.pool, ui.registry), None, c["footer"], api_visibility="private",
+              queue=False, **ui.quiet)
     demo.load(None, None, None, js=PLOT_SVG_JS)
     demo.load(None, None, None, js=glossary_marks_js())
 

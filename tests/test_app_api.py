@@ -315,8 +315,9 @@ def test_server_status_and_a_translation_from_a_worker_process(server, monkeypat
     from transformer.core.half_linear import KERNEL
 
     app, client = server
+    # the shipped models fit the kernel, so no model names a reason for the Python step
     assert client.predict(api_name="/server_status") == {"models": sorted(app.registry.models), "kernel": KERNEL.status,
-                                                         "workers": 0, "workers_status": "off"}
+                                                         "python_step": {}, "workers": 0, "workers_status": "off"}
     monkeypatch.setattr(app.ui.service.cache, "capacity", 0)  # every request below is translated
     arguments = dict(strategy="beam", settings={"beam_size": 3}, api_name="/translate_trace")
     alone = client.predict("A cat sleeps on the old sofa.", **arguments)

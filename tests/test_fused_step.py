@@ -151,15 +151,17 @@ def test_switched_off_heads_run_the_python_step():
 
 
 @pytest.mark.parametrize("case, reason", [
-    ("post-norm", "the kernel runs pre-norm layers with a final norm"),
-    ("no final norm", "the kernel runs pre-norm layers with a final norm"),
+    ("post-norm", "the kernel runs pre-norm layers with a final norm; this model is post-norm with a final norm"),
+    ("no final norm", "the kernel runs pre-norm layers with a final norm; this model is pre-norm without a final norm"),
+    ("swish", "the kernel's feed-forward is ReLU; this model's is swish"),
     ("training", "the kernel decodes float32 models in eval mode on the CPU"),
     ("many rows", f"{MAX_ROWS + 1} rows: the float16 kernel pays off up to {MAX_ROWS}"),
     ("teacher-forced probe", "an open recording asks for more than the decoder's attention and layer outputs"),
     ("switched off", "switched off (model.fused_decoding = False)"),
 ])
 def test_where_the_kernel_does_not_run(case, reason):
-    overrides = {"post-norm": {"norm": "post"}, "no final norm": {"final_norm": False}}.get(case, {})
+    overrides = {"post-norm": {"norm": "post"}, "no final norm": {"final_norm": False},
+                 "swish": {"activation": "swish"}}.get(case, {})
     model = shipped_like(**overrides)
     rows = MAX_ROWS + 1 if case == "many rows" else 1
     if case == "training":

@@ -1,3 +1,5 @@
+import re
+
 import pytest
 import torch
 
@@ -51,6 +53,55 @@ def test_sinusoidal_table_follows_the_paper():
     angle = torch.tensor(pos / 10000 ** (2 * i / 16))
     torch.testing.assert_close(table[pos, 2 * i], torch.sin(angle))
     torch.testing.assert_close(table[pos, 2 * i + 1], torch.cos(angle))
+
+
+@pytest.mark.parametrize("d_model", [16, 7])
+def test_marian_sinusoidal_layout_puts_sines_then_cosines(d_model):
+    """Marian's table: the paper's angles, sines in the first ceil(D/2) features and cosines after them."""
+    table = Transformer(tiny_config(d_model=d_model, n_heads=1, sinusoidal_layout="halves")).positions.table
+    half = (d_model + 1) // 2
+    for pos in (0, 5, 63):
+        for i in range(half):
+            angle = torch.tensor(pos / 10000 ** (2 * i / d_model), dtype=torch.float64)
+            assert abs(table[pos, i].item() - torch.sin(angle).item()) < 1e-6
+            if half + i < d_model:
+                assert abs(table[pos, half + i].item() - torch.cos(angle).item()) < 1e-6
+
+
+def test_activation_and_embedding_scale_follow_the_config():
+    torch.manual_seed(0)
+    relu = Transformer(tiny_config(dropout=0.0)).eval()
+    swish = Transformer(tiny_config(dropout=0.0, activation="swish", scale_embedding=False)).eval()
+    swish.load_state_dict(relu.state_dict())
+    x = torch.randn(2, 3, 16)
+    ff = relu.encoder_layers[0].feed_forward
+    torch.testing.assert_close(swish.encoder_layers[0].feed_forward(x),
+                               ff.fc2(torch.nn.functional.silu(ff.fc1(x))))
+    torch.testing.assert_close(ff(x), ff.fc2(torch.relu(ff.fc1(x))))
+    tokens = torch.tensor([[4, 5]])
+    torch.testing.assert_close(relu.src_embed(tokens), swish.src_embed(tokens) * 16 ** 0.5)
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"activation": "gelu_new"}, "activation must be one of ('relu', 'gelu', 'swish', 'silu'), got 'gelu_new'"),
+    ({"sinusoidal_layout": "split"}, "sinusoidal_layout must be one of ('interleaved', 'halves'), got 'split'"),
+    ({"scale_embedding": 1}, "scale_embedding must be true or false, got 1"),
+    ({"eos_id": 11}, "eos_id must be a valid id in both vocabularies, in [0, 11), got 11"),
+    ({"decoder_start_id": -1}, "decoder_start_id must be a valid id in both vocabularies, in [0, 11), got -1"),
+])
+def test_new_config_fields_are_validated(overrides, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        tiny_config(**overrides)
+
+
+def test_a_start_token_equal_to_padding_stays_a_key():
+    """Marian starts decoding from <pad>: position 0 of the decoder input is a real key, later padding is not."""
+    torch.manual_seed(0)
+    model = Transformer(tiny_config(dropout=0.0, decoder_start_id=0)).eval()
+    src, tgt = torch.tensor([[4, 5, 3]]), torch.tensor([[0, 6, 7]])
+    logits = model(src, tgt)
+    assert torch.isfinite(logits).all()
+    torch.testing.assert_close(model(src, torch.tensor([[0, 6, 7, 0]]))[:, :3], logits)  # trailing padding: no effect
 
 
 def test_tied_output_shares_the_target_embedding():

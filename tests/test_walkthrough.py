@@ -6,32 +6,35 @@ import math
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from transformer import Tokenizer, Transformer, Translator
 from transformer.analysis.walkthrough import record_pass, walkthrough
 from transformer.core.capture import record
 from transformer.core.probes import WALK_PROBES
-from transformer.tokenizer import BOS_ID, UNK_ID
+from transformer.tokenizer import UNK_ID
 
 from .conftest import tiny_config
 
 SENTENCE = "a man rides a red bike in the park Ω ."  # Ω: not in the vocabulary
-VARIANTS = [  # (norm, positions, tie_output, final_norm)
-    ("pre", "sinusoidal", True, True),
-    ("pre", "learned", False, True),
-    ("post", "sinusoidal", False, False),
-    ("post", "learned", True, False),
+VARIANTS = [  # (norm, positions, tie_output, final_norm, Marian-like: GELU, no embedding scale, sines then cosines)
+    ("pre", "sinusoidal", True, True, False),
+    ("pre", "learned", False, True, False),
+    ("post", "sinusoidal", False, False, False),
+    ("post", "learned", True, False, False),
+    ("post", "sinusoidal", True, True, True),
 ]
 ATOL = 1e-5
 
 
 @pytest.fixture(scope="module", params=VARIANTS, ids=lambda v: "-".join(str(x) for x in v))
 def setup(request, tokenizer_file):
-    norm, positions, tie, final = request.param
+    norm, positions, tie, final, marian_like = request.param
+    marian = {"activation": "gelu", "scale_embedding": False, "sinusoidal_layout": "halves"} if marian_like else {}
     torch.manual_seed(1)
     tokenizer = Tokenizer.load(tokenizer_file)
     config = tiny_config(tokenizer.vocab_size, norm=norm, pos_encoding=positions, tie_output=tie, final_norm=final,
-                         share_embeddings=tie, d_model=16, n_heads=4, n_layers=2, d_ff=32)
+                         share_embeddings=tie, d_model=16, n_heads=4, n_layers=2, d_ff=32, **marian)
     model = Transformer(config)
     with torch.no_grad():  # untrained biases are zero: give every one a value, so a forgotten bias shows
         for name, parameter in model.named_parameters():
@@ -88,19 +91,24 @@ def test_text_to_ids(setup):
 def test_into_the_model(setup, side):
     model, _, translation, walk, _, (token, step, _) = setup
     position = token if side == "encoder" else step
-    token_id = translation.src_ids[token] if side == "encoder" else ([BOS_ID] + translation.tgt_ids)[step]
+    start = model.config.decoder_start_id
+    token_id = translation.src_ids[token] if side == "encoder" else ([start] + translation.tgt_ids)[step]
     embedding = (model.src_embed if side == "encoder" else model.tgt_embed).weight.detach().double()
     row = numbers(walk, f"{side}.embedding")["embedding_row"]
     close(row, embedding[token_id])
     scaled = numbers(walk, f"{side}.scaled")
-    close(scaled["embedding_scaled"], row * math.sqrt(model.config.d_model))
-    assert scaled["scale"] == pytest.approx(math.sqrt(model.config.d_model), rel=1e-5)
+    scale = math.sqrt(model.config.d_model) if model.config.scale_embedding else 1.0
+    close(scaled["embedding_scaled"], row * scale)
+    assert scaled["scale"] == pytest.approx(scale, rel=1e-5)
     pe = numbers(walk, f"{side}.positions")["positions"]
     d = model.config.d_model
     if model.config.pos_encoding == "sinusoidal":  # the paper's formula, written out here
         i = torch.arange(0, d, 2, dtype=torch.float64)
         angle = position / torch.pow(10000.0, i / d)
-        expected = torch.stack([torch.sin(angle), torch.cos(angle)], dim=-1).reshape(-1)
+        if model.config.sinusoidal_layout == "halves":  # Marian's: every sine, then every cosine
+            expected = torch.cat([torch.sin(angle), torch.cos(angle)])
+        else:
+            expected = torch.stack([torch.sin(angle), torch.cos(angle)], dim=-1).reshape(-1)
         close(pe, expected, atol=1e-4)
     else:
         close(pe, model.positions.embedding.weight[position])
@@ -164,7 +172,8 @@ def feed_forward_check(model, walk, block, side, residual_module, ff, x_in):
     if pre:
         close(x, layer_norm(x_in, residual_module.norm))
     hidden = numbers(walk, f"{block}.{sub}.hidden")
-    close(hidden["hidden"], torch.relu(linear(x, ff.fc1)))
+    activation = {"relu": torch.relu, "gelu": F.gelu}[model.config.activation]
+    close(hidden["hidden"], activation(linear(x, ff.fc1)))
     assert hidden["firing"] == int((hidden["hidden"] > 0).sum())
     out = numbers(walk, f"{block}.{sub}.output")["output"]
     close(out, linear(hidden["hidden"], ff.fc2))
@@ -226,7 +235,7 @@ def decode_step_logits(model, translation, step):
         mask = (src != model.config.pad_id)[:, None, None, :]
         memory = model.encode(src, mask)
         cache = model.new_cache()
-        for t, token in enumerate([BOS_ID] + translation.tgt_ids[:step]):
+        for token in [model.config.decoder_start_id] + translation.tgt_ids[:step]:
             logits = model.decode_step(memory, mask, torch.tensor([token]), cache)
     return logits[0].double()
 
@@ -245,7 +254,7 @@ def test_out_of_the_model(setup, tokenizer_file):
     weight = (model.tgt_embed.weight if model.config.tie_output else model.generator.weight).detach()
     close(final.double() @ weight.double().T + model.generator.bias.detach().double(), expected, atol=1e-4)
     forbidden = expected.clone()
-    forbidden[[model.config.pad_id, BOS_ID]] = float("-inf")
+    forbidden[[model.config.pad_id, model.config.decoder_start_id]] = float("-inf")
     probs = torch.softmax(forbidden, dim=-1)
     softmax = numbers(walk, "output.softmax")
     close(softmax["probabilities"], probs.topk(len(ids)).values, atol=1e-6)
@@ -267,7 +276,7 @@ def test_stage_order_follows_the_norm_placement(setup):
 def test_recording_changes_nothing_and_leaves_no_hooks(setup):
     model, _, translation, _, _, _ = setup
     src = torch.tensor([translation.src_ids])
-    tgt = torch.tensor([[BOS_ID] + translation.tgt_ids[:-1]])
+    tgt = torch.tensor([[model.config.decoder_start_id] + translation.tgt_ids[:-1]])
     with torch.no_grad():
         plain = model(src, tgt)
         with record(model, tuple(WALK_PROBES)):

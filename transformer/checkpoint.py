@@ -1,5 +1,8 @@
 """Checkpoint folders: config.json, model.safetensors, spm.model, metrics.json.
 
+A Marian model converted from Hugging Face (convert_marian.py) keeps its tokenizer as source.spm, target.spm and
+vocab.json instead of spm.model, which config.json's "tokenizer" section names ("type": "marian").
+
 Loading never unpickles: weights come only through safetensors, settings through JSON. Every problem
 is reported as a `CheckpointError` naming the file and what is wrong with it.
 """
@@ -15,6 +18,7 @@ from safetensors.torch import load_file, save_file
 from .core.attention import stack_separate_projections
 from .core.config import ModelConfig
 from .core.model import Transformer
+from .marian_tokenizer import MarianTokenizer
 from .tokenizer import Tokenizer
 
 CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE, METRICS_FILE = (
@@ -48,15 +52,19 @@ def unique_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 def save_checkpoint(directory, model: Transformer, tokenizer_file, extra_config: dict | None = None,
                     metrics: dict | None = None, dtype: torch.dtype = torch.float32) -> Path:
+    """`tokenizer_file`: the spm.model to copy in, or a list of the tokenizer's files (a Marian tokenizer's three)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     config = {"model": model.config.to_dict(), **(extra_config or {})}
     (directory / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n")
     state = {name: t.detach().to("cpu", dtype).contiguous() for name, t in unique_state_dict(model).items()}
     save_file(state, str(directory / WEIGHTS_FILE), metadata={"format": "pt"})
-    tokenizer_file = Path(tokenizer_file)
-    if tokenizer_file.resolve() != (directory / TOKENIZER_FILE).resolve():
-        (directory / TOKENIZER_FILE).write_bytes(tokenizer_file.read_bytes())
+    files = [Path(tokenizer_file)] if isinstance(tokenizer_file, (str, Path)) else [Path(f) for f in tokenizer_file]
+    for file in files:
+        # a single file is the spm.model whatever its name; a list keeps the names the tokenizer reads
+        target = directory / (TOKENIZER_FILE if isinstance(tokenizer_file, (str, Path)) else file.name)
+        if file.resolve() != target.resolve():
+            target.write_bytes(file.read_bytes())
     if metrics is not None:
         (directory / METRICS_FILE).write_text(json.dumps(metrics, indent=2) + "\n")
     return directory
@@ -138,16 +146,31 @@ def load_checkpoint(directory, device="cpu") -> tuple[Transformer, Tokenizer, di
     config, model_config = read_config(directory)
     model = Transformer(model_config)
     load_weights(model, directory / WEIGHTS_FILE)
-    try:
-        tokenizer = Tokenizer.load(directory / TOKENIZER_FILE)
-    except (FileNotFoundError, ValueError) as error:
-        raise CheckpointError(str(error)) from error
+    tokenizer, vocabulary_file = load_tokenizer(directory, config, model_config)
     if tokenizer.vocab_size != model_config.tgt_vocab_size or tokenizer.vocab_size != model_config.src_vocab_size:
         raise CheckpointError(
-            f"{directory / TOKENIZER_FILE}: vocabulary of {tokenizer.vocab_size} pieces does not match config.json "
+            f"{vocabulary_file}: vocabulary of {tokenizer.vocab_size} pieces does not match config.json "
             f"(src {model_config.src_vocab_size}, tgt {model_config.tgt_vocab_size})"
         )
+    for name, expected in (("pad", model_config.pad_id), ("unk", model_config.unk_id), ("eos", model_config.eos_id),
+                           ("bos", model_config.decoder_start_id)):
+        if getattr(tokenizer, f"{name}_id") != expected:
+            actual = getattr(tokenizer, f"{name}_id")
+            raise CheckpointError(f"{vocabulary_file}: the tokenizer's {name} id is {actual}, config.json's model "
+                                  f"says {expected}")
     return model.to(device).eval(), tokenizer, config
+
+
+def load_tokenizer(directory: Path, config: dict, model_config: ModelConfig):
+    """The tokenizer config.json names (ours: spm.model; "type": "marian": Marian's three files), and the file
+    that holds its vocabulary, for messages."""
+    marian = config.get("tokenizer", {}).get("type") == "marian"
+    try:
+        if marian:
+            return MarianTokenizer.load(directory, model_config.decoder_start_id), directory / "vocab.json"
+        return Tokenizer.load(directory / TOKENIZER_FILE), directory / TOKENIZER_FILE
+    except (FileNotFoundError, ValueError) as error:
+        raise CheckpointError(str(error)) from error
 
 
 def read_metrics(directory) -> dict | None:

@@ -1,6 +1,8 @@
-"""A thin layer over sentencepiece with fixed special ids.
+"""A thin layer over sentencepiece with fixed special ids: one joint model for both languages.
 
 Ids: 0 <pad>, 1 <unk>, 2 <s> (BOS, starts every decoder input), 3 </s> (EOS, ends every sentence).
+Marian models converted from Hugging Face bring their own layout (marian_tokenizer.py); code that runs with
+either reads the ids from the tokenizer (`tokenizer.eos_id`) or from the model's config, never these constants.
 """
 from __future__ import annotations
 
@@ -63,7 +65,16 @@ class Tokenizer:
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
         return self.processor.encode(texts, out_type=int)
 
+    # target-language text (a forced prefix, a reference); one joint model here, two in Marian's layout
+    encode_target, encode_target_batch = encode, encode_batch
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """The files a checkpoint folder keeps this tokenizer in."""
+        return ("spm.model",)
+
     def pieces(self, text: str) -> list[str]:
+        """Target-language text as pieces (a typed what-if continuation)."""
         return self.processor.encode(text, out_type=str)
 
     @cached_property

@@ -40,7 +40,13 @@ def card_markdown(profile) -> str:
         f"vocabulary {config.tgt_vocab_size:,}{', shared embeddings' if config.share_embeddings else ''}"
         f"{', output tied to the target embedding' if config.tie_output else ''}.",
     ]
-    if metrics:
+    if metrics and "origin" in metrics:  # a model converted from Hugging Face (transformer/convert_marian.py)
+        origin = metrics["origin"]
+        lines.append(f"Converted from Hugging Face {literal(str(origin.get('source', '?')))} "
+                     f"({literal(str(origin.get('architecture', '?')))}, license "
+                     f"{literal(str(origin.get('license', '?')))}): {config.activation} feed-forward, post-norm layers "
+                     "without a final norm, Marian's sinusoidal layout.")
+    elif metrics:
         scores = metrics.get("scores", {})
         stages = training_stages(metrics)
         lines.append(f"Trained in {len(stages)} stage(s): " + "; then ".join(

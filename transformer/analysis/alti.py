@@ -33,7 +33,6 @@ from ..core.head_mask import heads_masked, heads_masked_now
 from ..core.model import Transformer
 from ..core.probes import ATTENTION_KINDS
 from ..decoding.trace import ALTI_PLUS, Translation
-from ..tokenizer import BOS_ID
 from .registry import Analysis, ModelAccess
 
 _pass: ContextVar = ContextVar("alti_pass", default=None)  # the alti_plus call whose hooks listen in this context
@@ -92,7 +91,7 @@ def rollout(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_of
     if model.config.norm != "pre":
         raise ValueError("alti_plus reads pre-norm layers (x + f(LN(x))); this model is post-norm")
     src = torch.tensor([src_ids], device=model.device)
-    tgt = torch.tensor([[BOS_ID] + list(tgt_ids[:-1])], device=model.device)
+    tgt = torch.tensor([[model.config.decoder_start_id] + list(tgt_ids[:-1])], device=model.device)
     seen = {}  # residual module -> (its input x, its output y), and the encoder's normalised output
     listening = object()  # the hooks keep only this call's pass: other requests may run the same model meanwhile
 

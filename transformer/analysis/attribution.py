@@ -21,7 +21,6 @@ import torch
 
 from ..core.model import Transformer, padding_mask
 from ..decoding.trace import Translation
-from ..tokenizer import BOS_ID
 from .registry import Analysis, ModelAccess
 
 
@@ -44,7 +43,7 @@ def input_x_gradient(model: Transformer, src_ids: list[int], tgt_ids: list[int])
     # make every tensor inside: one made in inference mode cannot be saved for backward
     with torch.inference_mode(False), torch.enable_grad():
         src = torch.tensor([src_ids], dtype=torch.long, device=device)
-        tgt_in = torch.tensor([[BOS_ID] + list(tgt_ids[:-1])], dtype=torch.long, device=device)
+        tgt_in = torch.tensor([[model.config.decoder_start_id] + list(tgt_ids[:-1])], dtype=torch.long, device=device)
         targets = torch.tensor(tgt_ids, dtype=torch.long, device=device)
         embeddings = model.src_embed(src).detach().requires_grad_(True)  # (1, S, D)
 

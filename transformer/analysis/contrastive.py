@@ -22,7 +22,6 @@ import torch
 
 from ..core.model import Transformer, padding_mask
 from ..decoding.trace import Translation
-from ..tokenizer import BOS_ID
 from .alti_logit import LogitContrast, alti_logit
 from .registry import Analysis, ModelAccess
 
@@ -56,7 +55,7 @@ def contrastive_input_x_gradient(model: Transformer, src_ids: list[int], tgt_ids
     # decoding runs under inference_mode; switch it and no_grad off here and make every tensor inside
     with torch.inference_mode(False), torch.enable_grad():
         src = torch.tensor([src_ids], dtype=torch.long, device=device)
-        tgt_in = torch.tensor([[BOS_ID] + list(tgt_ids[:step])], dtype=torch.long, device=device)
+        tgt_in = torch.tensor([[model.config.decoder_start_id] + list(tgt_ids[:step])], dtype=torch.long, device=device)
         leaves = {}
 
         def use_leaf(module, inputs, output):

@@ -38,7 +38,6 @@ from ..corpus.data import read_parallel_or_exit
 from ..decoding.trace import Translation
 from ..decoding.translator import Translator
 from ..numbers import NumberError, parsed_number
-from ..tokenizer import BOS_ID, UNK_ID
 from .alti import alti_plus
 from .attribution import input_x_gradient
 from .cli import add_checkpoint_and_data, add_hardware, check_data_dir, use_threads
@@ -78,9 +77,10 @@ def deletion_curve(model: Transformer, src_ids: list[int], tgt_ids: list[int], s
     sources = np.tile(np.array(src_ids), (steps + 1, outputs, 1))  # (K + 1, T, S)
     for k in range(1, steps + 1):
         for t in range(outputs):
-            sources[k, t, order[t, :k]] = UNK_ID
+            sources[k, t, order[t, :k]] = model.config.unk_id
     src = torch.tensor(sources.reshape(-1, length), device=model.device)
-    tgt_in = torch.tensor([[BOS_ID] + list(tgt_ids[:-1])], device=model.device).expand(src.size(0), -1)
+    tgt_in = torch.tensor([[model.config.decoder_start_id] + list(tgt_ids[:-1])], device=model.device)
+    tgt_in = tgt_in.expand(src.size(0), -1)
     logits = model(src, tgt_in)  # (rows, T, V); row (k, t) is read at position t only
     rows = torch.arange(src.size(0), device=model.device)
     positions = torch.arange(outputs, device=model.device).repeat(steps + 1)

@@ -22,7 +22,6 @@ from ..core.head_mask import heads_masked
 from ..core.model import Transformer
 from ..core.probes import ATTENTION_KINDS, NORM_PROBES
 from ..decoding.trace import ALTI_PLUS, NORMS, Norms, Translation, weighted_norms
-from ..tokenizer import BOS_ID
 from .registry import Analysis, ModelAccess
 
 __all__ = ["ANALYSIS", "Norms", "add_norms", "norms_analysis", "transported_norms", "weighted_norms"]
@@ -35,7 +34,7 @@ def transported_norms(
     and cross, the decoder inputs (<s>, then tgt_ids[:-1]) for decoder_self."""
     device = model.device
     src = torch.tensor([src_ids], device=device)
-    tgt = torch.tensor([[BOS_ID] + list(tgt_ids[:-1])], device=device)
+    tgt = torch.tensor([[model.config.decoder_start_id] + list(tgt_ids[:-1])], device=device)
     with torch.no_grad(), heads_masked(model, heads_off), record(model, NORM_PROBES) as recording:
         model.layers_pass(src, tgt)
     return {kind: recording[f"{kind}_norms"][:, 0].float().cpu().numpy() for kind in ATTENTION_KINDS}

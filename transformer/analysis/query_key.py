@@ -19,7 +19,6 @@ from ..core.head_mask import heads_masked
 from ..core.model import Transformer
 from ..core.probes import ATTENTION_KINDS
 from ..decoding.trace import Translation
-from ..tokenizer import BOS_ID
 from .registry import Analysis, ModelAccess
 
 
@@ -50,7 +49,7 @@ def query_key(model: Transformer, src_ids: list[int], tgt_ids: list[int], kind: 
     if not 0 <= query < queries:
         raise ValueError(f"query must be in [0, {queries - 1}] for {kind}, got {query}")
     src = torch.tensor([src_ids], device=model.device)
-    tgt = torch.tensor([[BOS_ID] + list(tgt_ids[:-1])], device=model.device)
+    tgt = torch.tensor([[model.config.decoder_start_id] + list(tgt_ids[:-1])], device=model.device)
     names = [f"{kind}_queries", f"{kind}_keys"]
     with torch.no_grad(), heads_masked(model, heads_off), record(model, names) as recording:
         model.layers_pass(src, tgt)

@@ -5,6 +5,11 @@ from dataclasses import asdict, dataclass, fields
 
 NORM_PLACEMENTS = ("pre", "post")
 POSITIONAL_ENCODINGS = ("sinusoidal", "learned")
+# "interleaved": sin at even features, cos at odd ones (the paper, our checkpoints); "halves": sines in the first
+# half of the features, cosines in the second (Marian, and Hugging Face's MarianSinusoidalPositionalEmbedding)
+SINUSOIDAL_LAYOUTS = ("interleaved", "halves")
+# the feed-forward block's nonlinearity; "swish" is Marian's name for SiLU, x * sigmoid(x)
+ACTIVATIONS = ("relu", "gelu", "swish", "silu")
 
 
 @dataclass
@@ -23,7 +28,17 @@ class ModelConfig:
     pos_encoding: str = "sinusoidal"  # "sinusoidal" (fixed buffer, the paper) or "learned" (a trained table)
     share_embeddings: bool = False  # one embedding for source and target (needs a joint vocabulary)
     tie_output: bool = False  # output projection reuses the target embedding matrix (Press & Wolf, 2017)
+    activation: str = "relu"  # the feed-forward nonlinearity, one of ACTIVATIONS (gelu: the exact erf form)
+    sinusoidal_layout: str = "interleaved"  # where sines and cosines sit in the fixed table, one of SINUSOIDAL_LAYOUTS
+    scale_embedding: bool = True  # token embeddings times sqrt(d_model) (section 3.4); Marian's `scale_embedding`
+    # The output projection `generator` always carries a bias: trained in our checkpoints, Marian's fixed
+    # `final_logits_bias` in converted ones (zeros in most OPUS-MT models), so no field switches it.
     pad_id: int = 0  # padding id: masked out as a key and ignored by the loss
+    unk_id: int = 1  # the unknown piece, what a deleted source piece becomes (analysis/faithfulness.py)
+    # the first decoder input of every translation: <s> in our checkpoints; Marian starts from <pad>, which is then
+    # a real key at position 0 (the decoder's padding mask never hides position 0)
+    decoder_start_id: int = 2
+    eos_id: int = 3  # ends every source and every translation
 
     def __post_init__(self) -> None:
         problems = []
@@ -40,13 +55,25 @@ class ModelConfig:
             problems.append(f"norm must be one of {NORM_PLACEMENTS}, got {self.norm!r}")
         if self.pos_encoding not in POSITIONAL_ENCODINGS:
             problems.append(f"pos_encoding must be one of {POSITIONAL_ENCODINGS}, got {self.pos_encoding!r}")
+        if self.activation not in ACTIVATIONS:
+            problems.append(f"activation must be one of {ACTIVATIONS}, got {self.activation!r}")
+        if self.sinusoidal_layout not in SINUSOIDAL_LAYOUTS:
+            problems.append(f"sinusoidal_layout must be one of {SINUSOIDAL_LAYOUTS}, got {self.sinusoidal_layout!r}")
+        for name in ("final_norm", "share_embeddings", "tie_output", "scale_embedding"):
+            if not isinstance(getattr(self, name), bool):
+                problems.append(f"{name} must be true or false, got {getattr(self, name)!r}")
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             problems.append(
                 "share_embeddings needs src_vocab_size == tgt_vocab_size "
                 f"(got {self.src_vocab_size} and {self.tgt_vocab_size}); use a joint vocabulary or set it False"
             )
-        if not problems and not 0 <= self.pad_id < min(self.src_vocab_size, self.tgt_vocab_size):
-            problems.append(f"pad_id ({self.pad_id}) must be a valid id in both vocabularies")
+        if not problems:
+            for name in ("pad_id", "unk_id", "decoder_start_id", "eos_id"):
+                value = getattr(self, name)
+                if (not isinstance(value, int) or isinstance(value, bool)
+                        or not 0 <= value < min(self.src_vocab_size, self.tgt_vocab_size)):
+                    problems.append(f"{name} must be a valid id in both vocabularies, in "
+                                    f"[0, {min(self.src_vocab_size, self.tgt_vocab_size)}), got {value!r}")
         if problems:
             raise ValueError("invalid ModelConfig: " + "; ".join(problems))
 

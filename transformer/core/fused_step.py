@@ -5,7 +5,7 @@ weights) and the ~90 ATen operator calls around it (norms, reshapes, softmaxes, 
 arithmetic. The kernel runs the same pre-norm layers, the final norm and the output projection in C++ on the same
 float16 weight copies (half_linear.py), with the self-attention cache preallocated to the model's max_len.
 
-It runs where it computes what the Python step would: the kernel built, a pre-norm model with a final norm in eval
+It runs where it computes what the Python step would: the kernel built, a pre-norm ReLU model with a final norm in eval
 mode on the CPU, every weight's float16 copy current, at most MAX_ROWS rows, no heads switched off in this context,
 and open recordings asking for nothing but the decoder's attention probabilities and layer outputs, which it
 records as the forward hooks would. Anything else decodes through `Transformer.decode_step`. Its numbers equal the
@@ -143,6 +143,17 @@ def fused_weights(model) -> FusedWeights | None:
     return model._fused_weights
 
 
+def unfit_architecture(config) -> str | None:
+    """Why the kernel cannot run a model of this configuration whatever the context (its layers' shape or its
+    activation), else None: what the app's footer names per model."""
+    if config.norm != "pre" or not config.final_norm:
+        shape = f"{config.norm}-norm {'with' if config.final_norm else 'without'} a final norm"
+        return f"the kernel runs pre-norm layers with a final norm; this model is {shape}"
+    if config.activation != "relu":
+        return f"the kernel's feed-forward is ReLU; this model's is {config.activation}"
+    return None
+
+
 def why_not_fused(model, rows: int) -> str | None:
     """None when `FusedStep.start` would run the kernel for `rows` rows in this context, else the reason."""
     config = model.config
@@ -152,8 +163,8 @@ def why_not_fused(model, rows: int) -> str | None:
         return f"the compiled kernel is {KERNEL.status}"
     if model.training or model.device.type != "cpu" or model.generator.weight.dtype != torch.float32:
         return "the kernel decodes float32 models in eval mode on the CPU"
-    if config.norm != "pre" or not config.final_norm:
-        return "the kernel runs pre-norm layers with a final norm"
+    if unfit_architecture(config):
+        return unfit_architecture(config)
     if model.int8_decoding and not KERNEL.module.has_avx512():
         return "int8 decoding (model.int8_decoding) needs an AVX-512 CPU"
     if rows > MAX_ROWS:

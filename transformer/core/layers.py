@@ -18,18 +18,22 @@ from .half_linear import project
 from .source_attention import SourceProjection
 from .tap import Tap, tap
 
+# config.activation -> the function; "swish" is Marian's name for SiLU
+ACTIVATION_FUNCTIONS = {"relu": torch.relu, "gelu": F.gelu, "swish": F.silu, "silu": F.silu}
+
 
 class FeedForward(nn.Module):
-    """Position-wise feed-forward network, ReLU(x W1 + b1) W2 + b2 (section 3.3)."""
+    """Position-wise feed-forward network, act(x W1 + b1) W2 + b2 with act ReLU (section 3.3) or the configured one."""
 
     def __init__(self, config: ModelConfig, side: str = "encoder"):
         super().__init__()
         self.fc1 = nn.Linear(config.d_model, config.d_ff)
         self.fc2 = nn.Linear(config.d_ff, config.d_model)
+        self.activation = ACTIVATION_FUNCTIONS[config.activation]
         self.hidden = Tap(f"{side}_ff_hidden")  # the units after the activation, for the walk-through
 
     def forward(self, x):
-        hidden = torch.relu(project(x, self.fc1))
+        hidden = self.activation(project(x, self.fc1))
         tap(self.hidden, hidden)
         return project(hidden, self.fc2)
 

@@ -20,12 +20,13 @@ from .tap import Tap, tap
 
 
 class TokenEmbedding(nn.Module):
-    """Token embedding scaled by sqrt(D) (section 3.4), so it is not drowned by the positional part."""
+    """Token embedding scaled by sqrt(D) (section 3.4), so it is not drowned by the positional part; unscaled
+    (`scale_embedding=False`) in models trained that way."""
 
-    def __init__(self, vocab_size: int, d_model: int):
+    def __init__(self, vocab_size: int, d_model: int, scaled: bool = True):
         super().__init__()
         self.embedding = nn.Embedding(vocab_size, d_model)
-        self.scale = math.sqrt(d_model)
+        self.scale = math.sqrt(d_model) if scaled else 1.0
 
     @property
     def weight(self) -> nn.Parameter:
@@ -38,6 +39,14 @@ class TokenEmbedding(nn.Module):
 def padding_mask(tokens: torch.Tensor, pad_id: int) -> torch.Tensor:
     """(B, L) -> (B, 1, 1, L): True for real keys."""
     return (tokens != pad_id)[:, None, None, :]
+
+
+def target_padding_mask(tgt: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """`padding_mask` of decoder inputs (B, T), position 0 always real: it holds the decoder's start token, which
+    is <pad> itself in Marian models."""
+    mask = padding_mask(tgt, pad_id).clone()
+    mask[..., 0] = True
+    return mask
 
 
 def causal_mask(length: int, device) -> torch.Tensor:
@@ -58,10 +67,9 @@ class Transformer(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.config = config
-        self.src_embed = TokenEmbedding(config.src_vocab_size, config.d_model)
-        self.tgt_embed = (
-            self.src_embed if config.share_embeddings else TokenEmbedding(config.tgt_vocab_size, config.d_model)
-        )
+        self.src_embed = TokenEmbedding(config.src_vocab_size, config.d_model, config.scale_embedding)
+        self.tgt_embed = (self.src_embed if config.share_embeddings
+                          else TokenEmbedding(config.tgt_vocab_size, config.d_model, config.scale_embedding))
         self.positions = build_positions(config)
         self.embed_dropout = nn.Dropout(config.dropout)
         self.encoder_layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.n_layers))
@@ -158,7 +166,7 @@ class Transformer(nn.Module):
     def decoder_layers_output(self, memory, src_mask, tgt, tgt_mask=None) -> torch.Tensor:
         """(B, T) -> the last decoder layer's output (B, T, D), before the final norm and the output projection."""
         if tgt_mask is None:
-            tgt_mask = padding_mask(tgt, self.config.pad_id) & causal_mask(tgt.size(1), tgt.device)
+            tgt_mask = target_padding_mask(tgt, self.config.pad_id) & causal_mask(tgt.size(1), tgt.device)
         x = self.embed(tgt, self.tgt_embed, side="decoder")
         for layer in self.decoder_layers:
             x = layer(x, memory, src_mask, tgt_mask)

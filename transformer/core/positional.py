@@ -12,8 +12,14 @@ from torch import nn
 from .config import ModelConfig
 
 
-def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
-    """PE[pos, 2i] = sin(pos / 10000^(2i/D)), PE[pos, 2i+1] = cos(pos / 10000^(2i/D)); shape (max_len, D)."""
+def sinusoidal_table(max_len: int, d_model: int, layout: str = "interleaved") -> torch.Tensor:
+    """PE[pos, 2i] = sin(pos / 10000^(2i/D)), PE[pos, 2i+1] = cos(pos / 10000^(2i/D)); shape (max_len, D).
+    `layout="halves"` puts the same sines in the first ceil(D/2) features and the cosines after them, as Marian
+    does, computed in float64 as Hugging Face's MarianSinusoidalPositionalEmbedding computes it."""
+    if layout == "halves":
+        positions = torch.arange(max_len, dtype=torch.float64).unsqueeze(1)
+        angles = positions / torch.pow(10000.0, 2 * (torch.arange(d_model, dtype=torch.float64) // 2) / d_model)
+        return torch.cat([torch.sin(angles[:, 0::2]), torch.cos(angles[:, 1::2])], dim=1).float()
     positions = torch.arange(max_len, dtype=torch.float32).unsqueeze(1)
     frequencies = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
     table = torch.zeros(max_len, d_model)
@@ -26,7 +32,8 @@ class SinusoidalPositions(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
         # derived from the config, so not saved with the weights
-        self.register_buffer("table", sinusoidal_table(config.max_len, config.d_model), persistent=False)
+        table = sinusoidal_table(config.max_len, config.d_model, config.sinusoidal_layout)
+        self.register_buffer("table", table, persistent=False)
 
     def forward(self, start: int, length: int) -> torch.Tensor:
         return self.table[start : start + length]

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from ..decoding.translator import Translator
-from ..tokenizer import BOS_ID, EOS_ID, Tokenizer
+from ..tokenizer import Tokenizer
 from .data import ParallelCorpus
 
 
@@ -46,8 +46,9 @@ class EncodedCorpus:
 
     @classmethod
     def build(cls, corpus: ParallelCorpus, tokenizer: Tokenizer, max_len: int) -> "EncodedCorpus":
-        source = [ids[: max_len - 1] + [EOS_ID] for ids in tokenizer.encode_batch(corpus.source)]
-        target = [[BOS_ID] + ids[: max_len - 2] + [EOS_ID] for ids in tokenizer.encode_batch(corpus.target)]
+        eos, start = tokenizer.eos_id, tokenizer.bos_id
+        source = [ids[: max_len - 1] + [eos] for ids in tokenizer.encode_batch(corpus.source)]
+        target = [[start] + ids[: max_len - 2] + [eos] for ids in tokenizer.encode_target_batch(corpus.target)]
         return cls(source, target)
 
     def lengths(self) -> list[int]:

@@ -12,7 +12,6 @@ import torch
 
 from ..core.capture import record
 from ..core.head_mask import heads_masked
-from ..tokenizer import BOS_ID
 from .step_decoder import forbid_never_produced
 from .strategies.single_path import TRACE_TOPK
 
@@ -28,10 +27,10 @@ def hypothesis_step(translator, src_ids: list[int], prefix_ids: list[int]) -> Hy
     """The step that follows the target `prefix_ids` (ids after <s>) for the source `src_ids`."""
     model = translator.model
     src = torch.tensor([src_ids], device=model.device)
-    decoder_input = torch.tensor([[BOS_ID] + list(prefix_ids)], device=model.device)
+    decoder_input = torch.tensor([[model.config.decoder_start_id] + list(prefix_ids)], device=model.device)
     with record(model, ["cross"]) as recording:
         logits = model(src, decoder_input)[0, -1].float()
-    forbid_never_produced(logits, model.config.pad_id)
+    forbid_never_produced(logits, model.config)
     top_probs, top_ids = logits.softmax(-1).topk(TRACE_TOPK)
     piece = translator.tokenizer.id_to_piece
     cross = recording["cross"][:, 0, :, -1, :].float().cpu().numpy()
@@ -44,8 +43,8 @@ def output_log_prob(translator, src_ids: list[int], tgt_ids: list[int], heads_of
     switched off."""
     model = translator.model
     src = torch.tensor([src_ids], device=model.device)
-    decoder_input = torch.tensor([[BOS_ID] + list(tgt_ids[:-1])], device=model.device)
+    decoder_input = torch.tensor([[model.config.decoder_start_id] + list(tgt_ids[:-1])], device=model.device)
     with heads_masked(model, list(heads_off or [])):
-        logits = forbid_never_produced(model(src, decoder_input)[0].float(), model.config.pad_id)
+        logits = forbid_never_produced(model(src, decoder_input)[0].float(), model.config)
     targets = torch.tensor(tgt_ids, device=model.device)
     return float(logits.log_softmax(-1).gather(1, targets[:, None]).sum())

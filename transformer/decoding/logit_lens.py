@@ -29,7 +29,7 @@ def logit_lens(model: Transformer, decoder_hidden: np.ndarray, chosen_ids: list[
     """decoder_hidden (L, T, D): each decoder layer's output at each step (the "decoder_hidden" probe)."""
     hidden = torch.from_numpy(decoder_hidden).to(model.device, model.generator.weight.dtype)
     logits = model.generator(model.decoder_norm(hidden)).float()  # (L, T, V)
-    forbid_never_produced(logits, model.config.pad_id)
+    forbid_never_produced(logits, model.config)
     probs = logits.softmax(dim=-1)
     top_probs, top_ids = probs.topk(LENS_TOPK, dim=-1)
     chosen = torch.tensor(chosen_ids, device=probs.device)

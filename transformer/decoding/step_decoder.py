@@ -8,18 +8,18 @@ import torch
 
 from ..core.fused_step import FusedStep
 from ..core.model import Transformer, padding_mask
-from ..tokenizer import BOS_ID
 
 
-def never_produced_ids(pad_id: int, device) -> torch.Tensor:
-    """The ids no decoding ever produces: padding and <s>."""
-    return torch.tensor([pad_id, BOS_ID], device=device)
+def never_produced_ids(config, device) -> torch.Tensor:
+    """The ids no decoding ever produces: padding and the decoder's start token (<s>; <pad> again in Marian models,
+    whose `bad_words_ids` forbid it). `config` is the model's ModelConfig."""
+    return torch.tensor(sorted({config.pad_id, config.decoder_start_id}), device=device)
 
 
-def forbid_never_produced(logits: torch.Tensor, pad_id: int, ids: torch.Tensor | None = None) -> torch.Tensor:
-    """`logits` (..., V) with padding and <s> at -inf, in place: the one rule every reading of the output
+def forbid_never_produced(logits: torch.Tensor, config, ids: torch.Tensor | None = None) -> torch.Tensor:
+    """`logits` (..., V) with padding and the start token at -inf, in place: the one rule every reading of the output
     distribution shares with decoding. `ids` (never_produced_ids) saves building the index in a hot loop."""
-    ids = never_produced_ids(pad_id, logits.device) if ids is None else ids
+    ids = never_produced_ids(config, logits.device) if ids is None else ids
     return logits.index_fill_(-1, ids, float("-inf"))
 
 
@@ -50,18 +50,19 @@ class StepDecoder:
         self.src_mask = None if bool(src_mask.all()) else src_mask
         self.fused = FusedStep.start(model, memory, self.src_mask) if use_cache else None
         self.cache = model.new_cache() if use_cache and self.fused is None else None
-        self.prefix = torch.full((memory.size(0), 1), BOS_ID, dtype=torch.long, device=memory.device)
-        self.never_produced = never_produced_ids(model.config.pad_id, memory.device)
+        start = model.config.decoder_start_id
+        self.prefix = torch.full((memory.size(0), 1), start, dtype=torch.long, device=memory.device)
+        self.never_produced = never_produced_ids(model.config, memory.device)
 
     def step(self) -> torch.Tensor:
-        """(N, V) float32 logits of the next token; padding and BOS can never be produced."""
+        """(N, V) float32 logits of the next token; padding and the start token can never be produced."""
         if self.fused is not None:
             logits = self.fused.step(self.prefix[:, -1])
         elif self.use_cache:
             logits = self.model.decode_step(self.memory, self.src_mask, self.prefix[:, -1], self.cache)
         else:
             logits = self.model.decode(self.memory, self.src_mask, self.prefix)[:, -1]
-        return forbid_never_produced(logits.float(), self.model.config.pad_id, self.never_produced)
+        return forbid_never_produced(logits.float(), self.model.config, self.never_produced)
 
     def select_rows(self, rows: list[int]) -> None:
         """Keeps batch rows `rows`, in that order (rows may repeat: beam search copies hypotheses)."""

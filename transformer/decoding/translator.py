@@ -18,7 +18,7 @@ from ..checkpoint import (
 from ..core.head_mask import HeadMaskError, check_heads_off, heads_masked
 from ..core.model import Transformer
 from ..core.probes import ATTENTION_KINDS, check_probe_names
-from ..tokenizer import EOS_ID, UNK_ID, Tokenizer
+from ..tokenizer import Tokenizer
 from .decoded import DecodedSentence
 from .logit_lens import logit_lens
 from .strategies import SettingError, build_settings, get_strategy
@@ -75,18 +75,19 @@ class Translator:
         if metrics is None and self.source and (self.source / METRICS_FILE).is_file():
             metrics = self.metrics
         extra = {k: v for k, v in self.config.items() if k != "model"}
-        return save_checkpoint(directory, self.model, self._tokenizer_file(), extra, metrics, dtype)
+        return save_checkpoint(directory, self.model, self._tokenizer_files(), extra, metrics, dtype)
 
-    def _tokenizer_file(self) -> Path:
+    def _tokenizer_files(self) -> Path | list[Path]:
         if self.source is None:
             raise ValueError("this Translator was not loaded from a folder; save with checkpoint.save_checkpoint")
-        return self.source / TOKENIZER_FILE
+        files = [self.source / name for name in self.tokenizer.files]
+        return files[0] if files == [self.source / TOKENIZER_FILE] else files
 
     def source_ids(self, text: str) -> tuple[list[int], bool]:
         """Ids ending with EOS, cut to fit the model's positions; and whether it was cut."""
         ids = self.tokenizer.encode(text)
         room = self.model.config.max_len - 1
-        return ids[:room] + [EOS_ID], len(ids) > room
+        return ids[:room] + [self.tokenizer.eos_id], len(ids) > room
 
     def translate(self, text: str, **settings) -> Translation:
         return self.translate_batch([text], **settings)[0]
@@ -98,17 +99,17 @@ class Translator:
             return []
         if isinstance(prefix, str):
             before, ends, _ = prefix.partition("</s>")
-            ids = self.tokenizer.encode(before) + ([EOS_ID] if ends else [])
+            ids = self.tokenizer.encode_target(before) + ([self.tokenizer.eos_id] if ends else [])
         elif isinstance(prefix, (list, tuple)) and all(isinstance(p, str) for p in prefix):
             ids = [self.tokenizer.piece_to_id(p) for p in prefix]
             unknown = [p for p, i in zip(prefix, ids) if self.tokenizer.id_to_piece(i) != p]
             if unknown:
                 raise SettingError(f"prefix pieces {unknown} are not in the vocabulary")
-            if EOS_ID in ids:
-                ids = ids[: ids.index(EOS_ID) + 1]
+            if self.tokenizer.eos_id in ids:
+                ids = ids[: ids.index(self.tokenizer.eos_id) + 1]
         else:
             raise SettingError(f"prefix must be text or a list of pieces, got {prefix!r}")
-        if UNK_ID in ids:
+        if self.tokenizer.unk_id in ids:
             raise SettingError(f"prefix {prefix!r} has characters the tokenizer cannot express")
         limit = min(max_length or self.model.config.max_len, self.model.config.max_len)
         if len(ids) > limit:

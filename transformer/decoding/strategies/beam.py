@@ -18,7 +18,6 @@ import torch
 
 from ...core.capture import record
 from ...core.model import Transformer
-from ...tokenizer import EOS_ID
 from ..decoded import FINISHED, KEPT, PRUNED, DecodedSentence, SearchNode, StepTrace
 from ..probe_log import ProbeLog
 from ..step_decoder import StepDecoder, encode_batch, length_limits
@@ -111,7 +110,7 @@ def beam_search(model: Transformer, sources: list[list[int]], beam_size: int = 4
                     tree.append(node)
                     hypothesis = Hypothesis(parent.token_ids + [token], parent.token_probs + [math.exp(node.log_prob)],
                                             parent.path + [row], parent.nodes + [node.id], score)
-                    if token == EOS_ID:
+                    if token == model.config.eos_id:
                         # as in fairseq, an ending counts only from the top k candidates (so k=1 is greedy)
                         if rank < k and len(finished[sentence]) < k:
                             finished[sentence].append((node.normalized_score, hypothesis))

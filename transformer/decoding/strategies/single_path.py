@@ -13,7 +13,6 @@ import torch
 
 from ...core.capture import record
 from ...core.model import Transformer
-from ...tokenizer import BOS_ID, EOS_ID
 from ..decoded import DecodedSentence, StepTrace
 from ..probe_log import ProbeLog
 from ..step_decoder import StepDecoder, encode_batch, length_limits
@@ -67,7 +66,7 @@ def decode_single_path(
                 out = results[sentence]
                 extend(out, chosen_l[row], chosen_p[row], top_ids_l[row], top_probs_l[row], forced=row in forced_rows)
                 rows_per_step[sentence].append(row)
-                if chosen_l[row] != EOS_ID and len(out.token_ids) < limits[sentence]:
+                if chosen_l[row] != model.config.eos_id and len(out.token_ids) < limits[sentence]:
                     keep.append(row)
             if len(keep) != len(active):
                 decoder.select_rows(keep)
@@ -90,7 +89,8 @@ def decode_fused_greedy(model: Transformer, source: list[int], max_length: int |
     decoder = StepDecoder(model, memory, src_mask)
     if decoder.fused is None:
         return None
-    ids, probs, top_ids, top_probs = decoder.fused.greedy(BOS_ID, decoder.never_produced, EOS_ID, limit, TRACE_TOPK)
+    start, eos = model.config.decoder_start_id, model.config.eos_id
+    ids, probs, top_ids, top_probs = decoder.fused.greedy(start, decoder.never_produced, eos, limit, TRACE_TOPK)
     result = DecodedSentence([], [], 0.0)
     for step in zip(ids.tolist(), probs.tolist(), top_ids.tolist(), top_probs.tolist()):
         extend(result, *step, forced=False)

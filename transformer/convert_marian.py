@@ -1,0 +1,390 @@
+"""A Hugging Face Marian model (OPUS-MT) as one of our checkpoint folders.
+
+    python -m transformer.convert_marian Helsinki-NLP/opus-mt-en-de checkpoints/opus-en-de   # from the Hub
+    python -m transformer.convert_marian path/to/hf-folder checkpoints/opus-en-de             # from a local folder
+
+SRC is a local folder as `MarianMTModel.save_pretrained` and `MarianTokenizer.save_pretrained` write it (config.json,
+generation_config.json, model.safetensors or pytorch_model.bin, source.spm, target.spm, vocab.json), or a Hub name,
+downloaded where the machine reaches the Hub. OUT gets config.json, model.safetensors, the three tokenizer files,
+metrics.json (the decoding that generation_config.json asks for) and README.md, a model card naming the origin and
+its license. The folder is written beside OUT under another name and renamed into place once it loads, so a failed
+conversion leaves nothing at OUT.
+
+Marian is the architecture our Transformer implements with these settings: post-norm layers without a final norm,
+sinusoidal positions with sines and cosines in halves, token embeddings scaled by sqrt(d_model), SiLU ("swish")
+feed-forward, <pad> as the decoder's start token, and Marian's `final_logits_bias` as the output projection's bias.
+Anything else in config.json that changes the arithmetic stops the conversion with one line naming it.
+
+Only this module and the tests import `transformers` (`pip install ".[marian]"`); the app and the package never do.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+import torch
+
+from .checkpoint import CheckpointError, save_checkpoint
+from .command_line import CommandParser
+from .core.config import ModelConfig
+from .core.model import Transformer
+from .marian_tokenizer import SOURCE_FILE, TARGET_FILE, VOCAB_FILE, MarianTokenizer
+
+TOKENIZER_FILES = (SOURCE_FILE, TARGET_FILE, VOCAB_FILE)
+ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "swish": "swish", "silu": "silu"}  # Hugging Face name -> ours
+# config.json flags of the Bart family that change the arithmetic, with the one value Marian (and our model) has
+FIXED_FLAGS = {
+    "normalize_before": False,  # pre-norm layers: Marian is post-norm
+    "add_final_layer_norm": False,  # a final LayerNorm per stack
+    "normalize_embedding": False,  # a LayerNorm on the embeddings
+    "layernorm_embedding": False,
+    "static_position_embeddings": True,  # learned positions instead of the sinusoids
+    "add_bias_logits": False,
+    "is_encoder_decoder": True,
+    "is_decoder": False,
+    "scale_attention": True,
+}
+# config.json keys read into ModelConfig (or checked against each other)
+READ_KEYS = {
+    "model_type", "architectures", "vocab_size", "decoder_vocab_size", "d_model", "encoder_layers", "decoder_layers",
+    "encoder_attention_heads", "decoder_attention_heads", "encoder_ffn_dim", "decoder_ffn_dim",
+    "max_position_embeddings", "activation_function", "scale_embedding", "pad_token_id", "eos_token_id",
+    "decoder_start_token_id", "share_encoder_decoder_embeddings", "tie_word_embeddings", "dropout",
+    "attention_dropout", "num_hidden_layers", "separate_vocabs",
+}
+# keys that do not change a translation's numbers: training-only settings, generation defaults (generation_config.json
+# is read for those), label maps and bookkeeping
+INERT_KEYS = {
+    "_name_or_path", "_num_labels", "transformers_version", "torch_dtype", "dtype", "activation_dropout",
+    "encoder_layerdrop", "decoder_layerdrop", "init_std", "use_cache", "gradient_checkpointing", "classif_dropout",
+    "classifier_dropout", "id2label", "label2id", "num_labels", "bos_token_id", "forced_eos_token_id",
+    "bad_words_ids", "num_beams", "max_length", "min_length", "length_penalty", "early_stopping",
+    "no_repeat_ngram_size", "num_return_sequences", "output_attentions", "output_hidden_states", "return_dict",
+    "extra_pos_embeddings", "output_past", "model_max_length", "tokenizer_class", "prefix", "task_specific_params",
+    "chunk_size_feed_forward", "problem_type", "pruned_heads", "torchscript", "use_return_dict",
+    "renormalize_logits", "do_sample", "temperature", "top_k", "top_p", "repetition_penalty", "num_beam_groups",
+    "diversity_penalty", "tf_legacy_loss", "use_bfloat16",
+}
+
+
+class ConversionError(Exception):
+    """Something the converter does not support or cannot read; its message is one line naming it."""
+
+
+def read_json_object(path: Path) -> dict:
+    if not path.is_file():
+        raise ConversionError(f"{path}: file is missing")
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ConversionError(f"{path}: not valid JSON ({error})") from None
+    if not isinstance(value, dict):
+        raise ConversionError(f"{path}: expected a JSON object")
+    return value
+
+
+def model_config_of(hf: dict, path: Path, vocabulary: dict[str, int]) -> ModelConfig:
+    """Our ModelConfig for a Marian config.json, or a ConversionError naming what it does not support."""
+    if hf.get("model_type") != "marian":
+        raise ConversionError(f"{path}: model_type is {hf.get('model_type')!r}; only Marian models ('marian') convert")
+    unknown = sorted(set(hf) - READ_KEYS - INERT_KEYS - set(FIXED_FLAGS))
+    if unknown:
+        raise ConversionError(f"{path}: unsupported config key {unknown[0]!r} (this converter does not know whether it "
+                              f"changes the arithmetic)")
+    for flag, value in FIXED_FLAGS.items():
+        if flag in hf and hf[flag] != value:
+            raise ConversionError(f"{path}: unsupported {flag}={json.dumps(hf[flag])} (our Transformer computes "
+                                  f"Marian's {flag}={json.dumps(value)})")
+    activation = hf.get("activation_function", "gelu")
+    if activation not in ACTIVATIONS:
+        raise ConversionError(f"{path}: unsupported activation_function {activation!r}; "
+                              f"supported: {sorted(ACTIVATIONS)}")
+    for encoder, decoder in (("encoder_layers", "decoder_layers"), ("encoder_ffn_dim", "decoder_ffn_dim"),
+                             ("encoder_attention_heads", "decoder_attention_heads")):
+        if hf.get(encoder) != hf.get(decoder):
+            raise ConversionError(f"{path}: unsupported {encoder}={hf.get(encoder)} != {decoder}={hf.get(decoder)} "
+                                  "(our Transformer's two stacks have one shape)")
+    vocab_size = hf.get("vocab_size")
+    if hf.get("separate_vocabs") or hf.get("decoder_vocab_size") not in (None, vocab_size):
+        raise ConversionError(f"{path}: unsupported separate source and target vocabularies (decoder_vocab_size "
+                              f"{hf.get('decoder_vocab_size')} != vocab_size {vocab_size})")
+    if vocab_size != len(vocabulary):
+        raise ConversionError(f"{path}: vocab_size {vocab_size} does not match vocab.json's {len(vocabulary)} pieces")
+    eos = hf.get("eos_token_id")
+    try:
+        return ModelConfig(
+            src_vocab_size=vocab_size, tgt_vocab_size=vocab_size, d_model=hf.get("d_model"),
+            n_heads=hf.get("encoder_attention_heads"), n_layers=hf.get("encoder_layers"),
+            d_ff=hf.get("encoder_ffn_dim"),
+            dropout=float(hf.get("dropout", 0.1)), attention_dropout=float(hf.get("attention_dropout", 0.0)),
+            max_len=hf.get("max_position_embeddings"), norm="post", final_norm=False, pos_encoding="sinusoidal",
+            sinusoidal_layout="halves", activation=ACTIVATIONS[activation],
+            scale_embedding=bool(hf.get("scale_embedding", False)),
+            share_embeddings=bool(hf.get("share_encoder_decoder_embeddings", True)),
+            tie_output=bool(hf.get("tie_word_embeddings", True)),
+            pad_id=hf.get("pad_token_id"), unk_id=vocabulary["<unk>"],
+            decoder_start_id=hf.get("decoder_start_token_id"),
+            eos_id=eos[0] if isinstance(eos, list) and len(eos) == 1 else eos,
+        )
+    except (TypeError, ValueError) as error:
+        raise ConversionError(f"{path}: {error}") from None
+
+
+def load_hf_model(folder: Path):
+    """MarianMTModel from `folder`, float32, every tensor read from the file (none left at its random start)."""
+    from transformers import MarianMTModel  # noqa: PLC0415  (only the converter needs transformers)
+    from transformers.utils import logging as hf_logging  # noqa: PLC0415
+
+    weights = [folder / name for name in ("model.safetensors", "pytorch_model.bin") if (folder / name).is_file()]
+    if not weights:
+        raise ConversionError(f"{folder}: no weights file (model.safetensors or pytorch_model.bin)")
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        model, info = MarianMTModel.from_pretrained(folder, local_files_only=True, output_loading_info=True,
+                                                    dtype=torch.float32)
+    except Exception as error:  # noqa: BLE001  a file transformers cannot read, whatever it raises, is one line
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ConversionError(f"{weights[0]}: cannot be read ({first})") from None
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    # the sinusoidal tables are computed, not stored; any other missing tensor would stay random
+    missing = [k for k in info.get("missing_keys", []) if "embed_positions" not in k]
+    if missing or info.get("mismatched_keys"):
+        what = (f"missing tensors {sorted(missing)[:3]}" if missing
+                else f"tensors of another shape {info['mismatched_keys'][:3]}")
+        raise ConversionError(f"{weights[0]}: does not match config.json ({what})")
+    return model.eval()
+
+
+def our_state(hf_model, config: ModelConfig) -> dict[str, torch.Tensor]:
+    """Marian's tensors under our names: q, k and v stacked into `in_proj`, the layer norms by the sub-layer they
+    follow, `final_logits_bias` as the output projection's bias."""
+    hf = {name: tensor.detach().float() for name, tensor in hf_model.state_dict().items()}
+    state = {"src_embed.embedding.weight": hf["model.encoder.embed_tokens.weight"],
+             "generator.bias": hf["final_logits_bias"].reshape(-1)}
+    # a shared or tied matrix is one tensor under each of its names, as our state dict lists it
+    state["tgt_embed.embedding.weight"] = hf["model.encoder.embed_tokens.weight" if config.share_embeddings
+                                             else "model.decoder.embed_tokens.weight"]
+    state["generator.weight"] = state["tgt_embed.embedding.weight"] if config.tie_output else hf["lm_head.weight"]
+
+    def attention(ours: str, theirs: str) -> None:
+        for field in ("weight", "bias"):
+            state[f"{ours}.in_proj.{field}"] = torch.cat([hf[f"{theirs}.{p}_proj.{field}"] for p in "qkv"])
+            state[f"{ours}.out_proj.{field}"] = hf[f"{theirs}.out_proj.{field}"]
+
+    def copy(ours: str, theirs: str) -> None:
+        for field in ("weight", "bias"):
+            state[f"{ours}.{field}"] = hf[f"{theirs}.{field}"]
+
+    for i in range(config.n_layers):
+        ours, theirs = f"encoder_layers.{i}", f"model.encoder.layers.{i}"
+        attention(f"{ours}.self_attention", f"{theirs}.self_attn")
+        copy(f"{ours}.attention_residual.norm", f"{theirs}.self_attn_layer_norm")
+        copy(f"{ours}.feed_forward.fc1", f"{theirs}.fc1")
+        copy(f"{ours}.feed_forward.fc2", f"{theirs}.fc2")
+        copy(f"{ours}.feed_forward_residual.norm", f"{theirs}.final_layer_norm")
+        ours, theirs = f"decoder_layers.{i}", f"model.decoder.layers.{i}"
+        attention(f"{ours}.self_attention", f"{theirs}.self_attn")
+        copy(f"{ours}.self_attention_residual.norm", f"{theirs}.self_attn_layer_norm")
+        attention(f"{ours}.cross_attention", f"{theirs}.encoder_attn")
+        copy(f"{ours}.cross_attention_residual.norm", f"{theirs}.encoder_attn_layer_norm")
+        copy(f"{ours}.feed_forward.fc1", f"{theirs}.fc1")
+        copy(f"{ours}.feed_forward.fc2", f"{theirs}.fc2")
+        copy(f"{ours}.feed_forward_residual.norm", f"{theirs}.final_layer_norm")
+    return state
+
+
+def shared_as_loaded(hf_model, config: ModelConfig) -> ModelConfig:
+    """`config` with the sharing the loaded weights have: which matrices transformers ties depends on its version and
+    on both flags (share_encoder_decoder_embeddings without tie_word_embeddings gives three matrices in 5.x), so the
+    weights, not the flags, say whether one matrix serves both embeddings and the output projection."""
+    model = hf_model.model
+    encoder, decoder = model.encoder.embed_tokens.weight, model.decoder.embed_tokens.weight
+    output = hf_model.lm_head.weight
+    return replace(config, share_embeddings=encoder.shape == decoder.shape and torch.equal(encoder, decoder),
+                   tie_output=torch.equal(decoder, output))
+
+
+def recorded_decoding(generation: dict, config: ModelConfig, path: Path) -> dict:
+    """metrics.json's "decoding" from generation_config.json: its beam size and length limit, pad never produced."""
+    banned = generation.get("bad_words_ids") or []
+    never_produced = {config.pad_id, config.decoder_start_id}
+    if any(not isinstance(ids, list) or len(ids) != 1 or ids[0] not in never_produced for ids in banned):
+        raise ConversionError(f"{path}: unsupported bad_words_ids {banned} (our decoding forbids only the pad and "
+                              f"start tokens, id {config.pad_id})")
+    beams = generation.get("num_beams", 1)
+    if not isinstance(beams, int) or not 1 <= beams <= 8:
+        raise ConversionError(f"{path}: num_beams must be an integer in [1, 8], got {beams!r}")
+    max_length = generation.get("max_length", config.max_len)
+    if not isinstance(max_length, int) or max_length < 2:
+        raise ConversionError(f"{path}: max_length must be an integer >= 2, got {max_length!r}")
+    decoding = {"strategy": "beam", "beam_size": beams} if beams > 1 else {"strategy": "greedy"}
+    # Hugging Face counts the start token in max_length; ours counts output tokens (</s> included)
+    decoding["max_length"] = min(max_length - 1, config.max_len)
+    if beams > 1:
+        # Hugging Face divides a beam's score by length^penalty; ours is GNMT's ((5 + length) / 6)^alpha, so the
+        # same number is close, not equal
+        decoding["length_penalty"] = float(generation.get("length_penalty", 1.0))
+    return decoding
+
+
+def languages_of(src: str, folder: Path, source_lang: str | None, target_lang: str | None) -> dict:
+    tokenizer_config = folder / "tokenizer_config.json"
+    recorded = read_json_object(tokenizer_config) if tokenizer_config.is_file() else {}
+    named = re.search(r"opus-mt-([a-z]{2,3})-([a-z]{2,3})\b", src)
+    src_lang = source_lang or recorded.get("source_lang") or (named and named.group(1))
+    tgt_lang = target_lang or recorded.get("target_lang") or (named and named.group(2))
+    for flag, code in (("--source-lang", src_lang), ("--target-lang", tgt_lang)):
+        if not code:
+            raise ConversionError(f"{src}: the languages are not recorded (tokenizer_config.json) or in the name; "
+                                  f"pass {flag}")
+        if not re.fullmatch(r"[A-Za-z]{2,8}([-_][A-Za-z0-9]{1,8})*", str(code)):
+            raise ConversionError(f"{flag} must be a language code such as 'en' or 'pt_BR', got {code!r}")
+    return {"src": str(src_lang), "tgt": str(tgt_lang)}
+
+
+def license_of(folder: Path, given: str | None) -> str:
+    if given:
+        return given
+    card = folder / "README.md"
+    if card.is_file():
+        front = re.match(r"---\n(.*?)\n---", card.read_text(encoding="utf-8", errors="replace"), re.S)
+        found = front and re.search(r"^license:\s*(\S+)", front.group(1), re.M)
+        if found:
+            return found.group(1)
+    return "not stated in the source folder"
+
+
+def model_card(name: str, origin: dict, config: ModelConfig, decoding: dict, parameters: int) -> str:
+    return "\n".join([
+        f"# {name}", "",
+        f"A Marian (OPUS-MT) translation model, {origin['languages']['src']} → {origin['languages']['tgt']}, converted "
+        f"from Hugging Face `{origin['source']}` by `python -m transformer.convert_marian` (transformers "
+        f"{origin['transformers']}).", "",
+        f"- **License**: {origin['license']} (the original model's; see its model card for attribution).",
+        f"- **Architecture**: {config.n_layers} + {config.n_layers} post-norm layers, d_model {config.d_model}, "
+        f"{config.n_heads} heads, feed-forward {config.d_ff} ({config.activation}), sinusoidal positions (halves "
+        f"layout), vocabulary {config.tgt_vocab_size:,}, {parameters:,} parameters.",
+        f"- **Recorded decoding** (from generation_config.json): {json.dumps(decoding)}.",
+        "- **Equivalence**: tests/test_marian.py holds this conversion's logits, greedy output, tokenizer and "
+        "attention equal to Hugging Face's on random Marian models.", "",
+    ])
+
+
+def resolve_source(src: str, work: Path) -> Path:
+    """SRC as a folder: itself, or the Hub model of that name downloaded into `work`."""
+    folder = Path(src)
+    if folder.is_dir():
+        return folder
+    if not re.fullmatch(r"[\w.-]+/[\w.-]+", src):
+        raise ConversionError(f"{src}: no such folder, and not a Hub model name (owner/name)")
+    try:
+        from huggingface_hub import list_repo_files, snapshot_download  # noqa: PLC0415
+        from huggingface_hub.utils import disable_progress_bars  # noqa: PLC0415
+        from huggingface_hub.utils import logging as hub_logging  # noqa: PLC0415
+
+        hub_logging.set_verbosity_error()  # its retries are log lines; the one line below says what failed
+        disable_progress_bars()
+        files = set(list_repo_files(src))
+        weights = "model.safetensors" if "model.safetensors" in files else "pytorch_model.bin"
+        wanted = ["config.json", "generation_config.json", "tokenizer_config.json", "README.md", weights,
+                  *TOKENIZER_FILES]
+        return Path(snapshot_download(src, allow_patterns=wanted, local_dir=work / "download"))
+    except ImportError:
+        raise ConversionError(f"{src}: not a folder; downloading from the Hub needs "
+                              f"`pip install \".[marian]\"`") from None
+    except Exception as error:  # noqa: BLE001  offline, unknown repository, refused: one line either way
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise ConversionError(f"{src}: not a folder, and the Hugging Face Hub did not provide it ({first})") from None
+
+
+def convert(src: str, out, source_lang: str | None = None, target_lang: str | None = None,
+            license: str | None = None) -> Path:
+    """Converts SRC (a folder or a Hub name) into the checkpoint folder `out`, which must not exist yet."""
+    import transformers  # noqa: PLC0415
+
+    out = Path(out)
+    if out.exists():
+        raise ConversionError(f"{out}: already exists; give a new folder")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.converting-", dir=out.parent))
+    try:
+        folder = resolve_source(src, work)
+        for name in TOKENIZER_FILES:
+            if not (folder / name).is_file():
+                raise ConversionError(f"{folder / name}: file is missing (Marian's tokenizer needs "
+                                      f"{', '.join(TOKENIZER_FILES)})")
+        hf_config = read_json_object(folder / "config.json")
+        tokenizer_settings = folder / "tokenizer_config.json"
+        if tokenizer_settings.is_file() and read_json_object(tokenizer_settings).get("separate_vocabs"):
+            raise ConversionError(f"{tokenizer_settings}: unsupported separate_vocabs=true (one shared vocab.json)")
+        try:
+            tokenizer = MarianTokenizer.load(folder)
+        except (FileNotFoundError, ValueError) as error:
+            raise ConversionError(str(error)) from None
+        config = model_config_of(hf_config, folder / "config.json", tokenizer.vocabulary)
+        generation_file = folder / "generation_config.json"
+        generation = read_json_object(generation_file) if generation_file.is_file() else hf_config
+        decoding = recorded_decoding(generation, config, generation_file)
+        languages = languages_of(src, folder, source_lang, target_lang)
+        hf_model = load_hf_model(folder)
+        config = shared_as_loaded(hf_model, config)
+        model = Transformer(config)
+        model.load_state_dict(our_state(hf_model, config))
+        origin = {"source": src, "license": license_of(folder, license), "languages": languages,
+                  "transformers": transformers.__version__, "architecture": "MarianMTModel"}
+        staging = work / "checkpoint"
+        tokenizer_config = {"type": "marian", "files": list(TOKENIZER_FILES), "vocab_size": tokenizer.vocab_size,
+                            "pad_id": tokenizer.pad_id, "unk_id": tokenizer.unk_id, "eos_id": tokenizer.eos_id,
+                            "decoder_start_id": config.decoder_start_id}
+        save_checkpoint(staging, model, [folder / name for name in TOKENIZER_FILES],
+                        {"languages": languages, "tokenizer": tokenizer_config, "origin": origin},
+                        {"origin": origin, "parameters": model.num_parameters(), "decoding": decoding})
+        (staging / "README.md").write_text(model_card(out.name, origin, config, decoding, model.num_parameters()),
+                                           encoding="utf-8")
+        from .decoding.translator import Translator  # noqa: PLC0415  (the folder must load as ours before it is moved)
+        try:
+            Translator.from_pretrained(staging)
+        except CheckpointError as error:
+            raise ConversionError(f"the converted folder does not load: {error}") from None
+        staging.rename(out)
+        return out
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = CommandParser(
+        prog="python -m transformer.convert_marian",
+        description="Convert a Hugging Face Marian (OPUS-MT) model into an Attention Explorer checkpoint folder.")
+    parser.add_argument("src", metavar="SRC", help="a local Hugging Face Marian folder, or a Hub name such as "
+                                                   "Helsinki-NLP/opus-mt-en-de (needs the network)")
+    parser.add_argument("out", metavar="OUT", help="the checkpoint folder to write (must not exist), e.g. "
+                                                   "checkpoints/opus-en-de")
+    parser.add_argument("--source-lang", help="source language code (default: tokenizer_config.json, else the name)")
+    parser.add_argument("--target-lang", help="target language code (default: tokenizer_config.json, else the name)")
+    parser.add_argument("--license", help="the license the model card names (default: the source README.md's)")
+    return parser
+
+
+def main(argv=None) -> None:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        out = convert(args.src, args.out, args.source_lang, args.target_lang, args.license)
+    except ImportError:
+        parser.error('converting needs transformers: pip install ".[marian]"')
+    except ConversionError as error:
+        parser.error(str(error))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
