@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from transformer import Tokenizer, Transformer, Translator
 from transformer.analysis.walkthrough import record_pass, walkthrough
@@ -16,26 +17,24 @@ from transformer.tokenizer import UNK_ID
 from .conftest import tiny_config
 
 SENTENCE = "a man rides a red bike in the park Ω ."  # Ω: not in the vocabulary
-VARIANTS = [  # (norm, positions, tie_output, final_norm)
-    ("pre", "sinusoidal", True, True),
-    ("pre", "learned", False, True),
-    ("post", "sinusoidal", False, False),
-    ("post", "learned", True, False),
-    ("post", "sinusoidal", True, False, "marian"),  # Marian's shape: Swish, sines then cosines, <pad> starts decoding
+VARIANTS = [  # (norm, positions, tie_output, final_norm, Marian-like: GELU, no embedding scale, sines then cosines)
+    ("pre", "sinusoidal", True, True, False),
+    ("pre", "learned", False, True, False),
+    ("post", "sinusoidal", False, False, False),
+    ("post", "learned", True, False, False),
+    ("post", "sinusoidal", True, True, True),
 ]
-MARIAN = {"activation": "swish", "sinusoidal_layout": "halves", "decoder_start_id": 0}
-ACTIVATIONS = {"relu": torch.relu, "swish": torch.nn.functional.silu, "silu": torch.nn.functional.silu,
-               "gelu": torch.nn.functional.gelu}
 ATOL = 1e-5
 
 
 @pytest.fixture(scope="module", params=VARIANTS, ids=lambda v: "-".join(str(x) for x in v))
 def setup(request, tokenizer_file):
-    norm, positions, tie, final, *marian = request.param
+    norm, positions, tie, final, marian_like = request.param
+    marian = {"activation": "gelu", "scale_embedding": False, "sinusoidal_layout": "halves"} if marian_like else {}
     torch.manual_seed(1)
     tokenizer = Tokenizer.load(tokenizer_file)
     config = tiny_config(tokenizer.vocab_size, norm=norm, pos_encoding=positions, tie_output=tie, final_norm=final,
-                         share_embeddings=tie, d_model=16, n_heads=4, n_layers=2, d_ff=32, **(MARIAN if marian else {}))
+                         share_embeddings=tie, d_model=16, n_heads=4, n_layers=2, d_ff=32, **marian)
     model = Transformer(config)
     with torch.no_grad():  # untrained biases are zero: give every one a value, so a forgotten bias shows
         for name, parameter in model.named_parameters():
@@ -98,8 +97,9 @@ def test_into_the_model(setup, side):
     row = numbers(walk, f"{side}.embedding")["embedding_row"]
     close(row, embedding[token_id])
     scaled = numbers(walk, f"{side}.scaled")
-    close(scaled["embedding_scaled"], row * math.sqrt(model.config.d_model))
-    assert scaled["scale"] == pytest.approx(math.sqrt(model.config.d_model), rel=1e-5)
+    scale = math.sqrt(model.config.d_model) if model.config.scale_embedding else 1.0
+    close(scaled["embedding_scaled"], row * scale)
+    assert scaled["scale"] == pytest.approx(scale, rel=1e-5)
     pe = numbers(walk, f"{side}.positions")["positions"]
     d = model.config.d_model
     if model.config.pos_encoding == "sinusoidal":  # the paper's formula, written out here
@@ -107,7 +107,7 @@ def test_into_the_model(setup, side):
         angle = position / torch.pow(10000.0, i / d)
         if model.config.sinusoidal_layout == "halves":  # Marian's: every sine, then every cosine
             expected = torch.cat([torch.sin(angle), torch.cos(angle)])
-        else:  # the paper's: sine and cosine interleaved
+        else:
             expected = torch.stack([torch.sin(angle), torch.cos(angle)], dim=-1).reshape(-1)
         close(pe, expected, atol=1e-4)
     else:
@@ -172,7 +172,8 @@ def feed_forward_check(model, walk, block, side, residual_module, ff, x_in):
     if pre:
         close(x, layer_norm(x_in, residual_module.norm))
     hidden = numbers(walk, f"{block}.{sub}.hidden")
-    close(hidden["hidden"], ACTIVATIONS[model.config.activation](linear(x, ff.fc1)))
+    activation = {"relu": torch.relu, "gelu": F.gelu}[model.config.activation]
+    close(hidden["hidden"], activation(linear(x, ff.fc1)))
     assert hidden["firing"] == int((hidden["hidden"] > 0).sum())
     out = numbers(walk, f"{block}.{sub}.output")["output"]
     close(out, linear(hidden["hidden"], ff.fc2))
@@ -234,7 +235,7 @@ def decode_step_logits(model, translation, step):
         mask = (src != model.config.pad_id)[:, None, None, :]
         memory = model.encode(src, mask)
         cache = model.new_cache()
-        for t, token in enumerate([model.config.decoder_start_id] + translation.tgt_ids[:step]):
+        for token in [model.config.decoder_start_id] + translation.tgt_ids[:step]:
             logits = model.decode_step(memory, mask, torch.tensor([token]), cache)
     return logits[0].double()
 

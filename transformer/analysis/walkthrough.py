@@ -87,7 +87,7 @@ class Walkthrough:
 
 def record_pass(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_off=None) -> dict[str, torch.Tensor]:
     """Every walk-through probe of one teacher-forced pass, batch axis removed: per-layer probes (L, ...), the others
-    (...). The decoder's inputs are <s> then tgt_ids[:-1], as decoding fed them."""
+    (...). The decoder's inputs are its start token (<s>) then tgt_ids[:-1], as decoding fed them."""
     src = torch.tensor([src_ids], device=model.device)
     tgt = torch.tensor([[model.config.decoder_start_id] + list(tgt_ids[:-1])], device=model.device)
     names = (*WALK_PROBES, *PER_LAYER)
@@ -123,7 +123,7 @@ def masked_as_inf(masked: torch.Tensor) -> np.ndarray:
 class _Walk:
     """Builds the stages from one pass's recordings (`rec`)."""
 
-    def __init__(self, model, translation, rec, token, step, head):
+    def __init__(self, model, translation, rec, token, step, head, start_piece: str):
         self.model, self.t, self.rec = model, translation, rec
         self.token, self.step, self.head = token, step, head
         config = model.config
@@ -131,7 +131,7 @@ class _Walk:
         self.pre = config.norm == "pre"
         self.hs = config.d_model // config.n_heads
         self.src = list(translation.src_tokens)
-        self.inputs = ["<s>"] + list(translation.tgt_tokens[:-1])
+        self.inputs = [start_piece] + list(translation.tgt_tokens[:-1])  # what decoding fed the decoder
         self.stages: list[Stage] = []
 
     def add(self, *args, **kwargs) -> None:
@@ -140,15 +140,15 @@ class _Walk:
     # ----- text to ids, into the model -----
     def text_to_ids(self, tokenizer) -> None:
         t = self.t
-        unk_id = self.config.unk_id  # the checkpoint's own (Marian's differs from ours)
-        unknown = [p for p, i in zip(t.src_tokens, t.src_ids) if i == unk_id]
+        unk = self.config.unk_id
+        unknown = [p for p, i in zip(t.src_tokens, t.src_ids) if i == unk]
         spelled = [p for p in t.src_tokens if is_byte_piece(p)]
         self.add("text.pieces", "text", "Text to ids",
                  "The tokenizer cuts the sentence into pieces from its fixed vocabulary and looks up each piece's id. "
                  "“▁” marks a piece that starts a new word (it stands for the space before it); a piece without it "
                  "continues the word before. </s> closes the sentence." +
-                 (f" {len(unknown)} piece(s) are not in the vocabulary and become <unk> (id {unk_id})." if unknown else
-                  f" A piece the vocabulary lacks would become <unk> (id {unk_id}); this sentence has none.") +
+                 (f" {len(unknown)} piece(s) are not in the vocabulary and become <unk> (id {unk})." if unknown else
+                  f" A piece the vocabulary lacks would become <unk> (id {unk}); this sentence has none.") +
                  (f" {len(spelled)} piece(s) like {spelled[0]} are single bytes: a character the vocabulary lacks is "
                   "spelled out in its UTF-8 bytes." if spelled else ""),
                  "sentence → pieces → ids", MODULES["text"],
@@ -156,7 +156,7 @@ class _Walk:
                   Numbers("ids", "id", "tokens", [int(i) for i in t.src_ids], cols=list(t.src_tokens)),
                   Numbers("starts_word", "starts a word (▁)", "tokens", [p.startswith("▁") for p in t.src_tokens],
                           cols=list(t.src_tokens)),
-                  Numbers("unknown", "unknown (<unk>)", "tokens", [int(i) == unk_id for i in t.src_ids],
+                  Numbers("unknown", "unknown (<unk>)", "tokens", [int(i) == unk for i in t.src_ids],
                           cols=list(t.src_tokens)),
                   Numbers("byte", "a byte (<0x..>)", "tokens", [is_byte_piece(p) for p in t.src_tokens],
                           cols=list(t.src_tokens)),
@@ -181,19 +181,25 @@ class _Walk:
                  "e = E[id]", MODULES["embed"],
                  [vector("embedding_row", f"E[{token}]", row), Numbers("norm", "‖e‖", "scalar", norm_of(row))],
                  ("embedding", "d_model"))
-        self.add(f"{side}.scaled", block, "Scaled embedding",
-                 f"The row is multiplied by {scale:.4g}"
-                 + (f" = √d_model = √{d}" if abs(scale - d ** 0.5) < 1e-3 * d ** 0.5 else "") +
-                 ": the embeddings were initialised small (about 1/√d_model), and the scaling brings them to the size "
-                 "of the positional encoding, so the position does not drown the token.",
+        scaled_text = (f"The row is multiplied by {scale:.4g}"
+                       + (f" = √d_model = √{d}" if abs(scale - d ** 0.5) < 1e-3 * d ** 0.5 else "") +
+                       ": the embeddings were initialised small (about 1/√d_model), and the scaling brings them to "
+                       "the size of the positional encoding, so the position does not drown the token.")
+        if abs(scale - 1) < 1e-6:
+            scaled_text = ("This checkpoint does not scale its embeddings (it was trained without the paper's "
+                           "× √d_model): the row goes on as it is.")
+        self.add(f"{side}.scaled", block, "Scaled embedding", scaled_text,
                  "x = e × √d_model", MODULES["embed"],
                  [vector("embedding_scaled", "e × scale", scaled), Numbers("scale", "scale", "scalar", scale),
                   Numbers("norm", "‖e × scale‖", "scalar", norm_of(scaled))], ("d_model",))
+        halves = getattr(self.config, "sinusoidal_layout", "interleaved") == "halves"
         if self.config.pos_encoding == "sinusoidal":
-            text = (f"Position {position} (counted from 0) gets a fixed vector: sines in the even features and cosines "
-                    "in the odd ones, each pair at a lower frequency than the one before, so every position has its "
-                    "own pattern and nearby positions have similar ones.")
-            formula = "PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(pos / 10000^(2i/d))"
+            where = ("sines in the first half of the features and cosines in the second" if halves else
+                     "sines in the even features and cosines in the odd ones")
+            text = (f"Position {position} (counted from 0) gets a fixed vector: {where}, each frequency lower than "
+                    "the one before, so every position has its own pattern and nearby positions have similar ones.")
+            formula = ("PE[pos, i] = sin(pos / 10000^(2i/d)) for i < d/2, cos(…) after" if halves else
+                       "PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(pos / 10000^(2i/d))")
         else:
             text = (f"Position {position} (counted from 0) gets its row of a learned table: this checkpoint learned "
                     "its positional vectors in training instead of using the paper's sines and cosines.")
@@ -429,7 +435,8 @@ class _Walk:
                   Numbers("chosen_logit", f"logit of “{t.tgt_tokens[step]}”", "scalar", float(logits[chosen_id])),
                   Numbers("vocabulary", "pieces scored", "scalar", int(logits.numel()))], ("logit", "tied embeddings"))
         self.add("output.softmax", "output", "Softmax: next-piece probabilities",
-                 "The softmax turns the logits into probabilities that sum to 1. <pad> and <s> are never produced, so "
+                 "The softmax turns the logits into probabilities that sum to 1. Padding and the start token are never "
+                 "produced, so "
                  f"their probability is set to 0 first. “{t.tgt_tokens[step]}” is ranked {rank}.",
                  "p_i = e^(logit_i) / Σ_j e^(logit_j)", MODULES["softmax"],
                  [Numbers("probabilities", "p", "row", top.values.numpy(), cols=top_pieces),
@@ -475,7 +482,7 @@ def walkthrough(model: Transformer, tokenizer, translation, token: int = 0, step
     if not 0 <= head < config.n_heads:
         raise ValueError(f"head must be in [0, {config.n_heads - 1}], got {head}")
     rec = record_pass(model, translation.src_ids, translation.tgt_ids, heads_off)
-    walk = _Walk(model, translation, rec, token, step, head)
+    walk = _Walk(model, translation, rec, token, step, head, tokenizer.id_to_piece(config.decoder_start_id))
     walk.text_to_ids(tokenizer)
     walk.input_stages("encoder", token, walk.src[token])
     x0 = rec["encoder_input"][token]
