@@ -95,7 +95,7 @@ def glossary_marks_js() -> str:
       const term = names.find(n => n.toLowerCase() === found[2].toLowerCase());
       const info = document.createElement("span");
       info.className = "ae-info";
-      info.textContent = "i";
+      // the "i" is drawn by CSS (::after), so a tab's or label's text stays its own
       info.title = term + ": " + TERMS[term];
       info.dataset.term = term;
       info.setAttribute("aria-hidden", "true");  // a label's accessible name stays its own text

@@ -38,7 +38,7 @@ class WalkEntryView(View):
     jumps = {"glossary_open": "glossary"}  # "walk_open" is wired by WalkthroughView: quietly, only what it changes
 
     def build(self, context):
-        with gr.Row():
+        with gr.Row(elem_id="walk-entry"):  # on a phone it follows the live picture (static/style.css)
             walk = gr.Button("How it computed this", size="sm", elem_id="walk-open", scale=0)
             glossary = gr.Button("Glossary", size="sm", elem_id="glossary-open", scale=0)
         return {"walk_open": walk, "glossary_open": glossary}
