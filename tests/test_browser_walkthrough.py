@@ -154,6 +154,18 @@ def test_the_pickers_open_another_piece_and_step(browser, server_url):  # noqa: 
     expected = next(n for n in causal["numbers"] if n["name"] == "scores")["values"]
     assert len(shown) == 5 and all(agrees(a, b) for a, b in zip(shown, expected))
     page.locator("#walkthrough").screenshot(path=str(SCREENSHOTS / "walkthrough.png"))
+    # the head picker: the same stage for head 3 shows head 3's numbers, as the API gives them
+    page.locator("#walk-head input").click()
+    page.locator("li[data-testid='dropdown-option']").nth(2).click()
+    expect(head).to_contain_text("head 3", timeout=TIMEOUT)
+    other = client.predict(SENTENCE, 3, 5, 3, api_name="/walkthrough")
+    causal = next(s for s in other["stages"] if s["key"] == "decoder.decoder_self.scores")
+    page.locator("#walkthrough select.wk-list").select_option(str(causal["number"]))
+    row = [cell for cell in page.evaluate(SHOWN_JS) if cell["name"] == "scores"][0]["values"]
+    expected = next(n for n in causal["numbers"] if n["name"] == "scores")["values"]
+    assert all(agrees(parse(cell["text"]), value) for cell, value in zip(row, expected))
+    assert expected != next(n for n in next(s for s in sent["stages"] if s["key"] == causal["key"])["numbers"]
+                            if n["name"] == "scores")["values"]  # head 3 is not head 1
     page.close()
 
 

@@ -30,6 +30,11 @@ def step_choices(translation) -> list[tuple[str, int]]:
     return [(f"{index + 1}: {piece}", index) for index, piece in enumerate(translation.tgt_tokens)]
 
 
+def head_choices(heads: int) -> list[tuple[str, int]]:
+    """The heads whose query, key and value the attention stages show, numbered from 1 as the page numbers them."""
+    return [(f"Head {index + 1}", index) for index in range(heads)]
+
+
 class WalkEntryView(View):
     """Beside the translation: the way into the walk-through and the glossary."""
 
@@ -55,6 +60,8 @@ class WalkthroughView(View):
         with gr.Row():
             token = gr.Dropdown([], label="Source piece", elem_id="walk-token")
             step = gr.Dropdown([], label="Decoding step (the piece it predicts)", elem_id="walk-step")
+            head = gr.Dropdown(head_choices(context.profile.config.n_heads), value=0, label="Head",
+                               elem_id="walk-head")
             go = gr.Button("Walk through", elem_id="walk-button", scale=0)
         text = gr.Markdown(PROMPT, elem_id="walk-text")
         drawing = gr.HTML(None, html_template='<div class="wk-walk" tabindex="0"></div>', css_template=WALK_CSS,
@@ -62,15 +69,17 @@ class WalkthroughView(View):
         with gr.Row():
             save = gr.Button("Save this walk as HTML (opens offline)", size="sm", elem_id="walk-save", scale=0)
             saved = gr.File(label="Saved walk", elem_id="walk-file", visible=False)
-        return {"walk_token": token, "walk_step": step, "walk_button": go, "walk_text": text, "walk_html": drawing,
-                "walk_save": save, "walk_file": saved}
+        return {"walk_token": token, "walk_step": step, "walk_head": head, "walk_button": go, "walk_text": text,
+                "walk_html": drawing, "walk_save": save, "walk_file": saved}
 
     def render(self, result, state, context, changed):
         translation = current_translation(result, state)
         if translation is None or changed == MODEL or changed not in (TRANSLATION, "sentence"):
             return {}
+        heads = context.profiles[result.model_key].config.n_heads  # the result's model, not the one chosen now
         return {"walk_token": gr.update(choices=token_choices(translation), value=0),
                 "walk_step": gr.update(choices=step_choices(translation), value=0),
+                "walk_head": gr.update(choices=head_choices(heads), value=0),
                 "walk_text": PROMPT, "walk_html": None, "walk_file": gr.update(value=None, visible=False)}
 
     def at_step(self, ui, result, state, step):
@@ -79,16 +88,18 @@ class WalkthroughView(View):
             raise page_error("Translate a sentence first.")
         index = max(1, min(int(step), len(translation.tgt_ids))) - 1
         result.rendered_views.add(self.name)  # drawn here: opening the tab must not draw it over again
+        heads = ui.registry.get(result.model_key).profile.config.n_heads
         return {"walk_token": gr.update(choices=token_choices(translation), value=0),
-                "walk_step": gr.update(choices=step_choices(translation), value=index)} | self.show(
+                "walk_step": gr.update(choices=step_choices(translation), value=index),
+                "walk_head": gr.update(choices=head_choices(heads), value=0)} | self.show(
             ui, result, state.get("sentence"), 0, index)
 
-    def show(self, ui, result, sentence, token: int, step: int) -> dict:
+    def show(self, ui, result, sentence, token: int, step: int, head: int = 0) -> dict:
         translation = current_translation(result, {"sentence": sentence})
         if translation is None:
             raise page_error("Translate a sentence first.")
         try:
-            walk = ui.service.walkthrough(result, translation, int(token or 0), int(step or 0))
+            walk = ui.service.walkthrough(result, translation, int(token or 0), int(step or 0), int(head or 0))
         except ValueError as error:
             raise page_error(str(error)) from error
         payload = walk_payload(walk)
@@ -100,11 +111,11 @@ class WalkthroughView(View):
 
     def wire(self, ui):
         c = ui.components
-        inputs = [ui.result_state, c["sentence"], c["walk_token"], c["walk_step"]]
+        inputs = [ui.result_state, c["sentence"], c["walk_token"], c["walk_step"], c["walk_head"]]
         outputs = [c["walk_text"], c["walk_html"]]
 
-        def chosen(result, sentence, token, step):
-            return ui.by_component(self.show(ui, result, sentence, token, step))
+        def chosen(result, sentence, token, step, head):
+            return ui.by_component(self.show(ui, result, sentence, token, step, head))
 
         c["walk_button"].click(chosen, inputs, outputs, api_visibility="private")
 
@@ -115,18 +126,19 @@ class WalkthroughView(View):
 
         if "walk_open" in c:
             # no queue: one teacher-forced pass (tens of ms) answered at once, as the live view's controls are
-            c["walk_open"].click(opened, ui.state_inputs, [c["walk_token"], c["walk_step"], *outputs, c["tabs"]],
+            c["walk_open"].click(opened, ui.state_inputs,
+                                 [c["walk_token"], c["walk_step"], c["walk_head"], *outputs, c["tabs"]],
                                  api_visibility="private", queue=False, **ui.quiet)
-        for name in ("walk_token", "walk_step"):
+        for name in ("walk_token", "walk_step", "walk_head"):
             c[name].input(chosen, inputs, outputs, api_visibility="private")
 
-        def save(result, sentence, token, step):
+        def save(result, sentence, token, step, head):
             from ..exports import walk_file  # the exports import the views' payloads
 
             translation = current_translation(result, {"sentence": sentence})
             if translation is None:
                 raise page_error("Translate a sentence first, then save its walk.")
-            payload = self.show(ui, result, sentence, token, step)["walk_html"]
+            payload = self.show(ui, result, sentence, token, step, head)["walk_html"]
             return gr.update(value=walk_file(result, ui.registry, translation, payload), visible=True)
 
         c["walk_save"].click(save, inputs, c["walk_file"], api_visibility="private")
