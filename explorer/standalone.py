@@ -15,6 +15,7 @@ PAGE = """<!doctype html>
 <title>{title}</title>
 <style>
 body {{ font-family: system-ui, sans-serif; margin: 16px; color: #1f2937; background: #fff; }}
+{dark}
 h1 {{ font-size: 15px; margin: 0 0 4px; }} p {{ font-size: 12px; margin: 0 0 10px; opacity: 0.8; }}
 {css}
 </style>
@@ -22,10 +23,10 @@ h1 {{ font-size: 15px; margin: 0 0 4px; }} p {{ font-size: 12px; margin: 0 0 10p
 <body>
 <h1>{heading}</h1>
 <p>{note}</p>
-<div id="live-attention"><div class="ae-live"></div></div>
+<div id="{element}">{root}</div>
 <script>
 // what Gradio hands the page's copy of this code: its element, its value, and a watcher (nothing changes here)
-const element = document.getElementById("live-attention");
+const element = document.getElementById("{element}");
 const props = {{value: {payload}}};
 const watch = () => {{}};
 {code}
@@ -33,6 +34,17 @@ const watch = () => {{}};
 </body>
 </html>
 """
+DARK = "@media (prefers-color-scheme: dark) { body { color: #e5e7eb; background: #111827; } }"  # a format value
+
+
+def page(element: str, root: str, title: str, heading: str, note: str, css: str, payload: dict, code: str,
+         dark: bool = False) -> str:
+    """One self-contained file: `code` (a view's browser code, as Gradio runs it) draws `payload` into `root`."""
+    data = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    # inside <script>, "</" could close the element: a token like "</s>" must not end the script
+    return PAGE.format(title=html.escape(title), heading=html.escape(heading), note=html.escape(note), css=css,
+                       element=element, root=root, dark=DARK if dark else "",
+                       payload=data.replace("</", "<\\/"), code=code.replace("</script", "<\\/script"))
 
 
 def live_view_html(translation, run: dict) -> str:
@@ -40,43 +52,11 @@ def live_view_html(translation, run: dict) -> str:
     from .views.live import LIVE_JS, STATIC  # here, not at the top: the views package imports the exports
     from .views.live_payload import live_payload
 
-    payload = json.dumps(live_payload(translation), ensure_ascii=False, separators=(",", ":"))
-    # inside <script>, "</" could close the element: a token like "</s>" must not end the script
-    payload = payload.replace("</", "<\\/")
     note = (f"{translation.source} → {translation.text} · model {run.get('model')}, {translation.strategy} "
             f"{json.dumps(translation.settings, ensure_ascii=False)}, Attention Explorer {run.get('app_version')}")
-    return PAGE.format(title=html.escape(f"Attention: {translation.source}"), heading=html.escape(translation.source),
-                       note=html.escape(note), css=(STATIC / "live_view.css").read_text(encoding="utf-8"),
-                       payload=payload, code=LIVE_JS.replace("</script", "<\\/script"))
-
-
-WALK_PAGE = """<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{title}</title>
-<style>
-body {{ font-family: system-ui, sans-serif; margin: 16px; color: #1f2937; background: #fff; }}
-@media (prefers-color-scheme: dark) {{ body {{ color: #e5e7eb; background: #111827; }} }}
-h1 {{ font-size: 15px; margin: 0 0 4px; }} p {{ font-size: 12px; margin: 0 0 10px; opacity: 0.8; }}
-{css}
-</style>
-</head>
-<body>
-<h1>{heading}</h1>
-<p>{note}</p>
-<div id="walkthrough"><div class="wk-walk" tabindex="0"></div></div>
-<script>
-// what Gradio hands the page's copy of this code: its element, its value, and a watcher (nothing changes here)
-const element = document.getElementById("walkthrough");
-const props = {{value: {payload}}};
-const watch = () => {{}};
-{code}
-</script>
-</body>
-</html>
-"""
+    return page("live-attention", '<div class="ae-live"></div>', f"Attention: {translation.source}",
+                translation.source, note, (STATIC / "live_view.css").read_text(encoding="utf-8"),
+                live_payload(translation), LIVE_JS)
 
 
 def walk_html(payload: dict, run: dict) -> str:
@@ -84,11 +64,10 @@ def walk_html(payload: dict, run: dict) -> str:
     browser code and style sheet inlined: every stage moves offline. `run` says what produced it."""
     from .views.walkthrough import WALK_CSS, WALK_JS  # here, not at the top: the views package imports the exports
 
-    data = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
     note = (f"{payload['source']} → {payload['translation']} · source piece {payload['token']} "
             f"“{payload['token_piece']}”, step {payload['step']}, head {payload['head']} · model {run.get('model')}, "
             f"{run.get('strategy')} {json.dumps(run.get('settings'), ensure_ascii=False)}, Attention Explorer "
             f"{run.get('app_version')}")
-    return WALK_PAGE.format(title=html.escape(f"How it computed this: {payload['source']}"),
-                            heading=html.escape(f"How it computed this: {payload['source']}"), note=html.escape(note),
-                            css=WALK_CSS, payload=data, code=WALK_JS.replace("</script", "<\\/script"))
+    title = f"How it computed this: {payload['source']}"
+    return page("walkthrough", '<div class="wk-walk" tabindex="0"></div>', title, title, note, WALK_CSS, payload,
+                WALK_JS, dark=True)

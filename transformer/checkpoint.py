@@ -70,15 +70,18 @@ def save_checkpoint(directory, model: Transformer, tokenizer_file, extra_config:
     return directory
 
 
-def read_json(path: Path) -> dict:
+def read_json(path: Path, error: type[Exception] = CheckpointError) -> dict:
+    """The JSON object in `path`; a missing, unreadable or malformed file, or one holding another JSON value, is an
+    `error` (a CheckpointError unless the caller reads another kind of file) that names the file."""
+    path = Path(path)
     if not path.is_file():
-        raise CheckpointError(f"{path}: file is missing")
+        raise error(f"{path}: file is missing")
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise CheckpointError(f"{path}: not valid JSON ({error})") from error
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as fault:
+        raise error(f"{path}: not valid JSON ({fault})") from None
     if not isinstance(value, dict):
-        raise CheckpointError(f"{path}: expected a JSON object")
+        raise error(f"{path}: expected a JSON object")
     return value
 
 

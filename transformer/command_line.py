@@ -83,19 +83,12 @@ def answered(parser: argparse.ArgumentParser):
         parser.error(str(error))
 
 
-def read_json_input(path, what: str) -> dict:
-    """A JSON object read from `path` for a command line; a missing, unreadable or malformed file is an
-    InputError naming it and `what` it should be."""
-    path = Path(path)
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{path}: {what} is missing") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise InputError(f"{path}: {what} is not valid JSON ({error})") from None
-    if not isinstance(value, dict):
-        raise InputError(f"{path}: {what} should be a JSON object")
-    return value
+def read_json_input(path) -> dict:
+    """A JSON object read from `path` for a command line (a report beside the weights); a missing, unreadable or
+    malformed file is an InputError naming it."""
+    from .checkpoint import read_json
+
+    return read_json(path, InputError)
 
 
 def check_writable(path) -> Path:

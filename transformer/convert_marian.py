@@ -29,7 +29,7 @@ from pathlib import Path
 
 import torch
 
-from .checkpoint import CheckpointError, save_checkpoint
+from .checkpoint import CheckpointError, read_json, save_checkpoint
 from .command_line import CommandParser
 from .core.config import ModelConfig
 from .core.model import Transformer
@@ -77,15 +77,7 @@ class ConversionError(Exception):
 
 
 def read_json_object(path: Path) -> dict:
-    if not path.is_file():
-        raise ConversionError(f"{path}: file is missing")
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ConversionError(f"{path}: not valid JSON ({error})") from None
-    if not isinstance(value, dict):
-        raise ConversionError(f"{path}: expected a JSON object")
-    return value
+    return read_json(path, ConversionError)
 
 
 def model_config_of(hf: dict, path: Path, vocabulary: dict[str, int]) -> ModelConfig:

@@ -136,7 +136,7 @@ def main(argv=None) -> None:
             : args.limit
         ]
         alignment = translator.source / "alignment.json"
-        best = read_json_input(alignment, "the alignment report").get("best_head") if alignment.is_file() else None
+        best = read_json_input(alignment).get("best_head") if alignment.is_file() else None
         best_head = best_head_index(best, translator.model.config, alignment)
     with tqdm(total=len(sources), unit="sentence", desc=f"{args.split}: deletion curves", dynamic_ncols=True) as bar:
         translations = [t for start in range(0, len(sources), 32)
