@@ -22,20 +22,11 @@ from pathlib import Path
 
 import sentencepiece as spm
 
+from .tokenizer import load_processor
+
 SOURCE_FILE, TARGET_FILE, VOCAB_FILE = "source.spm", "target.spm", "vocab.json"
 EOS_PIECE, UNK_PIECE, PAD_PIECE = "</s>", "<unk>", "<pad>"
 WORD_BOUNDARY = "\u2581"  # SentencePiece's "▁"
-
-
-def load_processor(path: Path) -> spm.SentencePieceProcessor:
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: sentencepiece model file is missing")
-    processor = spm.SentencePieceProcessor()
-    try:
-        processor.load(str(path))
-    except (OSError, RuntimeError) as error:
-        raise ValueError(f"{path}: not a valid sentencepiece model ({error})") from error
-    return processor
 
 
 def read_vocabulary(path: Path) -> dict[str, int]:

@@ -15,6 +15,19 @@ import sentencepiece as spm
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 
 
+
+def load_processor(path: Path) -> spm.SentencePieceProcessor:
+    """A SentencePiece model file, loaded; a missing one is a FileNotFoundError and a bad one a ValueError, each naming
+    the file (our tokenizer and Marian's read their models through it)."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: sentencepiece model file is missing")
+    processor = spm.SentencePieceProcessor()
+    try:
+        processor.load(str(path))
+    except (OSError, RuntimeError) as error:
+        raise ValueError(f"{path}: not a valid sentencepiece model ({error})") from error
+    return processor
+
 class Tokenizer:
     def __init__(self, processor: spm.SentencePieceProcessor):
         self.processor = processor
@@ -45,15 +58,7 @@ class Tokenizer:
 
     @classmethod
     def load(cls, model_path) -> "Tokenizer":
-        model_path = Path(model_path)
-        if not model_path.is_file():
-            raise FileNotFoundError(f"{model_path}: sentencepiece model file is missing")
-        processor = spm.SentencePieceProcessor()
-        try:
-            processor.load(str(model_path))
-        except (OSError, RuntimeError) as error:
-            raise ValueError(f"{model_path}: not a valid sentencepiece model ({error})") from error
-        return cls(processor)
+        return cls(load_processor(Path(model_path)))
 
     @property
     def vocab_size(self) -> int:
