@@ -65,7 +65,7 @@ def walk_html(payload: dict, run: dict) -> str:
     from .views.walkthrough import WALK_CSS, WALK_JS  # here, not at the top: the views package imports the exports
 
     note = (f"{payload['source']} → {payload['translation']} · source piece {payload['token']} "
-            f"“{payload['token_piece']}”, step {payload['step']}, head {payload['head']} · model {run.get('model')}, "
+            f"“{payload['token_piece']}”, step {payload['step']}, every layer and head · model {run.get('model')}, "
             f"{run.get('strategy')} {json.dumps(run.get('settings'), ensure_ascii=False)}, Attention Explorer "
             f"{run.get('app_version')}")
     title = f"How it computed this: {payload['source']}"
