@@ -20,7 +20,8 @@ GLOSSARY: dict[str, str] = {
     "word": "Pieces joined back into the word they spell (the pieces after one that starts with ▁).",
     # the model
     "embedding": "A learned vector per vocabulary piece: row i of the embedding matrix is the vector of id i.",
-    "d_model": "The width of every vector inside the model (the embedding size); the walk-through's stages give the model's own.",
+    "d_model": "The width of every vector inside the model (the embedding size); the walk-through's stages give the "
+               "model's own.",
     "positional encoding": "A vector added to each embedding that says where the piece sits in the sentence: the "
                            "paper's fixed sines and cosines, or a learned table.",
     "layer": "One block of the encoder or decoder: attention, then a feed-forward network, each with a residual add "

@@ -208,7 +208,7 @@ def all_keys_input(model, rec, kind, layer, layer_inputs):
 
 
 def recorded_layer_inputs(rec, side, layer):
-    """Every position's input to layer `layer` of `side`, as recorded: the embedding sum, or the layer below's output."""
+    """Every position's input to layer `layer` of `side`, as recorded: the embedding sum or the layer below's output."""
     return torch.cat([rec[f"{side}_input"][None], rec[f"{side}_hidden"]])[layer]
 
 
@@ -225,9 +225,11 @@ def test_every_encoder_layer(setup):
         close(keys_input[token], numbers(view, "encoder.encoder_self.norm")["out"] if model.config.norm == "pre" else x)
         after = attention_check(model, view, rec, "encoder_self", "encoder", layer.attention_residual,
                                 layer.self_attention, token, keys_input, head)
-        x = feed_forward_check(model, view, "encoder", "encoder", layer.feed_forward_residual, layer.feed_forward, after)
+        x = feed_forward_check(model, view, "encoder", "encoder", layer.feed_forward_residual, layer.feed_forward,
+                               after)
         assert table[index, -1] == pytest.approx(float(x.norm()), rel=1e-5)  # the table follows the same vector
-    assert table[1:, 0].tolist() == pytest.approx(table[:-1, -1].tolist(), rel=1e-6)  # one layer's output feeds the next
+    # one layer's output feeds the next
+    assert table[1:, 0].tolist() == pytest.approx(table[:-1, -1].tolist(), rel=1e-6)
     assert table[0, 0] == pytest.approx(float(numbers(walk, "encoder.input")["input"].norm()), rel=1e-5)
 
 
