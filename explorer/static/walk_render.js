@@ -84,11 +84,11 @@ function picker(label, name, count, value, change) {
   const wrap = wkNode("label", {class: "wk-picker"}, `${label} `);
   const select = wkNode("select", {class: `wk-${name}`, "aria-label": `${label} (the walk's ${name})`});
   for (let i = 0; i < count; i++) {
-    const o = wkNode("option", {value: String(i)}, String(shownNumber(i)));
+    const o = wkNode("option", {value: String(shownNumber(i))}, String(shownNumber(i)));  // numbered as people read
     if (i === value) o.selected = true;
     select.appendChild(o);
   }
-  select.addEventListener("change", () => { change(Number(select.value)); drawWalk(); });
+  select.addEventListener("change", () => { change(fromShown(Number(select.value))); drawWalk(); });
   wrap.appendChild(select);
   return wrap;
 }
@@ -202,11 +202,15 @@ function drawWalk() {
   overview(root);
   stages(root);
   root.dataset.stage = String(walk.stage);
+  root.dataset.token = String(p.token);
+  root.dataset.step = String(p.step);
   root.dataset.layer = String(shownNumber(walk.layer));
   root.dataset.head = String(shownNumber(walk.head));
   root.dataset.drawMs = (performance.now() - started).toFixed(1);  // what the benchmark reads: the drawing alone
   if (focused && !root.contains(document.activeElement)) root.focus({preventScroll: true});
-  if (opened && first && root.scrollIntoView) root.scrollIntoView({block: "start"});  // opened from the first screen
+  const box = root.getBoundingClientRect();
+  const away = box.bottom < 0 || box.top > window.innerHeight;  // opened from the first screen: show it
+  if (opened && (first || away) && root.scrollIntoView) root.scrollIntoView({block: "start"});
 }
 
 // the arrow keys move through the stages only while the focus is in the walk (not in one of its lists or sliders);

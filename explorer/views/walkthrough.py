@@ -25,6 +25,12 @@ WALK_CSS = (STATIC / "walk_view.css").read_text(encoding="utf-8")
 PROMPT = ("A translation is showing: choose a source piece and a decoding step and press **Walk through**, or press "
           "**How it computed this** beside the translation. The walk's own Layer and Head pickers choose the layer "
           "and head its stages show.")
+# the Glossary button: once its tab shows, the list is scrolled into view and given the focus
+GLOSSARY_JS = """() => { const started = Date.now(); const show = () => {
+  const list = document.getElementById("glossary-list");
+  if (list && list.offsetParent !== null) { list.setAttribute("tabindex", "-1"); list.scrollIntoView({block: "start"});
+    list.focus({preventScroll: true}); } else if (Date.now() - started < 5000) setTimeout(show, 100); };
+  setTimeout(show, 50); }"""
 KEYS_WANTED = 3  # the walk opens on a step whose masked self-attention has at least this many keys
 
 
@@ -66,6 +72,9 @@ class WalkEntryView(View):
 
     def render(self, result, state, context, changed):
         return {}
+
+    def wire(self, ui):
+        ui.components["glossary_open"].click(None, None, None, js=GLOSSARY_JS, api_visibility="private")
 
 
 class WalkthroughView(View):
