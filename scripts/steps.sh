@@ -26,5 +26,5 @@ pip_install() {  # pip_install ARGS...: pip with its progress shown, without a l
 }
 
 build_kernel() {  # the float16-weight kernel, compiled once (cached under ~/.cache/torch_extensions), ninja's steps shown
-  .venv/bin/python -m transformer.core.kernel_build
+  .venv/bin/python -c "import sys; from transformer.core.kernel_build import main; sys.exit(main())"
 }

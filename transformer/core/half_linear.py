@@ -10,7 +10,7 @@ float16 instead is as fast but changed 8 of the 1,014 val translations, and BLEU
 
 The kernel is compiled with torch.utils.cpp_extension the first time a model switches this on (about a minute,
 by a builder process that a background thread waits for, cached under ~/.cache/torch_extensions: kernel_build.py;
-`pip install` users can build it ahead with `python -m transformer.core.kernel_build`); until then, and wherever
+`pip install` users can build it ahead with `attention-explorer-build-kernel`); until then, and wherever
 it cannot be built (no compiler, no AVX2/F16C, ATTENTION_EXPLORER_HALF_WEIGHTS=0), every layer runs `F.linear`.
 
     model.use_half_weights(True)     # Transformer; Translator.from_pretrained does this on the CPU

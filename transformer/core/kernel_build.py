@@ -8,7 +8,7 @@ process group) that the caller waits for; the builder ends its whole group, comp
 caller is gone. A caller that reaches its exit while the build runs waits for it with a message (half_linear.py),
 so the next run loads the cached kernel at once.
 
-    python -m transformer.core.kernel_build      # builds (or finds) the kernel in the foreground, with progress
+    attention-explorer-build-kernel      # builds (or finds) the kernel in the foreground, with progress
 """
 from __future__ import annotations
 
@@ -31,6 +31,8 @@ SWITCH = "ATTENTION_EXPLORER_HALF_WEIGHTS"
 SOURCES = [Path(__file__).with_name(name) for name in ("half_linear.cpp", "fused_step.cpp")]
 HEADER = Path(__file__).with_name("half_linear.h")
 EXTENSION = "attention_explorer_half_linear"
+# the builder's command (`-m` would warn: the package imports this module before running it as __main__)
+BUILDER = "import sys; from transformer.core.kernel_build import main; sys.exit(main())"
 LOG = "build.log"  # the builder's output, in the build folder: its last lines explain a failed build
 
 
@@ -93,7 +95,7 @@ def compile_kernel():
     path = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
     with open(folder / LOG, "wb") as log:
         Builder.process = subprocess.Popen(
-            [sys.executable, "-m", __name__, "--caller", str(os.getpid())], stdout=log, stderr=subprocess.STDOUT,
+            [sys.executable, "-c", BUILDER, "--caller", str(os.getpid())], stdout=log, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, start_new_session=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": path})
     try:
@@ -162,7 +164,9 @@ def watch_caller(caller: int) -> None:
     os._exit(3)
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str] | None = None) -> int:
+    """attention-explorer-build-kernel: builds (or finds) the kernel in the foreground, with ninja's progress."""
+    argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--caller"]:
         threading.Thread(target=watch_caller, args=(int(argv[1]),), name="caller-watch", daemon=True).start()
     try:
@@ -180,4 +184,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(main())
