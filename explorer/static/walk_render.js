@@ -189,8 +189,8 @@ function drawWalk() {
     walk.source = payload;
     walk.payload = decodePayload(payload);
     walk.stage = key ? stageForKey(walk.payload, key) : 1;
-    walk.layer = Math.min(walk.layer, payload.layers - 1);
-    walk.head = Math.min(walk.head, payload.heads - 1);
+    walk.layer = Math.min(walk.layer, fromShown(payload.layers));
+    walk.head = Math.min(walk.head, fromShown(payload.heads));
     walk.open = blockOf(walk.payload, walk.stage);
   }
   root.replaceChildren();
