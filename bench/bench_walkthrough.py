@@ -94,7 +94,8 @@ def open_stage(page, numbers, key: str) -> None:
 
 def pickers(page, runs: int) -> dict:
     """The walk's Layer and Head pickers on the cross-attention softmax stage, and the output's temperature slider."""
-    numbers = page.evaluate("() => [...document.querySelectorAll('#walkthrough select.wk-list option')].map(o => o.value)")
+    numbers = page.evaluate(
+        "() => [...document.querySelectorAll('#walkthrough select.wk-list option')].map(o => o.value)")
     layer_head = []
     open_stage(page, numbers, "decoder.cross.softmax")
     for _ in range(runs):
