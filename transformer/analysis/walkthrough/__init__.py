@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from ...core.model import Transformer
 from ..registry import Analysis, ModelAccess
+from .attention import attention_stages
 from .context import WalkContext, record_pass
 from .inputs import decoder_inputs, embedding_stages, text_to_ids
 from .layers import layer_in_full, layers_compactly
@@ -26,10 +27,22 @@ ENCODER_SUBLAYERS = ["encoder_self", "encoder_ff"]
 DECODER_SUBLAYERS = ["decoder_self", "cross", "decoder_ff"]
 
 
-def stages_at(model, tokenizer, translation, rec, token, step, layer, head) -> list[Stage]:
-    """Every stage of the walk at one layer and one head."""
-    walk = WalkContext(model, translation, rec, token, step, layer, head,
+def context(model, tokenizer, translation, rec, token, step, layer, head) -> WalkContext:
+    return WalkContext(model, translation, rec, token, step, layer, head,
                        tokenizer.id_to_piece(model.config.decoder_start_id))
+
+
+def head_stages(walk: WalkContext) -> dict[str, Stage]:
+    """The stages that depend on the head (each attention kind's q, k, v to the weighted sum), by key."""
+    attention_stages(walk, "encoder_self", "encoder", "self", walk.token, len(walk.src))
+    attention_stages(walk, "decoder_self", "decoder", "self", walk.step, walk.step + 1)
+    attention_stages(walk, "cross", "decoder", "cross", walk.step, len(walk.src))
+    return {stage.key: stage for stage in walk.stages}
+
+
+def stages_at(walk: WalkContext, tokenizer) -> list[Stage]:
+    """Every stage of the walk at one layer and one head."""
+    token, step = walk.token, walk.step
     text_to_ids(walk, tokenizer)
     embedding_stages(walk, "encoder", token, walk.src[token])
     layer_in_full(walk, "encoder", ENCODER_SUBLAYERS, token, {"encoder_self": len(walk.src)})
@@ -42,11 +55,12 @@ def stages_at(model, tokenizer, translation, rec, token, step, layer, head) -> l
     return walk.stages
 
 
-def variants_of(every: list[list[list[Stage]]]) -> list[Variants]:
-    """every[layer][head]: each stage's versions, kept once when they agree across heads (or across layers too)."""
+def variants_of(layers: list[list[Stage]], heads: list[list[dict[str, Stage]]]) -> list[Variants]:
+    """Each stage's versions from `layers[layer]` (every stage at head 0) and `heads[layer][head]` (the stages that
+    depend on the head, by key), kept once when they agree across heads (or across layers too)."""
     out = []
-    for index, first in enumerate(every[0][0]):
-        by_head = [[stages[index] for stages in layer] for layer in every]
+    for index, first in enumerate(layers[0]):
+        by_head = [[stages.get(first.key, full[index]) for stages in layer] for full, layer in zip(layers, heads)]
         if not all(same_stage(first, stage) for layer in by_head for stage in layer):
             if all(same_stage(layer[0], stage) for layer in by_head for stage in layer):
                 out.append(Variants("layer", [layer[0] for layer in by_head]))
@@ -55,6 +69,11 @@ def variants_of(every: list[list[list[Stage]]]) -> list[Variants]:
         else:
             out.append(Variants(None, [first]))
     return out
+
+
+def version_index(variants: Variants, layer: int, head: int, heads: int) -> int:
+    """Which of a stage's versions is at `layer` and `head`."""
+    return {None: 0, "layer": layer, "head": layer * heads + head}[variants.per]
 
 
 def check_position(name: str, value: int, count: int) -> None:
@@ -73,9 +92,12 @@ def walkthrough(model: Transformer, tokenizer, translation, token: int = 0, step
     check_position("head", head, config.n_heads)
     check_position("layer", layer, config.n_layers)
     rec = record_pass(model, translation.src_ids, translation.tgt_ids, heads_off)
-    every = [[stages_at(model, tokenizer, translation, rec, token, step, at_layer, at_head)
+    walks = [[context(model, tokenizer, translation, rec, token, step, at_layer, at_head)
               for at_head in range(config.n_heads)] for at_layer in range(config.n_layers)]
-    logits, probs = step_logits(WalkContext(model, translation, rec, token, step, layer, head, ""))
+    layers = [stages_at(layer_walks[0], tokenizer) for layer_walks in walks]  # head 0: every stage
+    heads = [[{}] + [head_stages(walk) for walk in layer_walks[1:]] for layer_walks in walks]
+    variants = variants_of(layers, heads)
+    logits, probs = step_logits(walks[0][0])
     top = probs.topk(min(SLIDER_PIECES, probs.numel())).indices.tolist()
     architecture = {"norm": config.norm, "final_norm": config.final_norm, "pos_encoding": config.pos_encoding,
                     "tie_output": config.tie_output, "share_embeddings": config.share_embeddings,
@@ -83,8 +105,9 @@ def walkthrough(model: Transformer, tokenizer, translation, token: int = 0, step
                     "d_ff": config.d_ff, "n_layers": config.n_layers, "tgt_vocab_size": config.tgt_vocab_size}
     inputs = [tokenizer.id_to_piece(config.decoder_start_id)] + list(translation.tgt_tokens[:-1])
     return Walkthrough(translation.source, translation.text, token, step, layer, head, architecture,
-                       list(translation.src_tokens), inputs, list(translation.tgt_tokens), every[layer][head],
-                       variants_of(every), logits.numpy(), top, [tokenizer.id_to_piece(i) for i in top])
+                       list(translation.src_tokens), inputs, list(translation.tgt_tokens),
+                       [v.stages[version_index(v, layer, head, config.n_heads)] for v in variants], variants,
+                       logits.numpy(), top, [tokenizer.id_to_piece(i) for i in top])
 
 
 def walkthrough_analysis(access: ModelAccess, translation, token: int = 0, step: int = 0, head: int = 0,

@@ -70,5 +70,10 @@ def same_stage(a: Stage, b: Stage) -> bool:
     if (a.title, a.text, len(a.numbers)) != (b.title, b.text, len(b.numbers)):
         return False
     return all(x.label == y.label and x.note == y.note and x.rows == y.rows and x.cols == y.cols
-               and np.array_equal(np.asarray(x.values, dtype=object), np.asarray(y.values, dtype=object))
-               for x, y in zip(a.numbers, b.numbers))
+               and same_values(x.values, y.values) for x, y in zip(a.numbers, b.numbers))
+
+
+def same_values(a, b) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.array_equal(a, b)
+    return a == b
