@@ -259,3 +259,23 @@ def test_the_saved_walk_opens_offline_and_its_pickers_work(browser, server_url, 
     offline.locator("#walkthrough").screenshot(path=str(SCREENSHOTS / "walkthrough-saved.png"))
     assert fetched == []
     offline.close()
+
+
+def test_a_new_step_keeps_the_stage_layer_and_head(browser, server_url, client):  # noqa: F811
+    from playwright.sync_api import expect
+
+    page = opened_walk(browser, server_url, 1400)
+    sent = api_walk(client, walk_data(page, "token"), walk_data(page, "step"))
+    stage = next(s for s in sent["stages"] if s["key"] == "decoder.decoder_self.softmax")
+    page.locator("#walkthrough select.wk-list").select_option(str(stage["number"]))
+    page.locator("#walkthrough select.wk-layer").select_option("2")
+    page.locator("#walkthrough select.wk-head").select_option("3")
+    page.get_by_label("Decoding step (the piece it predicts)").click()
+    page.locator("li[data-testid='dropdown-option']").nth(4).click()
+    expect(page.locator(WALK)).to_have_attribute("data-step", "5", timeout=TIMEOUT)
+    assert page.locator("#walkthrough .wk-stage").get_attribute("data-key") == stage["key"]
+    assert (walk_data(page, "layer"), walk_data(page, "head")) == (2, 3)
+    other = next(s for s in api_walk(client, walk_data(page, "token"), 5)["stages"] if s["key"] == stage["key"])
+    check_numbers(page, version(other, 2, 3) | {"key": stage["key"]})
+    assert len(page.locator("#walkthrough .wk-numbers[data-name='weights'] td.wk-value").all()) == 5  # 5 keys
+    page.close()

@@ -65,7 +65,16 @@ function stageAt(payload, number, layer, head) {
   });
   const {variants, ...shared} = stage;
   return {...shared, title: version.title ?? first.title, text: version.text ?? first.text,
-          why: version.why ?? first.why, numbers};
+          why: version.why ?? first.why, ask: version.ask ?? first.ask, numbers};
+}
+
+// "predict first": what the stage's softmax ranks first (its weights or probabilities row), to reveal after a guess
+function answerOf(stage) {
+  const row = stage.numbers.find(n => n.kind === "row" && (n.name === "weights" || n.name === "probabilities"));
+  if (!row) return null;
+  let best = 0;
+  row.values.forEach((v, i) => { if (v > row.values[best]) best = i; });
+  return {piece: row.cols[best], value: row.values[best], index: best};
 }
 
 // The stage with `key` in a walk (a new piece or step keeps the stage a teacher was on), else stage 1
@@ -181,6 +190,6 @@ function sampling(logits, temperature, topK, topP) {
 
 if (typeof module !== "undefined") {
   module.exports = {shownNumber, fromShown, halfToNumber, decodeFlat, decodeEntry, decodePayload, variantIndex, stageAt,
-                    stageForKey, formatValue, shownValues, maxAbs, vectorScale, hasMasked, diverging, cellName, move,
+                    stageForKey, answerOf, formatValue, shownValues, maxAbs, vectorScale, hasMasked, diverging, cellName, move,
                     keyAction, blockOf, firstStageOf, decodeLogits, sampling};
 }

@@ -4,8 +4,8 @@
 // the one payload: moving between stages, layers and heads, and the output's sliders, never ask the server. Runs as
 // the js_on_load of a gr.HTML component, after walk_data.js: `element`, `props` and `watch` come from Gradio (or from
 // the standalone file). Text comes from the payload and is set with textContent, never as markup.
-const walk = {payload: null, source: null, stage: 1, open: null, layer: 0, head: 0, pinned: null,
-              sliders: {temperature: 1, topK: 0, topP: 1}};
+const walk = {payload: null, source: null, stage: 1, open: null, layer: 0, head: 0, pinned: null, predict: false,
+              revealed: new Set(), sliders: {temperature: 1, topK: 0, topP: 1}};
 
 function wkNode(tag, attributes = {}, text = null) {
   const el = document.createElement(tag);
@@ -67,10 +67,11 @@ function overview(root) {
   }
   root.appendChild(flow);
   const block = p.blocks.find(b => b.key === walk.open);
-  if (block) {  // the outline: the open block's operations in the model's order, each a stage of the walk
+  if (block) {  // the outline: the open block's operations in the model's order (of a layer: the current operation's)
+    const group = block.groups.find(g => g.stages.includes(walk.stage));
     const ops = wkNode("div", {class: "wk-ops", "data-block": block.key});
-    ops.appendChild(wkNode("span", {class: "wk-ops-title"}, `${block.title}:`));
-    for (const number of block.stages) {
+    ops.appendChild(wkNode("span", {class: "wk-ops-title"}, `${block.title}` + (group ? `, ${group.title}:` : ":")));
+    for (const number of group ? group.stages : block.stages) {
       const b = wkNode("button", {type: "button", class: "wk-op" + (number === walk.stage ? " wk-on" : ""),
                                   "data-stage": number}, stageAt(p, number, walk.layer, walk.head).title);
       b.addEventListener("click", () => goTo(number));
@@ -116,8 +117,11 @@ function navigation(root) {
                      walk.pinned ? `Unpin layer ${shownNumber(walk.pinned.layer)} head ${shownNumber(walk.pinned.head)}` : "Pin this head");
   pin.title = "Pin the shown layer and head, then pick another to compare them side by side";
   pin.addEventListener("click", () => { walk.pinned = walk.pinned ? null : {layer: walk.layer, head: walk.head}; drawWalk(); });
+  const predict = wkNode("button", {type: "button", class: "wk-predict", "aria-pressed": String(walk.predict),
+                                    title: "Before a softmax shows its answer, ask the room to guess"}, "Predict first");
+  predict.addEventListener("click", () => { walk.predict = !walk.predict; walk.revealed.clear(); drawWalk(); });
   bar.append(back, next, list, picker("Layer", "layer", p.layers, walk.layer, v => { walk.layer = v; }),
-             picker("Head", "head", p.heads, walk.head, v => { walk.head = v; }), pin,
+             picker("Head", "head", p.heads, walk.head, v => { walk.head = v; }), pin, predict,
              wkNode("span", {class: "wk-count"}, `${walk.stage} / ${total}`));
   root.appendChild(bar);
 }
@@ -148,6 +152,19 @@ function stagePanel(stage, label) {
   definitionBox.hidden = true;
   stage.terms.forEach(term => terms.appendChild(infoMark(term, definitionBox)));
   panel.append(terms, definitionBox);
+  const asked = `${stage.number}:${walk.layer}:${walk.head}`, answer = answerOf(stage);
+  if (walk.predict && stage.ask && answer && !walk.revealed.has(asked)) {  // the room guesses before the numbers
+    const question = wkNode("div", {class: "wk-ask"}, stage.ask + " ");
+    const reveal = wkNode("button", {type: "button", class: "wk-reveal"}, "Reveal");
+    reveal.addEventListener("click", () => { walk.revealed.add(asked); drawWalk(); });
+    question.appendChild(reveal);
+    panel.append(question, wkNode("div", {class: "wk-module"}, `Computed in ${stage.module}`));
+    return panel;
+  }
+  if (walk.predict && answer) {
+    panel.appendChild(wkNode("div", {class: "wk-answer"},
+      `The model: “${answer.piece}” first, at ${formatValue(answer.value)}.`));
+  }
   const scale = vectorScale(stage);
   if (scale > 0 && stage.numbers.filter(n => n.kind === "vector").length > 1) panel.appendChild(colourKey(scale, false, true));
   stage.numbers.forEach(n => panel.appendChild(figure(n, panel, scale)));

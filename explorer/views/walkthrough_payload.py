@@ -64,7 +64,7 @@ def numbers_json(n, encode) -> dict:
 
 
 def stage_fields(stage, encode) -> dict:
-    return {"title": stage.title, "text": stage.text, "why": stage.why,
+    return {"title": stage.title, "text": stage.text, "why": stage.why, "ask": stage.ask,
             "numbers": [numbers_json(n, encode) for n in stage.numbers]}
 
 

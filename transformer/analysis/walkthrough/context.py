@@ -17,7 +17,7 @@ from ...core.head_ref import head_label, layer_label, shown
 from ...core.model import Transformer
 from ...core.probes import ATTENTION_KINDS, SUBLAYERS, VECTOR_PROBES, WALK_PROBES
 from .stage import Numbers, Stage
-from .text import MODULES, stage_text
+from .text import MODULES, stage_ask, stage_text
 
 PER_LAYER = ("encoder_hidden", "decoder_hidden", *ATTENTION_KINDS, *VECTOR_PROBES)
 
@@ -95,7 +95,8 @@ class WalkContext:
 
     def add(self, key: str, block: str, group: str, text: str, module: str, numbers: list[Numbers],
             terms: tuple[str, ...], **facts) -> None:
-        words = stage_text(text, **{**self.facts, **facts})
+        facts = {**self.facts, **facts}
+        words = stage_text(text, **facts)
         self.stages.append(Stage(key=key, block=block, group=group, title=words.title, text=words.text,
                                  why=words.why, formula=words.formula, module=MODULES[module], numbers=numbers,
-                                 terms=terms))
+                                 terms=terms, ask=stage_ask(text, **facts)))

@@ -41,7 +41,7 @@ def output_stages(walk: WalkContext, piece) -> None:
              [Numbers("probabilities", "p", "row", top.values.numpy(), cols=top_pieces, axes=("", "piece")),
               Numbers("chosen_probability", f"p(“{chosen}”)", "scalar", float(probs[chosen_id])),
               Numbers("rank", "its rank", "scalar", rank)],
-             ("softmax", "probability", "temperature", "top-k", "top-p"), piece=chosen, rank=rank,
+             ("softmax", "probability", "temperature", "top-k", "top-p"), piece=chosen, rank=rank, step=shown(step),
              vocab=int(logits.numel()))
     choice_stage(walk, top_pieces[0])
 

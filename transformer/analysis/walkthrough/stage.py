@@ -35,6 +35,7 @@ class Stage:
     module: str  # the package module it comes from
     numbers: list[Numbers] = field(default_factory=list)
     terms: tuple[str, ...] = ()  # glossary terms the stage uses
+    ask: str = ""  # "predict first": the question the stage puts to the room before its numbers
 
 
 @dataclass

@@ -217,6 +217,17 @@ TEXTS: dict[str, StageText] = {
 }
 
 
+# "predict first": what a stage asks the room before it shows its answer (the piece its softmax ranks first)
+ASK = {"softmax": "Before the numbers: which key will this head weigh most for “{query}”?",
+       "softmax.causal": "Before the numbers: which of the decoder inputs so far will this head weigh most for "
+                         "“{query}”?",
+       "output.softmax": "Before the numbers: which piece will the model rank first for step {step}?"}
+
+
+def stage_ask(name: str, **facts) -> str:
+    return ASK[name].format(**facts) if name in ASK else ""
+
+
 def stage_text(name: str, **facts) -> StageText:
     """The stage `name`'s words with `facts` filled in."""
     words = TEXTS[name]
