@@ -14,6 +14,14 @@ function wkNode(tag, attributes = {}, text = null) {
   return el;
 }
 
+// a stage's title at the shown layer and head, for the list and the outline (each stage once per walk, layer and head)
+const wkTitles = new Map();
+function titleOf(number) {
+  const key = `${number}:${walk.layer}:${walk.head}`;
+  if (!wkTitles.has(key)) wkTitles.set(key, stageAt(walk.payload, number, walk.layer, walk.head).title);
+  return wkTitles.get(key);
+}
+
 function goTo(number) {
   walk.stage = move(number, 0, walk.payload.stages.length);
   walk.open = blockOf(walk.payload, walk.stage);
@@ -73,7 +81,7 @@ function overview(root) {
     ops.appendChild(wkNode("span", {class: "wk-ops-title"}, `${block.title}` + (group ? `, ${group.title}:` : ":")));
     for (const number of group ? group.stages : block.stages) {
       const b = wkNode("button", {type: "button", class: "wk-op" + (number === walk.stage ? " wk-on" : ""),
-                                  "data-stage": number}, stageAt(p, number, walk.layer, walk.head).title);
+                                  "data-stage": number}, titleOf(number));
       b.addEventListener("click", () => goTo(number));
       ops.appendChild(b);
     }
@@ -106,7 +114,7 @@ function navigation(root) {
   for (const block of p.blocks) {
     const group = wkNode("optgroup", {label: block.title});
     for (const number of block.stages) {
-      const o = wkNode("option", {value: String(number)}, `${number}. ${stageAt(p, number, walk.layer, walk.head).title}`);
+      const o = wkNode("option", {value: String(number)}, `${number}. ${titleOf(number)}`);
       if (number === walk.stage) o.selected = true;
       group.appendChild(o);
     }
@@ -205,6 +213,7 @@ function drawWalk() {
     const key = walk.payload ? walk.payload.stages[walk.stage - 1].key : null;
     walk.source = payload;
     walk.payload = decodePayload(payload);
+    wkTitles.clear();
     walk.stage = key ? stageForKey(walk.payload, key) : 1;
     walk.layer = Math.min(walk.layer, fromShown(payload.layers));
     walk.head = Math.min(walk.head, fromShown(payload.heads));

@@ -6,7 +6,7 @@ const fs = require("node:fs");
 const path = require("node:path");
 const walkData = require("../../explorer/static/walk_data.js");
 const {decodePayload, stageAt, stageForKey, formatValue, shownValues, maxAbs, diverging, cellName, move, keyAction,
-       blockOf, firstStageOf, sampling, halfToNumber, vectorScale} = walkData;
+       blockOf, firstStageOf, sampling, halfToNumber, vectorScale, answerOf} = walkData;
 
 const fixturePath = process.env.LIVE_FIXTURE;
 if (!fixturePath) throw new Error("LIVE_FIXTURE must name the file tests/js/export_fixtures.py wrote");
@@ -103,4 +103,14 @@ test("colours: blue above 0, red below, grey for a masked score; one scale per s
   assert.equal(maxAbs([1, -3, "-inf", 2]), 3);
   const input = stageAt(payload, fixture.keys.indexOf("encoder.input") + 1, 0, 0);
   assert.equal(vectorScale(input), Math.max(...input.numbers.filter(n => n.kind === "vector").map(n => maxAbs(n.values))));
+});
+
+test("predict first: the answer revealed is what the softmax ranks first", () => {
+  const output = stageAt(payload, fixture.keys.indexOf("output.softmax") + 1, 0, 0);
+  assert.ok(output.ask.includes("which piece"));
+  assert.equal(answerOf(output).piece, fixture.payload.top_pieces[0]);
+  const cross = stageAt(payload, fixture.keys.indexOf("decoder.cross.softmax") + 1, 1, 2);
+  const weights = fixture.views[2].stages[fixture.keys.indexOf("decoder.cross.softmax")].values[0];
+  assert.equal(answerOf(cross).index, weights.indexOf(Math.max(...weights)));
+  assert.equal(answerOf(stageAt(payload, 1, 0, 0)), null);
 });
