@@ -140,6 +140,8 @@ def test_layer_and_head_change_in_place_on_a_softmax_stage(browser, server_url, 
     page.locator("#walkthrough .wk-pin").click()
     page.locator("#walkthrough select.wk-head").select_option("3")
     assert page.locator("#walkthrough .wk-pair .wk-stage").count() == 2
+    page.locator("#walkthrough").screenshot(path=str(SCREENSHOTS / ("walkthrough.png" if width == 1400 else
+                                                                    "walkthrough-phone.png")))
     assert requests == [], requests
     page.close()
 
@@ -200,6 +202,7 @@ def test_the_temperature_slider_recomputes_softmax_over_the_whole_vocabulary(bro
             assert shown == pytest.approx(expected[int(row.get_attribute("data-id"))], rel=5e-3, abs=1e-9)
     page.locator("#walkthrough input.wk-topK").fill("3")
     assert page.locator("#walkthrough .wk-sampling tr.wk-removed").count() == 17  # all but the 3 most probable
+    page.locator("#walkthrough .wk-sliders").screenshot(path=str(SCREENSHOTS / "walkthrough-sliders.png"))
     page.close()
 
 
