@@ -181,6 +181,13 @@ def test_hovering_a_score_lights_its_query_and_key(browser, server_url, client):
     row.hover()
     assert page.locator("#walkthrough .wk-query.wk-hl").count() == 1  # the step's query
     assert page.locator("#walkthrough .wk-numbers[data-name='scores'] th.wk-hl[data-at='0']").count() == 1
+    # a residual add: hovering a feature of the sum lights the same feature of its two inputs
+    residual = next(s for s in sent["stages"] if s["key"] == "decoder.cross.residual")
+    page.locator("#walkthrough select.wk-list").select_option(str(residual["number"]))
+    page.locator("#walkthrough .wk-numbers[data-name='sum'] .wk-value[data-index='2']").hover()
+    lit = {name: page.locator(f"#walkthrough .wk-numbers[data-name='{name}'] .wk-value[data-index='2']")
+           .get_attribute("class") for name in ("in", "added")}
+    assert all("wk-hl" in c for c in lit.values()), lit
     page.close()
 
 

@@ -22,6 +22,8 @@ STATIC = Path(__file__).resolve().parent.parent / "static"
 WALK_JS = "\n".join((STATIC / name).read_text(encoding="utf-8") for name in ("walk_data.js", "walk_figures.js",
                                                                            "walk_render.js"))
 WALK_CSS = (STATIC / "walk_view.css").read_text(encoding="utf-8")
+EMPTY = ("Translate a sentence, then press **How it computed this** beside the translation, or choose a source "
+         "piece and a decoding step here and press **Walk through**.")
 PROMPT = ("A translation is showing: choose a source piece and a decoding step and press **Walk through**, or press "
           "**How it computed this** beside the translation. The walk's own Layer and Head pickers choose the layer "
           "and head its stages show.")
@@ -86,7 +88,7 @@ class WalkthroughView(View):
             token = gr.Dropdown([], label="Source piece", elem_id="walk-token")
             step = gr.Dropdown([], label="Decoding step (the piece it predicts)", elem_id="walk-step")
             go = gr.Button("Walk through", elem_id="walk-button", scale=0)
-        text = gr.Markdown(PROMPT, elem_id="walk-text")
+        text = gr.Markdown(EMPTY, elem_id="walk-text")
         drawing = gr.HTML(None, html_template='<div class="wk-walk" tabindex="0"></div>', css_template=WALK_CSS,
                           js_on_load=WALK_JS, elem_id="walkthrough", min_height=200)
         with gr.Row():
