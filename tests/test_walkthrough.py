@@ -382,3 +382,16 @@ def test_every_term_a_stage_uses_is_in_the_glossary(setup):
                  "weighted norms", "AOPC"):
         assert 0 < GLOSSARY[term].count(". ") + 1 <= 3, term  # one or two plain sentences
     assert set(page_terms()) and all(page_terms().values())
+
+
+@pytest.mark.parametrize("steps, chosen, expected", [(8, 1, 2), (8, 5, 4), (8, 3, 2), (2, 1, 1), (1, 1, 0)])
+def test_the_walk_opens_on_a_step_with_at_least_three_keys(steps, chosen, expected):
+    """The step the walk opens on (0-based) for a translation of `steps` pieces when the Steps view shows `chosen`
+    (from 1): that step when its masked self-attention has 3 keys or more, else step 3, else the middle."""
+    from types import SimpleNamespace
+
+    from explorer.views.walkthrough import opening_step
+
+    index, why = opening_step(SimpleNamespace(tgt_ids=list(range(steps))), chosen)
+    assert index == expected and why
+    assert ("keys to weigh" in why) == (chosen < 3 <= steps)

@@ -52,8 +52,9 @@ def embedding_stages(walk: WalkContext, side: str, position: int, piece: str) ->
         halves = getattr(config, "sinusoidal_layout", "interleaved") == "halves"
         layout = ("sines in the first half of the features and cosines in the second" if halves else
                   "sines in the even features and cosines in the odd ones")
-        formula = ("PE[pos, i] = sin(pos / 10000^(2i/d)) for i < d/2, cos(…) after (pos counts from 0)" if halves else
-                   "PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(…) (pos counts from 0)")
+        # positions are counted from 1 on the page and in the API: the paper's pos (from 0) is position − 1
+        formula = ("PE[p, i] = sin((p − 1) / 10000^(2i/d)) for i < d/2, cos(…) after" if halves else
+                   "PE[p, 2i] = sin((p − 1) / 10000^(2i/d)), PE[p, 2i+1] = cos((p − 1) / 10000^(2i/d))")
         words = "positions.sinusoidal"
     else:
         layout, formula, words = "", "", "positions.learned"

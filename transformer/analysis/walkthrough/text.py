@@ -91,7 +91,7 @@ TEXTS: dict[str, StageText] = {
         "{side}: positional encoding",
         "Position {position} gets its row of a learned table: this checkpoint learned its positional vectors in "
         "training instead of using the paper's sines and cosines.",
-        "PE = P[position] (a learned table)",
+        "PE = P[p] (a learned table, row p)",
         "Attention itself ignores order; this vector is the only way the model knows where a piece sits."),
     "input": StageText(
         "{side}: into the first layer",
