@@ -289,3 +289,19 @@ def test_a_new_step_keeps_the_stage_layer_and_head(browser, server_url, client):
     check_numbers(page, version(other, 2, 3) | {"key": stage["key"]})
     assert len(page.locator("#walkthrough .wk-numbers[data-name='weights'] td.wk-value").all()) == 5  # 5 keys
     page.close()
+
+
+def test_predict_first_asks_then_reveals_what_the_model_ranked_first(browser, server_url, client):  # noqa: F811
+    page = opened_walk(browser, server_url, 1400)
+    sent = api_walk(client, walk_data(page, "token"), walk_data(page, "step"))
+    stage = next(s for s in sent["stages"] if s["key"] == "output.softmax")
+    page.locator("#walkthrough .wk-predict").click()
+    page.locator("#walkthrough select.wk-list").select_option(str(stage["number"]))
+    assert "which piece" in page.locator("#walkthrough .wk-ask").inner_text()
+    assert page.locator("#walkthrough .wk-stage .wk-numbers").count() == 0  # the numbers wait for the guess
+    page.locator("#walkthrough .wk-reveal").click()
+    probabilities = next(n for n in stage["numbers"] if n["name"] == "probabilities")
+    top = probabilities["cols"][probabilities["values"].index(max(probabilities["values"]))]
+    assert f"“{top}” first" in page.locator("#walkthrough .wk-answer").inner_text()
+    assert page.locator("#walkthrough .wk-stage .wk-numbers").count() > 0
+    page.close()

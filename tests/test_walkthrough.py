@@ -382,6 +382,9 @@ def test_every_term_a_stage_uses_is_in_the_glossary(setup):
                  "weighted norms", "AOPC"):
         assert 0 < GLOSSARY[term].count(". ") + 1 <= 3, term  # one or two plain sentences
     assert set(page_terms()) and all(page_terms().values())
+    from explorer.views.walkthrough_payload import CONTROL_TERMS
+
+    assert all(definition(term) for term in CONTROL_TERMS)  # the walk's own controls explain themselves
 
 
 @pytest.mark.parametrize("steps, chosen, expected", [(8, 1, 2), (8, 5, 4), (8, 3, 2), (2, 1, 1), (1, 1, 0)])

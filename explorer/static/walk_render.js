@@ -91,7 +91,8 @@ function overview(root) {
 
 function picker(label, name, count, value, change) {
   const wrap = wkNode("label", {class: "wk-picker"}, `${label} `);
-  const select = wkNode("select", {class: `wk-${name}`, "aria-label": `${label} (the walk's ${name})`});
+  const select = wkNode("select", {class: `wk-${name}`, "aria-label": `${label} (the walk's ${name})`,
+                                   title: walk.payload.glossary["layer picker"] || ""});
   for (let i = 0; i < count; i++) {
     const o = wkNode("option", {value: String(shownNumber(i))}, String(shownNumber(i)));  // numbered as people read
     if (i === value) o.selected = true;
@@ -123,10 +124,10 @@ function navigation(root) {
   list.addEventListener("change", () => goTo(Number(list.value)));
   const pin = wkNode("button", {type: "button", class: "wk-pin", "aria-pressed": String(!!walk.pinned)},
                      walk.pinned ? `Unpin layer ${shownNumber(walk.pinned.layer)} head ${shownNumber(walk.pinned.head)}` : "Pin this head");
-  pin.title = "Pin the shown layer and head, then pick another to compare them side by side";
+  pin.title = p.glossary.pin || "";
   pin.addEventListener("click", () => { walk.pinned = walk.pinned ? null : {layer: walk.layer, head: walk.head}; drawWalk(); });
   const predict = wkNode("button", {type: "button", class: "wk-predict", "aria-pressed": String(walk.predict),
-                                    title: "Before a softmax shows its answer, ask the room to guess"}, "Predict first");
+                                    title: p.glossary["predict first"] || ""}, "Predict first");
   predict.addEventListener("click", () => { walk.predict = !walk.predict; walk.revealed.clear(); drawWalk(); });
   bar.append(back, next, list, picker("Layer", "layer", p.layers, walk.layer, v => { walk.layer = v; }),
              picker("Head", "head", p.heads, walk.head, v => { walk.head = v; }), pin, predict,

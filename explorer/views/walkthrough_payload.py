@@ -25,7 +25,7 @@ BLOCKS = (("text", "encoder", "Pieces", "the sentence cut into pieces and ids"),
           ("output", "decoder", "Next-piece probabilities", "final norm, output projection, softmax, the choice"))
 GROUPS = {"self": "self-attention", "cross": "cross-attention ← encoder output", "ff": "feed-forward",
           "layers": "every layer", "final": "final norm", "output": "logits → softmax → choice"}
-CONTROL_TERMS = ("layer picker", "pin")  # the walk's own controls, with an info mark each
+CONTROL_TERMS = ("layer picker", "pin", "predict first")  # the walk's own controls: their hover text
 FLOAT16_MAX = 65504.0
 # every position's keys and values (positions x d_k) at every layer and head are most of the payload: they, and any
 # matrix larger than LARGE_MATRIX, go as whole numbers in [-127, 127] times one scale (to within half a step), masked
