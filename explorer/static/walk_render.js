@@ -5,6 +5,7 @@
 // the js_on_load of a gr.HTML component, after walk_data.js: `element`, `props` and `watch` come from Gradio (or from
 // the standalone file). Text comes from the payload and is set with textContent, never as markup.
 const walk = {payload: null, source: null, stage: 1, open: null, layer: 0, head: 0, pinned: null, predict: false,
+              overview: false,  // on a phone the overview folds away behind a button, so the stage is on the first screen
               revealed: new Set(), sliders: {temperature: 1, topK: 0, topP: 1}};
 
 function wkNode(tag, attributes = {}, text = null) {
@@ -129,7 +130,10 @@ function navigation(root) {
   const predict = wkNode("button", {type: "button", class: "wk-predict", "aria-pressed": String(walk.predict),
                                     title: p.glossary["predict first"] || ""}, "Predict first");
   predict.addEventListener("click", () => { walk.predict = !walk.predict; walk.revealed.clear(); drawWalk(); });
-  bar.append(back, next, list, picker("Layer", "layer", p.layers, walk.layer, v => { walk.layer = v; }),
+  const fold = wkNode("button", {type: "button", class: "wk-fold", "aria-expanded": String(walk.overview)},
+                      walk.overview ? "Hide the model" : "Show the model");
+  fold.addEventListener("click", () => { walk.overview = !walk.overview; drawWalk(); });
+  bar.append(back, next, fold, list, picker("Layer", "layer", p.layers, walk.layer, v => { walk.layer = v; }),
              picker("Head", "head", p.heads, walk.head, v => { walk.head = v; }), pin, predict,
              wkNode("span", {class: "wk-count"}, `${walk.stage} / ${total}`));
   root.appendChild(bar);
@@ -228,6 +232,7 @@ function drawWalk() {
   navigation(root);
   overview(root);
   stages(root);
+  root.classList.toggle("wk-show-overview", walk.overview);
   root.dataset.stage = String(walk.stage);
   root.dataset.token = String(p.token);
   root.dataset.step = String(p.step);
