@@ -40,9 +40,20 @@ function decodeEntry(entry) {
   return rows;
 }
 
-// The payload with its pool decoded once (`decoded`), kept beside the payload as sent
+// The payload with a cache for its pool: each array is decoded the first time a stage shows it
 function decodePayload(payload) {
-  return {...payload, decoded: payload.pool.map(decodeEntry), logitValues: decodeLogits(payload.logits)};
+  return {...payload, decoded: new Array(payload.pool.length), logitValues: null};
+}
+
+function pooled(payload, index) {
+  if (payload.decoded[index] === undefined) payload.decoded[index] = decodeEntry(payload.pool[index]);
+  return payload.decoded[index];
+}
+
+// the step's logits over the whole vocabulary, decoded when the output stage first needs them
+function logitsOf(payload) {
+  if (!payload.logitValues) payload.logitValues = decodeLogits(payload.logits);
+  return payload.logitValues;
 }
 
 const ARRAY_KINDS = new Set(["vector", "row", "matrix"]);
@@ -60,7 +71,7 @@ function stageAt(payload, number, layer, head) {
   const version = stage.variants[variantIndex(stage, layer, head, payload.heads)] || first;
   const numbers = (version.numbers || first.numbers).map((n, i) => {
     const raw = version.values && !version.numbers ? version.values[i] : n.values;
-    const values = ARRAY_KINDS.has(n.kind) && typeof raw === "number" ? payload.decoded[raw] : raw;
+    const values = ARRAY_KINDS.has(n.kind) && typeof raw === "number" ? pooled(payload, raw) : raw;
     return {...n, values};
   });
   const {variants, ...shared} = stage;
@@ -189,7 +200,7 @@ function sampling(logits, temperature, topK, topP) {
 }
 
 if (typeof module !== "undefined") {
-  module.exports = {shownNumber, fromShown, halfToNumber, decodeFlat, decodeEntry, decodePayload, variantIndex, stageAt,
+  module.exports = {shownNumber, fromShown, halfToNumber, decodeFlat, decodeEntry, decodePayload, pooled, logitsOf, variantIndex, stageAt,
                     stageForKey, answerOf, formatValue, shownValues, maxAbs, vectorScale, hasMasked, diverging, cellName, move,
                     keyAction, blockOf, firstStageOf, decodeLogits, sampling};
 }

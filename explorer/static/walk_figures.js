@@ -162,7 +162,7 @@ function sliders(panel) {
     return wrap;
   };
   const redraw = () => {
-    const started = performance.now(), result = sampling(p.logitValues, s.temperature, s.topK, s.topP);
+    const started = performance.now(), result = sampling(logitsOf(p), s.temperature, s.topK, s.topP);
     const rows = wkNode("table", {class: "wk-table wk-sampling"});
     rows.appendChild(wkNode("tr")).append(...["piece", "softmax(logit / T)", "after top-k and top-p"].map(t => wkNode("th", {}, t)));
     p.top_ids.slice(0, 20).forEach((id, i) => {
@@ -174,7 +174,7 @@ function sliders(panel) {
     const kept = result.probs.filter(x => x > 0).length;
     table.replaceChildren(rows, wkNode("p", {class: "wk-filtered"},
       `Top-k removes ${result.removedByK} pieces and top-p ${result.removedByP} more: sampling would draw from ${kept} of ` +
-      `${p.logitValues.length}. Greedy takes the first row whatever T is.`));
+      `${logitsOf(p).length}. Greedy takes the first row whatever T is.`));
     box.dataset.drawMs = (performance.now() - started).toFixed(1);
   };
   box.append(control("temperature", "Temperature T", 0.05, 5, 0.05), control("topK", "Top-k (0 = off)", 0, 100, 1),

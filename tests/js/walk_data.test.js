@@ -6,7 +6,7 @@ const fs = require("node:fs");
 const path = require("node:path");
 const walkData = require("../../explorer/static/walk_data.js");
 const {decodePayload, stageAt, stageForKey, formatValue, shownValues, maxAbs, diverging, cellName, move, keyAction,
-       blockOf, firstStageOf, sampling, halfToNumber, vectorScale, answerOf} = walkData;
+       blockOf, firstStageOf, sampling, halfToNumber, vectorScale, answerOf, logitsOf} = walkData;
 
 const fixturePath = process.env.LIVE_FIXTURE;
 if (!fixturePath) throw new Error("LIVE_FIXTURE must name the file tests/js/export_fixtures.py wrote");
@@ -86,7 +86,7 @@ test("blocks follow the architecture and each opens at its first stage", () => {
 
 test("temperature, top-k and top-p over the whole vocabulary agree with the sampling strategy's", () => {
   for (const c of fixture.sampled) {
-    const result = sampling(payload.logitValues, c.temperature, c.top_k, c.top_p);
+    const result = sampling(logitsOf(payload), c.temperature, c.top_k, c.top_p);
     c.ids.forEach((id, i) => {
       // float32 logits for the largest ones; the rest float16 below the largest, far less probable
       assert.ok(Math.abs(result.plain[id] - c.plain[i]) <= 1e-6 + 1e-5 * c.plain[i], `T=${c.temperature} ${id}`);
