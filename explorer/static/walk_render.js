@@ -199,6 +199,25 @@ function stages(root) {
   root.appendChild(pair);
 }
 
+// Q·Kᵀ/√d_k → + mask → softmax in place: moving between two stages of one attention sub-layer, the first row of
+// numbers starts from the colours the last stage showed and eases to its own (CSS transition; none with reduced
+// motion). Drawing is done at once: the motion never holds Next back.
+function rowColours(root) {
+  const stage = root.querySelector(".wk-stage");
+  const row = stage && stage.querySelector('.wk-numbers[data-kind="row"]:not([data-name="mask"])');
+  return row ? {key: stage.dataset.key, colours: [...row.querySelectorAll(".wk-value")].map(c => c.style.background)} : null;
+}
+
+function easeFrom(root, before) {
+  const after = rowColours(root);
+  if (!before || !after || before.colours.length !== after.colours.length) return;
+  const sub = key => key.split(".").slice(0, 2).join(".");
+  if (sub(before.key) !== sub(after.key) || before.key === after.key) return;
+  const cells = [...root.querySelector('.wk-stage .wk-numbers[data-kind="row"]:not([data-name="mask"])').querySelectorAll(".wk-value")];
+  cells.forEach((cell, i) => { cell.classList.add("wk-ease"); cell.style.background = before.colours[i]; });
+  requestAnimationFrame(() => requestAnimationFrame(() => cells.forEach((cell, i) => { cell.style.background = after.colours[i]; })));
+}
+
 function drawWalk() {
   const root = element.querySelector(".wk-walk");
   if (!root) return;
@@ -224,6 +243,7 @@ function drawWalk() {
     walk.head = Math.min(walk.head, fromShown(payload.heads));
     walk.open = blockOf(walk.payload, walk.stage);
   }
+  const before = opened ? null : rowColours(root);
   root.replaceChildren();
   const p = walk.payload;
   root.appendChild(wkNode("div", {class: "wk-head"},
@@ -233,6 +253,7 @@ function drawWalk() {
   overview(root);
   stages(root);
   root.classList.toggle("wk-show-overview", walk.overview);
+  easeFrom(root, before);
   root.dataset.stage = String(walk.stage);
   root.dataset.token = String(p.token);
   root.dataset.step = String(p.step);
