@@ -9,7 +9,7 @@ import numpy as np
 from ...core.head_ref import head_label, shown
 from .context import WalkContext, masked_as_inf, norm_of, vector
 from .stage import Numbers
-from .text import KEYS_FROM, KIND_NAMES, KIND_TERMS
+from .text import KEYS_FROM, KIND_NAMES, KIND_TERMS, phrase
 
 
 def numbered(labels: list[str]) -> list[str]:
@@ -29,11 +29,11 @@ def attention_stages(walk: WalkContext, kind: str, block: str, group: str, posit
     query = rows[position]
     if kind == "cross":  # the key and value shown beside the query: the source piece this head weighs most
         j = int(weights[position].argmax())
-        shown_why = (f"the key and value of “{cols[j]}” (source piece {shown(j)}), the piece this head weighs most "
-                     f"for “{query}” (weight {float(weights[position, j]):.3g}).")
+        shown_why = phrase("shown.cross", piece=cols[j], number=shown(j), query=query,
+                           weight=f"{float(weights[position, j]):.3g}")
     else:
         j = position
-        shown_why = f"the key and value of “{query}” itself (position {shown(j)})."
+        shown_why = phrase("shown.self", query=query, number=shown(j))
     where = walk.where(side)
     facts = {"where": where, "head": head_label(h), "kind": KIND_NAMES[kind].lower(), "query": query,
              "keys_from": KEYS_FROM[kind], "position": shown(position), "keys": keys_shown,

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from .context import WalkContext, is_byte_piece, norm_of, vector
 from .stage import Numbers
+from .text import phrase
 
 
 def text_to_ids(walk: WalkContext, tokenizer) -> None:
@@ -11,11 +12,9 @@ def text_to_ids(walk: WalkContext, tokenizer) -> None:
     spelled = [p for p in t.src_tokens if is_byte_piece(p)]
     # byte fallback is the tokenizer's (a checkpoint's SentencePiece model may lack it): the text says so only then
     byte_fallback = tokenizer.piece_to_id("<0xCE>") != unk
-    unknown_text = (f" {len(unknown)} piece(s) are not in the vocabulary and become <unk> (id {unk})." if unknown else
-                    f" A piece the vocabulary lacks would become <unk> (id {unk}); this sentence has none.")
-    bytes_text = (f" {len(spelled)} piece(s) like {spelled[0]} are single bytes: a character the vocabulary lacks is "
-                  "spelled out in its UTF-8 bytes." if spelled else
-                  " This tokenizer spells a character its vocabulary lacks in UTF-8 bytes." if byte_fallback else "")
+    unknown_text = phrase("unknown.some" if unknown else "unknown.none", count=len(unknown), unk=unk)
+    bytes_text = (phrase("bytes.some", count=len(spelled), first=spelled[0]) if spelled else
+                  phrase("bytes.fallback" if byte_fallback else "bytes.none"))
     pieces = list(t.src_tokens)
     walk.add("text.pieces", "text", "text", "text.pieces", "text",
              [Numbers("pieces", "piece", "tokens", pieces, cols=pieces),
@@ -36,25 +35,21 @@ def embedding_stages(walk: WalkContext, side: str, position: int, piece: str) ->
     number = walk.position_number(position)
     biggest = int(row.abs().argmax())
     scale = float(scaled[biggest] / row[biggest]) if float(row[biggest]) else float("nan")
-    tied = " The source and target share one embedding matrix." if config.share_embeddings else ""
+    tied = phrase("shared_embeddings") if config.share_embeddings else ""
     rows = config.src_vocab_size if side == "encoder" else config.tgt_vocab_size
     title = side.capitalize()
     walk.add(f"{side}.embedding", block, block, "embedding", "embed",
              [vector("embedding_row", f"E[{piece}]", row), Numbers("norm", "‖e‖", "scalar", norm_of(row))],
              ("embedding", "d_model"), side=title, piece=piece, position=number, rows=rows, tied=tied)
-    root = f" = √d_model = √{d}" if abs(scale - d ** 0.5) < 1e-3 * d ** 0.5 else ""
+    root = phrase("root", d_model=d) if abs(scale - d ** 0.5) < 1e-3 * d ** 0.5 else ""
     walk.add(f"{side}.scaled", block, block, "scaled.none" if abs(scale - 1) < 1e-6 else "scaled", "embed",
              [vector("embedding_scaled", "e × scale", scaled), Numbers("scale", "scale", "scalar", scale),
               Numbers("norm", "‖e × scale‖", "scalar", norm_of(scaled))], ("d_model",),
              side=title, scale=f"{scale:.4g}", root=root)
     positions = rec[f"{side}_positions"][position]
     if config.pos_encoding == "sinusoidal":
-        halves = getattr(config, "sinusoidal_layout", "interleaved") == "halves"
-        layout = ("sines in the first half of the features and cosines in the second" if halves else
-                  "sines in the even features and cosines in the odd ones")
-        # positions are counted from 1 on the page and in the API: the paper's pos (from 0) is position − 1
-        formula = ("PE[p, i] = sin((p − 1) / 10000^(2i/d)) for i < d/2, cos(…) after" if halves else
-                   "PE[p, 2i] = sin((p − 1) / 10000^(2i/d)), PE[p, 2i+1] = cos((p − 1) / 10000^(2i/d))")
+        layout_name = getattr(config, "sinusoidal_layout", "interleaved")
+        layout, formula = phrase(f"layout.{layout_name}"), phrase(f"formula.{layout_name}")
         words = "positions.sinusoidal"
     else:
         layout, formula, words = "", "", "positions.learned"

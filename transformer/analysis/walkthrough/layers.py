@@ -9,7 +9,7 @@ from ...core.head_ref import layer_label
 from .attention import attention_stages, output_projection
 from .context import WalkContext, norm_of, vector
 from .stage import Numbers
-from .text import ACTIVATION_NAMES, KIND_NAMES, LAYER_COLUMNS
+from .text import ACTIVATION_NAMES, KIND_NAMES, LAYER_COLUMNS, phrase
 
 SUB_NAMES = {**{kind: name.lower() for kind, name in KIND_NAMES.items()}, "encoder_ff": "feed-forward",
              "decoder_ff": "feed-forward"}
@@ -18,8 +18,7 @@ GROUPS = {"encoder_self": "self", "decoder_self": "self", "cross": "cross", "enc
 
 def norm_stage(walk: WalkContext, side: str, sub: str, position: int, before: torch.Tensor) -> None:
     normed = walk.rec[f"{sub}_norm"][walk.layer, position]
-    placement = ("before the sub-layer (pre-norm: the sub-layer reads the normalised vector, the residual keeps the "
-                 "raw one)" if walk.pre else "after the residual add (post-norm, as in the original paper)")
+    placement = phrase("placement.pre" if walk.pre else "placement.post")
     walk.add(f"{side}.{sub}.norm", side, GROUPS[sub], "norm", "norm",
              [vector("in", "x", before), vector("out", "LN(x)", normed),
               Numbers("norm_in", "‖x‖", "scalar", norm_of(before)),
@@ -30,8 +29,8 @@ def norm_stage(walk: WalkContext, side: str, sub: str, position: int, before: to
 def residual_stage(walk: WalkContext, side: str, sub: str, position: int, before: torch.Tensor) -> torch.Tensor:
     out = walk.rec[f"{sub}_output"][walk.layer, position]
     total = walk.rec[f"{sub}_sum"][walk.layer, position]
-    what = "feed-forward block" if sub.endswith("_ff") else "attention"
-    formula = "x ← x + sublayer(x)" if walk.pre else "x ← x + sublayer(x), then layer norm"
+    what = phrase("what.ff" if sub.endswith("_ff") else "what.attention")
+    formula = phrase("residual.pre" if walk.pre else "residual.post")
     walk.add(f"{side}.{sub}.residual", side, GROUPS[sub], "residual", "residual",
              [vector("in", "x", before), vector("added", "sublayer(x)", out), vector("sum", "x + sublayer(x)", total),
               Numbers("added_share", "‖sublayer(x)‖ / ‖x‖", "scalar", norm_of(out) / max(norm_of(before), 1e-30))],
@@ -46,9 +45,8 @@ def feed_forward_stages(walk: WalkContext, side: str, position: int) -> None:
     firing = int((hidden > 0).sum())
     activation = str(config.activation)
     name = ACTIVATION_NAMES.get(activation, activation)
-    after = (f"After the ReLU, negative units are 0: {firing} of {config.d_ff} units fire for this piece."
-             if activation == "relu" else
-             f"After the {name}, {firing} of {config.d_ff} units are above 0 for this piece.")
+    after = phrase("after.relu" if activation == "relu" else "after.other", firing=firing, d_ff=config.d_ff,
+                   name=name)
     where = walk.where(side)
     walk.add(f"{side}.{sub}.hidden", side, "ff", "ff.hidden", "ff",
              [vector("hidden", f"{name}(x W₁ + b₁)", hidden), Numbers("firing", "units above 0", "scalar", firing),
@@ -97,8 +95,7 @@ def layers_compactly(walk: WalkContext, side: str, subs: list[str], position: in
              [Numbers("layers", "per layer", "matrix", np.array(table), rows=rows, cols=cols, axes=("", ""))],
              ("layer",), side=side, piece=piece)
     if walk.config.final_norm:  # the decoder's is the first step out of the model
-        goes = ("its output is the memory the decoder's cross-attention reads." if side == "encoder" else
-                "its output goes to the output projection.")
+        goes = phrase(f"goes.{side}")
         walk.add(f"{side}.final_norm", "output" if side == "decoder" else side, "final", "final_norm", "final_norm",
                  [vector("in", "x_L", hidden[-1]), vector("out", "LN(x_L)", walk.rec[f"{side}_final"][position])],
                  ("layer norm",), side=side.capitalize(), goes=goes)

@@ -7,7 +7,7 @@ from ...core.head_ref import shown
 from ...decoding.step_decoder import forbid_never_produced
 from .context import WalkContext
 from .stage import Numbers
-from .text import STRATEGY_TEXT
+from .text import STRATEGY_TEXT, phrase
 
 TOP_CANDIDATES = 10
 SLIDER_PIECES = 50  # the pieces the output's sliders name; the probabilities cover the whole vocabulary
@@ -33,10 +33,8 @@ def output_stages(walk: WalkContext, piece) -> None:
                       axes=("", "piece")),
               Numbers("chosen_logit", f"logit of “{chosen}”", "scalar", float(logits[chosen_id])),
               Numbers("vocabulary", "pieces scored", "scalar", int(logits.numel()))], ("logit", "tied embeddings"),
-             vocab=int(logits.numel()), tied_formula="  (W = E, tied)" if tied else "",
-             tied=("This checkpoint ties the output projection to the target embedding: the same matrix that turned "
-                   "ids into vectors turns the vector back into scores." if tied else
-                   "This checkpoint learned a separate output matrix."))
+             vocab=int(logits.numel()), tied_formula=phrase("tied_formula") if tied else "",
+             tied=phrase("output.tied" if tied else "output.untied"))
     walk.add("output.softmax", "output", "output", "output.softmax", "softmax",
              [Numbers("probabilities", "p", "row", top.values.numpy(), cols=top_pieces, axes=("", "piece")),
               Numbers("chosen_probability", f"p(“{chosen}”)", "scalar", float(probs[chosen_id])),
@@ -51,13 +49,11 @@ def choice_stage(walk: WalkContext, greedy_piece: str) -> None:
     decoded = t.steps[step]
     strategy = t.strategy
     settings = {k: v for k, v in t.settings.items() if k not in ("max_length", "prefix")}
-    how, formula = STRATEGY_TEXT.get(strategy, (f"The {strategy} strategy picks a piece from these probabilities.",
-                                                "next = pick(p)"))
+    how, formula = STRATEGY_TEXT.get(strategy, (phrase("strategy.other", strategy=strategy), "next = pick(p)"))
     how = how.format(**{"beam_size": "", "temperature": 1.0, "top_k": 0, "top_p": 1.0, **settings})
     following = t.tgt_tokens[step]
     ends = following == "</s>"
-    fed = ("It is </s>: the translation ends here." if ends else
-           f"“{following}” is fed back as the decoder input of step {shown(step + 1)}, and the next step begins.")
+    fed = phrase("fed.end") if ends else phrase("fed.next", piece=following, step=shown(step + 1))
     fed_back = walk.inputs[: step + 1] + ([] if ends else [following])
     walk.add("output.choice", "output", "output", "output.choice", "choose",
              [Numbers("strategy", "strategy", "tokens", [strategy], cols=["strategy"]),
@@ -68,5 +64,5 @@ def choice_stage(walk: WalkContext, greedy_piece: str) -> None:
               Numbers("fed_back", "next decoder inputs", "tokens", fed_back,
                       cols=[str(shown(i)) for i in range(len(fed_back))])],
              ("greedy", "beam", "length penalty", "sampling", "temperature"), how=how, top=greedy_piece,
-             greedy_would="Greedy would take" if strategy != "greedy" else "It takes", strategy=strategy,
+             greedy_would=phrase("greedy.other" if strategy != "greedy" else "greedy.same"), strategy=strategy,
              chosen=following, fed=fed, formula=formula)

@@ -217,6 +217,51 @@ TEXTS: dict[str, StageText] = {
 }
 
 
+# the parts of a text that depend on the sentence or the checkpoint, filled into TEXTS by the stage builders
+PHRASES = {
+    "unknown.some": " {count} piece(s) are not in the vocabulary and become <unk> (id {unk}).",
+    "unknown.none": " A piece the vocabulary lacks would become <unk> (id {unk}); this sentence has none.",
+    "bytes.some": " {count} piece(s) like {first} are single bytes: a character the vocabulary lacks is spelled out "
+                  "in its UTF-8 bytes.",
+    "bytes.fallback": " This tokenizer spells a character its vocabulary lacks in UTF-8 bytes.",
+    "bytes.none": "",
+    "shared_embeddings": " The source and target share one embedding matrix.",
+    "root": " = √d_model = √{d_model}",
+    "layout.halves": "sines in the first half of the features and cosines in the second",
+    "layout.interleaved": "sines in the even features and cosines in the odd ones",
+    # positions are counted from 1 on the page and in the API: the paper's pos (from 0) is position − 1
+    "formula.halves": "PE[p, i] = sin((p − 1) / 10000^(2i/d)) for i < d/2, cos(…) after",
+    "formula.interleaved": "PE[p, 2i] = sin((p − 1) / 10000^(2i/d)), PE[p, 2i+1] = cos((p − 1) / 10000^(2i/d))",
+    "shown.cross": "the key and value of “{piece}” (source piece {number}), the piece this head weighs most for "
+                   "“{query}” (weight {weight}).",
+    "shown.self": "the key and value of “{query}” itself (position {number}).",
+    "placement.pre": "before the sub-layer (pre-norm: the sub-layer reads the normalised vector, the residual keeps "
+                     "the raw one)",
+    "placement.post": "after the residual add (post-norm, as in the original paper)",
+    "what.ff": "feed-forward block",
+    "what.attention": "attention",
+    "residual.pre": "x ← x + sublayer(x)",
+    "residual.post": "x ← x + sublayer(x), then layer norm",
+    "after.relu": "After the ReLU, negative units are 0: {firing} of {d_ff} units fire for this piece.",
+    "after.other": "After the {name}, {firing} of {d_ff} units are above 0 for this piece.",
+    "goes.encoder": "its output is the memory the decoder's cross-attention reads.",
+    "goes.decoder": "its output goes to the output projection.",
+    "output.tied": "This checkpoint ties the output projection to the target embedding: the same matrix that turned "
+                   "ids into vectors turns the vector back into scores.",
+    "output.untied": "This checkpoint learned a separate output matrix.",
+    "tied_formula": "  (W = E, tied)",
+    "fed.end": "It is </s>: the translation ends here.",
+    "fed.next": "“{piece}” is fed back as the decoder input of step {step}, and the next step begins.",
+    "greedy.other": "Greedy would take",
+    "greedy.same": "It takes",
+    "strategy.other": "The {strategy} strategy picks a piece from these probabilities.",
+}
+
+
+def phrase(key: str, **facts) -> str:
+    return PHRASES[key].format(**facts)
+
+
 # "predict first": what a stage asks the room before it shows its answer (the piece its softmax ranks first)
 ASK = {"softmax": "Before the numbers: which key will this head weigh most for “{query}”?",
        "softmax.causal": "Before the numbers: which of the decoder inputs so far will this head weigh most for "
