@@ -54,7 +54,7 @@ def build_demo(registry: Registry, views: list[View] | None = None) -> tuple[gr.
                 example = gr.Dropdown(
                     examples_for(registry.source_language(registry.default_key)),
                     value=None,
-                    label="Example sentences (everyday sentences and image captions, like the training data)",
+                    label="Example sentences", info="everyday sentences and image captions, like the training data",
                     elem_id="example",
                 )
                 translation = gr.Textbox(label="Translation", interactive=False, elem_id="translation", lines=2)
