@@ -32,9 +32,10 @@ def parse_link(params: dict, registry) -> tuple[Request, dict]:
     view = {"kind": params.get("kind", "cross")}
     if view["kind"] not in ATTENTION_KINDS:
         raise RequestError("kind", f"kind in the link must be one of {list(ATTENTION_KINDS)}, got {view['kind']!r}")
-    view["layer"] = from_shown(in_range("layer", params.get("layer", str(config.n_layers)), 1, config.n_layers))
+    stack = config.stack_of(view["kind"])  # the kind's own stack: the encoder's and the decoder's may differ
+    view["layer"] = from_shown(in_range("layer", params.get("layer", str(stack.layers)), 1, stack.layers))
     head = params.get("head", "mean")
-    view["head"] = "mean" if head == "mean" else from_shown(in_range("head", head, 1, config.n_heads))
+    view["head"] = "mean" if head == "mean" else from_shown(in_range("head", head, 1, stack.heads))
     view["step"] = in_range("step", params["step"], 1, 10_000) if "step" in params else None
     return request, view
 

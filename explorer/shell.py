@@ -79,9 +79,11 @@ def build_demo(registry: Registry, views: list[View] | None = None) -> tuple[gr.
         with gr.Row():
             sentence = gr.Dropdown([], label="Sentence", elem_id="sentence")
             layer = gr.Dropdown(
-                layer_choices(config.n_layers), value=str(config.n_layers - 1), label="Layer", elem_id="layer"
+                layer_choices(max(config.encoder.layers, config.decoder.layers)),
+                value=str(config.decoder.layers - 1), label="Layer", elem_id="layer"  # the cross-attention's last
             )
-            head = gr.Dropdown(head_choices(config.n_heads), value="mean", label="Head", elem_id="head")
+            head = gr.Dropdown(head_choices(max(config.encoder.heads, config.decoder.heads)), value="mean",
+                               label="Head", elem_id="head")
         ui.add(
             {
                 "source": source,

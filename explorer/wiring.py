@@ -21,7 +21,7 @@ from .session import ModelService
 from .share import wire_link
 from .text import examples_for, literal, placeholder_for
 from .views import MODEL, TRANSLATION, View, ViewContext
-from .views.selection import head_choices, layer_choices, valid_head, valid_layer
+from .views.selection import head_choices, layer_choices, valid_head, valid_layer, widest
 
 # Runs in the browser before the open tab is drawn: waits until the live view has drawn the new translation (its
 # numbers are inflated asynchronously, static/live_render.js) and the browser has painted it, or a second at most,
@@ -111,7 +111,7 @@ class Wiring:
             raise TypeError(f"unknown view state {unknown}; the view state is {self.state_names}")
         state = self.default_state() | state
         result = run_request(self.service, request if callable(request) else lambda: request)
-        n_layers, n_heads = result.translations[0].recorded["cross"].values.shape[:2]
+        n_layers, n_heads = widest(result.translations[0].recorded)
         state.update(sentence=0, layer=valid_layer(state["layer"], n_layers), head=valid_head(state["head"], n_heads))
         named = {
             "result": result, "translation": "\n".join(t.text for t in result.translations), "summary": summary(result),

@@ -96,11 +96,6 @@ def model_config_of(hf: dict, path: Path, vocabulary: dict[str, int]) -> ModelCo
     if activation not in ACTIVATIONS:
         raise ConversionError(f"{path}: unsupported activation_function {activation!r}; "
                               f"supported: {sorted(ACTIVATIONS)}")
-    for encoder, decoder in (("encoder_layers", "decoder_layers"), ("encoder_ffn_dim", "decoder_ffn_dim"),
-                             ("encoder_attention_heads", "decoder_attention_heads")):
-        if hf.get(encoder) != hf.get(decoder):
-            raise ConversionError(f"{path}: unsupported {encoder}={hf.get(encoder)} != {decoder}={hf.get(decoder)} "
-                                  "(our Transformer's two stacks have one shape)")
     vocab_size = hf.get("vocab_size")
     if hf.get("separate_vocabs") or hf.get("decoder_vocab_size") not in (None, vocab_size):
         raise ConversionError(f"{path}: unsupported separate source and target vocabularies (decoder_vocab_size "
@@ -111,8 +106,13 @@ def model_config_of(hf: dict, path: Path, vocabulary: dict[str, int]) -> ModelCo
     try:
         return ModelConfig(
             src_vocab_size=vocab_size, tgt_vocab_size=vocab_size, d_model=hf.get("d_model"),
+            # each stack its own shape (a distilled student: a deep encoder, a shallow decoder); the shared fields
+            # take the encoder's, as Marian's num_hidden_layers does
             n_heads=hf.get("encoder_attention_heads"), n_layers=hf.get("encoder_layers"),
-            d_ff=hf.get("encoder_ffn_dim"),
+            d_ff=hf.get("encoder_ffn_dim"), encoder_heads=hf.get("encoder_attention_heads"),
+            encoder_layers=hf.get("encoder_layers"), encoder_ff=hf.get("encoder_ffn_dim"),
+            decoder_heads=hf.get("decoder_attention_heads"), decoder_layers=hf.get("decoder_layers"),
+            decoder_ff=hf.get("decoder_ffn_dim"),
             dropout=float(hf.get("dropout", 0.1)), attention_dropout=float(hf.get("attention_dropout", 0.0)),
             max_len=hf.get("max_position_embeddings"), norm="post", final_norm=False, pos_encoding="sinusoidal",
             sinusoidal_layout="halves", activation=ACTIVATIONS[activation],
@@ -175,13 +175,14 @@ def our_state(hf_model, config: ModelConfig) -> dict[str, torch.Tensor]:
         for field in ("weight", "bias"):
             state[f"{ours}.{field}"] = hf[f"{theirs}.{field}"]
 
-    for i in range(config.n_layers):
+    for i in range(config.encoder.layers):
         ours, theirs = f"encoder_layers.{i}", f"model.encoder.layers.{i}"
         attention(f"{ours}.self_attention", f"{theirs}.self_attn")
         copy(f"{ours}.attention_residual.norm", f"{theirs}.self_attn_layer_norm")
         copy(f"{ours}.feed_forward.fc1", f"{theirs}.fc1")
         copy(f"{ours}.feed_forward.fc2", f"{theirs}.fc2")
         copy(f"{ours}.feed_forward_residual.norm", f"{theirs}.final_layer_norm")
+    for i in range(config.decoder.layers):
         ours, theirs = f"decoder_layers.{i}", f"model.decoder.layers.{i}"
         attention(f"{ours}.self_attention", f"{theirs}.self_attn")
         copy(f"{ours}.self_attention_residual.norm", f"{theirs}.self_attn_layer_norm")
@@ -261,8 +262,8 @@ def model_card(name: str, origin: dict, config: ModelConfig, decoding: dict, par
         f"from Hugging Face `{origin['source']}` by `python -m transformer.convert_marian` (transformers "
         f"{origin['transformers']}).", "",
         f"- **License**: {origin['license']} (the original model's; see its model card for attribution).",
-        f"- **Architecture**: {config.n_layers} + {config.n_layers} post-norm layers, d_model {config.d_model}, "
-        f"{config.n_heads} heads, feed-forward {config.d_ff} ({config.activation}), sinusoidal positions (halves "
+        f"- **Architecture**: post-norm, {config.stacks_text()} ({config.activation}), d_model {config.d_model}, "
+        f"sinusoidal positions (halves "
         f"layout), vocabulary {config.tgt_vocab_size:,}, {parameters:,} parameters.",
         f"- **Recorded decoding** (from generation_config.json): {json.dumps(decoding)}.",
         "- **Equivalence**: tests/test_marian.py holds this conversion's logits, greedy output, tokenizer and "

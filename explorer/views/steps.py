@@ -110,7 +110,7 @@ def step_outputs(translation, step, layer: str, head: str) -> dict:
     markdown = (f"**Step {step} of {len(translation.steps)}.** Decoder input so far: {prefix}  \n"
                 f"Chose **{literal(current.token)}** with probability {current.prob:.1%}.")
     cross = translation.recorded["cross"]
-    layer_index, head_value = single_layer_and_head(layer, head, cross.values.shape[0])
+    layer_index, head_value = single_layer_and_head(layer, head, cross.values.shape[:2])
     weights = select_heads(cross.values[:, :, step - 1 : step], layer_index, head_value)[0]
     which = "mean over heads" if head_value == MEAN else head_label(int(head_value))
     return {

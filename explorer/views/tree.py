@@ -51,7 +51,7 @@ class TreeView(View):
         path = tree.path_to(node_id)
         node, prefix = tree.nodes[node_id], [tree.nodes[i].token_id for i in path[:-1]]
         step = ui.service.step_after(result, translation, prefix)
-        layer, head = single_layer_and_head(state["layer"], state["head"], step.cross.shape[0])
+        layer, head = single_layer_and_head(state["layer"], state["head"], step.cross.shape[:2])
         weights = select_heads(step.cross[:, :, None, :], layer, head)[0]
         hypothesis = " ".join(literal(tree.nodes[i].token) for i in path)
         which = "mean over heads" if head == MEAN else head_label(int(head))

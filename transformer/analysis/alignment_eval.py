@@ -45,7 +45,7 @@ from ..command_line import (
     write_json_atomically,
 )
 from ..core.capture import record
-from ..core.head_ref import shown
+from ..core.head_ref import layer_label, shown
 from ..corpus.data import (
     REPOSITORY,
     ParallelCorpus,
@@ -171,7 +171,7 @@ def score_readings(model, sentences: Sequence[PieceSentence], reference: Sequenc
     """One row per reading: its AER, precision and recall over the corpus against `reference` (sure links)."""
     if len(reference) != len(sentences):
         raise ValueError(f"{len(reference)} reference alignments for {len(sentences)} sentences")
-    table = readings(model.config.n_layers, model.config.n_heads)
+    table = readings(model.config.decoder.layers, model.config.decoder.heads)  # the cross-attention's heads
     predicted: list[list[Alignment]] = [[] for _ in table]
     for index, (sentence, (cross, norms)) in enumerate(
         zip(sentences, teacher_forced_cross(model, sentences, batch_size))
@@ -329,11 +329,11 @@ def main(argv=None) -> None:
     head = result["best_head"]
     print(f"{args.split}: {len(sentences)} sentences, {result['reference_links']} reference links")
     print(f"best head: cross L{head['layer']} H{head['head']} ({head['method']}), AER {head['aer']}")
-    for layer in range(1, translator.model.config.n_layers + 1):
+    for layer in range(translator.model.config.decoder.layers):
         averages = {(r["measure"], r["method"]): r["aer"] for r in rows
-                    if r["reading"] == "layer average" and r["layer"] == layer}
+                    if r["reading"] == "layer average" and r["layer"] == shown(layer)}
         print(
-            f"layer {layer} average: AER {averages['weights', 'attention']} "
+            f"{layer_label(layer)} average: AER {averages['weights', 'attention']} "
             f"(shift-att {averages['weights', 'shift']}); "
             f"norm-based {averages['norms', 'attention']} (shift-att {averages['norms', 'shift']})"
         )

@@ -33,6 +33,7 @@ from ..command_line import (
     read_json_input,
     write_json_atomically,
 )
+from ..core.head_ref import from_shown
 from ..core.model import Transformer
 from ..corpus.data import read_parallel_or_exit
 from ..decoding.trace import Translation
@@ -160,8 +161,9 @@ def best_head_index(best, config, path) -> tuple[int, int] | None:
     if best is None:
         return None
     try:
-        return (parsed_number("best_head.layer", best["layer"], int, 1, config.n_layers) - 1,
-                parsed_number("best_head.head", best["head"], int, 1, config.n_heads) - 1)
+        # a cross-attention head: the decoder's stack
+        return (from_shown(parsed_number("best_head.layer", best["layer"], int, 1, config.decoder.layers)),
+                from_shown(parsed_number("best_head.head", best["head"], int, 1, config.decoder.heads)))
     except (KeyError, TypeError, NumberError) as error:
         raise InputError(f"{path}: best_head is not a layer and head of this model ({error})") from None
 
