@@ -17,11 +17,11 @@ from transformer.decoding.export import to_json
 from transformer.numbers import NumberError, checked_number
 
 from .heads_off import format_heads_off
+from .live_payload import live_payload
 from .page import python_step_reasons
 from .request import DEFAULT_MAX_LENGTH, Request, RequestError
 from .session import ALTI, EVERY_ANALYSIS, NORMS, ModelService, RunResult
 from .text import literal, page_error, page_warning
-from .views.live_payload import live_payload
 from .views.walkthrough_payload import walk_json
 
 log = logging.getLogger("attention-explorer")

@@ -3,12 +3,11 @@ head controls and one tab per view. The events are wired in wiring.py, the API i
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import gradio as gr
 import torch
 
 from . import controls
+from .assets import PAGE_CSS
 from .components import Dropdown, Radio
 from .language_offer import offer_button
 from .registry import Registry
@@ -17,7 +16,7 @@ from .views import VIEWS, View
 from .views.selection import head_choices, layer_choices
 from .wiring import Wiring, wire
 
-CSS = (Path(__file__).resolve().parent / "static" / "style.css").read_text(encoding="utf-8")
+CSS = PAGE_CSS  # the page's style sheet, as app.py and the tests launch it
 
 
 def build_demo(registry: Registry, views: list[View] | None = None) -> tuple[gr.Blocks, Wiring]:

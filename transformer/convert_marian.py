@@ -33,6 +33,7 @@ from .checkpoint import CheckpointError, read_json, save_checkpoint
 from .command_line import CommandParser
 from .core.config import ModelConfig
 from .core.model import Transformer
+from .decoding.translator import Translator
 from .marian_tokenizer import SOURCE_FILE, TARGET_FILE, VOCAB_FILE, MarianTokenizer
 
 TOKENIZER_FILES = (SOURCE_FILE, TARGET_FILE, VOCAB_FILE)
@@ -342,8 +343,7 @@ def convert(src: str, out, source_lang: str | None = None, target_lang: str | No
                         {"origin": origin, "parameters": model.num_parameters(), "decoding": decoding})
         (staging / "README.md").write_text(model_card(out.name, origin, config, decoding, model.num_parameters()),
                                            encoding="utf-8")
-        from .decoding.translator import Translator  # noqa: PLC0415  (the folder must load as ours before it is moved)
-        try:
+        try:  # the folder must load as ours before it is moved into place
             Translator.from_pretrained(staging)
         except CheckpointError as error:
             raise ConversionError(f"the converted folder does not load: {error}") from None

@@ -1,4 +1,4 @@
-// The live view's data work, pure functions of the payload (explorer/views/live_payload.py) and nothing else:
+// The live view's data work, pure functions of the payload (explorer/live_payload.py) and nothing else:
 // the weights inflated from bytes, norm-based attention from them, one head or the mean over heads, the prefix at a
 // decoding step, and pieces merged to words with the groups and labels the payload carries
 // (transformer/decoding/words.py made them).

@@ -34,6 +34,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from ..checkpoint import CheckpointError
 from ..command_line import (
     CommandParser,
     InputError,
@@ -52,6 +53,7 @@ from ..corpus.data import (
     pad,
     read_parallel_or_exit,
 )
+from ..corpus.parallel import CorpusError
 from ..corpus.scoring import EncodedCorpus
 from ..decoding.translator import Translator
 from ..decoding.words import word_groups, word_label
@@ -255,7 +257,7 @@ def main(argv=None) -> None:
 
     started = time.perf_counter()
     use_threads(args)
-    with answered(parser):
+    with answered(parser, CheckpointError, CorpusError):
         translator = Translator.from_pretrained(args.checkpoint, device=args.device)
         out = check_writable(args.out if args.out else translator.source / RESULT_FILE)
         if args.reference_out:
@@ -271,7 +273,7 @@ def main(argv=None) -> None:
     sentences = piece_sentences(translator.tokenizer, evaluated.source, evaluated.target, max_len)
 
     if args.reference:
-        with answered(parser):
+        with answered(parser, CheckpointError, CorpusError):
             reference = read_reference(args.reference, sentences, args.split)
         described = {"what": f"alignments read from {args.reference}", "file": str(args.reference)}
     else:

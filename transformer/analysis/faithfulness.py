@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from ..checkpoint import CheckpointError
 from ..command_line import (
     CommandParser,
     InputError,
@@ -36,6 +37,7 @@ from ..command_line import (
 from ..core.head_ref import from_shown
 from ..core.model import Transformer
 from ..corpus.data import read_parallel_or_exit
+from ..corpus.parallel import CorpusError
 from ..decoding.trace import Translation
 from ..decoding.translator import Translator
 from ..numbers import NumberError, parsed_number
@@ -129,7 +131,7 @@ def main(argv=None) -> None:
     check_data_dir(parser, args)
     use_threads(args)
     started = time.perf_counter()
-    with answered(parser):
+    with answered(parser, CheckpointError, CorpusError):
         translator = Translator.from_pretrained(args.checkpoint, device=args.device)
         out = check_writable(args.out if args.out else translator.source / RESULT_FILE)
         languages = translator.languages

@@ -139,7 +139,14 @@ class ModelConfig:
         return self.encoder if kind.startswith("encoder") else self.decoder
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The fields, a stack's own shape only where it differs from the shared one: a model whose stacks share a
+        shape writes the config.json it always did."""
+        values = asdict(self)
+        for shared, *own in STACK_FIELDS:
+            for name in own:
+                if values[name] == values[shared]:
+                    del values[name]
+        return values
 
     @classmethod
     def from_dict(cls, values: dict) -> "ModelConfig":
