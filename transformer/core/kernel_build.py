@@ -12,6 +12,7 @@ so the next run loads the cached kernel at once.
 """
 from __future__ import annotations
 
+import argparse
 import fcntl
 import hashlib
 import os
@@ -165,10 +166,15 @@ def watch_caller(caller: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """attention-explorer-build-kernel: builds (or finds) the kernel in the foreground, with ninja's progress."""
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["--caller"]:
-        threading.Thread(target=watch_caller, args=(int(argv[1]),), name="caller-watch", daemon=True).start()
+    parser = argparse.ArgumentParser(
+        prog="attention-explorer-build-kernel",
+        description="Compiles the float16-weight kernel (transformer/core/half_linear.cpp, fused_step.cpp) into "
+                    "TORCH_EXTENSIONS_DIR (default ~/.cache/torch_extensions), showing ninja's steps; does nothing "
+                    "if it is up to date. The app and the package build it on first use otherwise.")
+    parser.add_argument("--caller", type=int, help=argparse.SUPPRESS)  # the process a background build is for
+    args = parser.parse_args(argv)
+    if args.caller is not None:
+        threading.Thread(target=watch_caller, args=(args.caller,), name="caller-watch", daemon=True).start()
     try:
         check_machine()
     except RuntimeError as error:
