@@ -13,6 +13,7 @@ import gradio as gr
 
 from transformer.analysis.registry import ANALYSES
 from transformer.core.half_linear import KERNEL
+from transformer.core.head_ref import from_shown, shown
 from transformer.core.probes import ATTENTION_KINDS
 from transformer.decoding.export import to_json
 from transformer.numbers import NumberError, checked_number
@@ -106,7 +107,7 @@ def endpoint(ui, respond, analyses: frozenset[str] = EVERY_ANALYSIS):
 def contrast_json(translation, contrast, foil: str) -> dict:
     """A Contrast (analysis/contrastive.py) with its tokens, numbered from 1 as the page numbers steps."""
     return {
-        "step": contrast.step + 1,
+        "step": shown(contrast.step),
         "chosen": translation.tgt_tokens[contrast.step],
         "foil": foil,
         "log_odds": round(contrast.log_odds, 6),
@@ -193,13 +194,14 @@ def query_key_endpoint(ui):
         layers, heads, queries = recorded.values.shape[:3]
         layer, head = counted("layer", layer, layers), counted("head", head, heads)
         query = counted("query", query, queries, f" for {kind} in this translation")
-        breakdown = ui.service.query_key(result, translation, kind, layer - 1, head - 1, query - 1)
+        breakdown = ui.service.query_key(result, translation, kind, from_shown(layer), from_shown(head),
+                                         from_shown(query))
         return {
             "kind": kind,
             "layer": layer,
             "head": head,
             "query": query,
-            "query_token": recorded.rows[query - 1],
+            "query_token": recorded.rows[from_shown(query)],
             "key_tokens": recorded.cols[: len(breakdown.weights)],
             "query_vector": breakdown.query_vector.round(6).tolist(),
             "key_vectors": breakdown.key_vectors.round(6).tolist(),
@@ -224,8 +226,9 @@ def walkthrough_endpoint(ui):
                                               prefix, heads_off)
         token = counted("token", token, len(translation.src_ids), " for this translation")
         step = counted("step", step, len(translation.tgt_ids), " for this translation")
-        head = counted("head", head, ui.registry.get(result.model_key).translator.model.config.n_heads)
-        walk = ui.service.walkthrough(result, translation, token - 1, step - 1, head - 1)
+        config = ui.registry.get(result.model_key).translator.model.config
+        head = counted("head", head, min(config.encoder.heads, config.decoder.heads))  # one head in every attention
+        walk = ui.service.walkthrough(result, translation, from_shown(token), from_shown(step), from_shown(head))
         return walk_json(walk)
 
     return walkthrough

@@ -85,11 +85,11 @@ LINK_JS = """
     if (v !== null && v !== undefined && v !== "" && (owner === null || owner === strategy)) params.set(name, v);
   });
   const live = document.querySelector('#live-attention .ae-live');
-  const view = live && live.dataset.state ? JSON.parse(live.dataset.state) : null;
+  const view = live && live.dataset.link ? JSON.parse(live.dataset.link) : null;  // numbered from 1 already
   if (view) {
     params.set('kind', view.kind);
-    if (view.layer !== 'overview') params.set('layer', view.layer + 1);
-    params.set('head', view.head === 'mean' ? 'mean' : view.head + 1);
+    if (view.layer !== null) params.set('layer', view.layer);
+    params.set('head', view.head);
     if (view.step) params.set('step', view.step);
   }
   const link = window.location.origin + window.location.pathname + '?' + params.toString();

@@ -17,6 +17,7 @@ from .views.selection import head_choices, layer_choices
 from .wiring import Wiring, wire
 
 CSS = PAGE_CSS  # the page's style sheet, as app.py and the tests launch it
+LAUNCH = {"css": CSS, "theme": gr.themes.Soft(), "run_history": False, "footer_links": ["api", "gradio", "settings"]}
 
 
 def build_demo(registry: Registry, views: list[View] | None = None) -> tuple[gr.Blocks, Wiring]:

@@ -53,6 +53,7 @@ class Wiring:
         self.open_tab: gr.State | None = None  # the tab the visitor has open: drawn at once on Translate
         self.tabs: dict[str, gr.Tab] = {}
         self.state_names: list[str] = []
+        self.startup_notes: list[str] = []  # what the server's start-up could not do, for the footer (app.py)
 
     def add(self, named: dict, owner: str | None = None) -> None:
         clash = sorted(set(named) & set(self.components))
@@ -245,8 +246,8 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
     wire_controls(ui)
     wire_language_offer(ui)
     wire_link(ui, demo)
-    demo.load(lambda: decoding_path(ui.service.pool, ui.registry), None, c["footer"], api_visibility="private",
-              queue=False, **ui.quiet)
+    demo.load(lambda: decoding_path(ui.service.pool, ui.registry, ui.startup_notes), None, c["footer"],
+              api_visibility="private", queue=False, **ui.quiet)
     demo.load(None, None, None, js=PLOT_SVG_JS)
     demo.load(None, None, None, js=glossary_marks_js())
 

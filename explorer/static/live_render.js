@@ -266,8 +266,8 @@ function save(url, name) {
 function downloads(root) {
   const svg = root.querySelector("svg.ae-heatmap, svg.ae-lines");
   if (!svg) return;
-  const name = `attention-${view.kind}-${view.mode}` + (view.layer === "overview" ? "" : `-layer${view.layer + 1}`) +
-    (view.head === "mean" ? "-mean" : `-head${view.head + 1}`) + (view.measure === "norms" ? "-norms" : "");
+  const name = `attention-${view.kind}-${view.mode}` + (view.layer === "overview" ? "" : `-layer${shown(view.layer)}`) +
+    (view.head === "mean" ? "-mean" : `-head${shown(view.head)}`) + (view.measure === "norms" ? "-norms" : "");
   const bar = node("div", {class: "ae-downloads"}, "Download: ");
   const asSvg = node("button", {type: "button", class: "ae-download", "data-format": "svg"}, "SVG");
   asSvg.addEventListener("click", () => save(URL.createObjectURL(new Blob([svgText(svg)], {type: "image/svg+xml"})), name + ".svg"));
@@ -298,6 +298,9 @@ function draw() {
   if (view.layer === "overview") overview(root); else if (view.mode === "lines") lines(root); else heatmap(root);
   downloads(root);
   root.dataset.state = JSON.stringify({kind: view.kind, layer: view.layer, head: view.head, mode: view.mode, step: view.step});
+  // the same view as a link numbers it, from 1 (share.py's LINK_JS reads it)
+  root.dataset.link = JSON.stringify({kind: view.kind, layer: view.layer === "overview" ? null : shown(view.layer),
+                                      head: view.head === "mean" ? "mean" : shown(view.head), step: view.step});
   delete root.dataset.pending;
   root.dataset.measure = view.measure;
 }

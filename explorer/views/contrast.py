@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import gradio as gr
 
+from transformer.core.head_ref import shown
+
 from ..figures.steps import contrast_bar
 from ..text import literal, page_error
 from .base import current_translation
@@ -23,7 +25,7 @@ def build_panel() -> dict:
 
 def explained(translation, contrast, foil: str) -> dict:
     """The panel's text and figure for a Contrast of `translation` (analysis/contrastive.py)."""
-    step = contrast.step + 1
+    step = shown(contrast.step)
     chosen = translation.tgt_tokens[contrast.step]
     p_chosen = translation.steps[contrast.step].prob
     prefix = translation.decoder_input_tokens[:step]

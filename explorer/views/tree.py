@@ -7,7 +7,7 @@ import math
 
 import gradio as gr
 
-from transformer.core.head_ref import head_label, layer_label
+from transformer.core.head_ref import from_shown, head_label, layer_label, shown
 
 from .. import figures
 from ..figures.tree import tree_svg
@@ -58,17 +58,17 @@ class TreeView(View):
         return {
             "search_tree": tree_svg(tree, selected=node_id),
             "node_text": (
-                f"**Step {node.depth + 1}, {node.status}{' (winning path)' if node_id in tree.winner else ''}.** "
+                f"**Step {shown(node.depth)}, {node.status}{' (winning path)' if node_id in tree.winner else ''}.** "
                 f"Hypothesis: {hypothesis}  \nThis token: probability {math.exp(node.log_prob):.1%}, "
                 f"cumulative log-probability {node.score:.3f}, length-normalised {node.normalized_score:.3f}."
             ),
             "node_candidates": figures.candidates_bar(
-                step.topk, node.token, f"Step {node.depth + 1}: what this hypothesis weighed next"
+                step.topk, node.token, f"Step {shown(node.depth)}: what this hypothesis weighed next"
             ),
             "node_source": figures.source_attention_bar(
                 weights,
                 translation.src_tokens,
-                f"Step {node.depth + 1}: cross-attention ({layer_label(layer)}, {which})",
+                f"Step {shown(node.depth)}: cross-attention ({layer_label(layer)}, {which})",
             ),
         }
 
@@ -94,4 +94,4 @@ class TreeView(View):
         if translation is None:
             raise page_error("Translate a sentence first.")
         step = max(1, min(step, len(translation.steps)))
-        return self.node_panel(ui, result, state, translation.steps[step - 1].node)
+        return self.node_panel(ui, result, state, translation.steps[from_shown(step)].node)
