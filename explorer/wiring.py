@@ -5,7 +5,9 @@ Handlers return dicts keyed by component; views return dicts keyed by name (`Wir
 """
 from __future__ import annotations
 
+import json
 import random
+from collections import OrderedDict
 from collections.abc import Callable
 
 import gradio as gr
@@ -38,6 +40,13 @@ AFTER_LIVE_VIEW_JS = """(...args) => new Promise(done => {
 })"""
 
 
+CHECKED_KEPT = 64  # requests checked and not yet translated, kept at most
+
+
+def checked_key(values: dict) -> str:
+    return json.dumps(values, sort_keys=True, default=repr)
+
+
 TRANSLATE_SHARED_OUTPUTS = ("translation", "summary", "language_offer", "sentence", "layer", "head")  # and the views'
 
 
@@ -54,6 +63,9 @@ class Wiring:
         self.tabs: dict[str, gr.Tab] = {}
         self.state_names: list[str] = []
         self.startup_notes: list[str] = []  # what the server's start-up could not do, for the footer (app.py)
+        # the page's request values -> the Request the check before its Translate built, which that Translate takes:
+        # one Request per Translate (a few, the latest, kept for the visitors translating at the same moment)
+        self.checked: OrderedDict[str, Request] = OrderedDict()
 
     def add(self, named: dict, owner: str | None = None) -> None:
         clash = sorted(set(named) & set(self.components))
@@ -97,6 +109,19 @@ class Wiring:
 
     def request_values(self, values) -> dict:
         return dict(zip(self.request_names, values))
+
+    def check_request(self, values: dict) -> Request:
+        """The Request of the page's request values (a RequestError names a bad one), kept for `page_request`."""
+        request = Request.from_page(self.registry, values)
+        self.checked[checked_key(values)] = request
+        while len(self.checked) > CHECKED_KEPT:
+            self.checked.popitem(last=False)
+        return request
+
+    def page_request(self, values: dict) -> Request:
+        """The Request the check before this Translate built from the same values; built here where none was."""
+        request = self.checked.pop(checked_key(values), None)
+        return request if request is not None else Request.from_page(self.registry, values)
 
     @property
     def translate_output_names(self) -> list[str]:
@@ -158,7 +183,7 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
         (draw_open_tab), other tabs when opened (wire_tab), so the picture never waits for hidden plots."""
         request, state = ui.request_values(values), ui.state_from(values[len(ui.request_names):])
         shown = {v.name for v in views if v.placement == "first_screen"}
-        named = ui.translate(lambda: Request.from_page(ui.registry, request), only=shown, **state)
+        named = ui.translate(lambda: ui.page_request(request), only=shown, **state)
         return {ui.result_state: named.pop("result")} | ui.by_component(named)
 
     def draw_open_tab(result, *values):
@@ -184,7 +209,7 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
         result stays as it was (no output is touched)."""
         checks = [gr.validate(True, "") for _ in values]
         try:
-            Request.from_page(ui.registry, ui.request_values(values))
+            ui.check_request(ui.request_values(values))
         except RequestError as error:
             field = "source" if error.field == "text" else error.field  # the text is typed into "source"
             checks[ui.request_names.index(field) if field in ui.request_names else 0] = gr.validate(False, str(error))
