@@ -165,3 +165,16 @@ def test_the_deferred_import_check_sees_one(tmp_path):
     module = tmp_path / "m.py"
     module.write_text("import json\n\ndef f():\n    import json\n    from .x import y\n    from explorer import z\n")
     assert deferred_imports(module) == ["line 5: from .x", "line 6: from explorer"]
+
+
+def test_the_translate_first_guard_is_written_once():
+    """One guard (views/base.translated) says "Translate a sentence first." for every action that needs a result."""
+    import gradio as gr
+
+    from explorer.views.base import translated
+
+    with pytest.raises(gr.Error, match="Translate a sentence first, then export it."):
+        translated(None, {}, then=", then export it")
+    writers = {str(path.relative_to(ROOT)) for path in (ROOT / "explorer").rglob("*.py")
+               if "Translate a sentence first" in path.read_text(encoding="utf-8")}
+    assert writers - DEFERRED_ALLOWED == {"explorer/views/base.py"}  # the walk-through's helper converts its own

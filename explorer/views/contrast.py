@@ -10,7 +10,7 @@ from transformer.core.head_ref import shown
 
 from ..figures.steps import contrast_bar
 from ..text import literal, page_error
-from .base import current_translation
+from .base import translated
 
 
 def build_panel() -> dict:
@@ -57,9 +57,7 @@ def wire_panel(ui) -> None:
     c = ui.components
 
     def why(result, sentence, step, foil):
-        translation = current_translation(result, {"sentence": sentence})
-        if translation is None:
-            raise page_error("Translate a sentence first.")
+        translation = translated(result, {"sentence": sentence})
         if not foil:
             raise page_error("Choose a candidate to compare with first.")
         step = max(1, min(int(step or 1), len(translation.steps)))

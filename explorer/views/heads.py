@@ -18,8 +18,8 @@ from transformer.core.probes import ATTENTION_KINDS, PROBES
 from ..figures.heads import head_grid
 from ..figures.links import alignment_svg
 from ..heads_off import format_heads_off
-from ..text import literal, page_error
-from .base import TRANSLATION, View, current_translation
+from ..text import literal
+from .base import TRANSLATION, View, current_translation, translated
 
 STATISTICS = {"spread": "spread (normalised entropy)", "max_weight": "confidence (mean max weight)",
               "mean_offset": "mean offset (key - query)", "eos_share": "weight on </s>",
@@ -100,9 +100,7 @@ class HeadsView(View):
         boxes = [c[f"off_{kind}"] for kind in ATTENTION_KINDS]
 
         def ablate(result, sentence, *chosen):
-            translation = current_translation(result, {"sentence": sentence})
-            if translation is None:
-                raise page_error("Translate a sentence first.")
+            translation = translated(result, {"sentence": sentence})
             heads_off = [HeadRef.parse(entry) for entries in chosen for entry in entries or []]
             changed = ui.service.rerun(result, translation, heads_off=heads_off)
             drop = (ui.service.output_log_prob(result, translation, heads_off)

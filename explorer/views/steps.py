@@ -14,7 +14,7 @@ from ..components import Slider
 from ..request import MAX_OUTPUT_TOKENS
 from ..text import literal, page_error
 from . import contrast, whatif
-from .base import MODEL, TRANSLATION, View, current_translation
+from .base import MODEL, TRANSLATION, View, current_translation, translated
 from .selection import MEAN, select_heads, single_layer_and_head
 
 PLAY_DELAY_S = 0.5  # every frame redraws text and figures together, so they always show the same step
@@ -68,9 +68,7 @@ class StepsView(View):
     def wire(self, ui):
         def play(result, *values):
             state = ui.state_from(values)
-            translation = current_translation(result, state)
-            if translation is None:
-                raise page_error("Translate a sentence first.")
+            translation = translated(result, state)
             for frame in self.play_frames(translation, state["layer"], state["head"]):
                 yield ui.by_component(frame)
 
@@ -78,9 +76,7 @@ class StepsView(View):
         c["play_button"].click(play, ui.state_inputs, ui.outputs_of(self), api_visibility="private")
 
         def what_if(result, sentence, step, layer, head, candidate, typed):
-            translation = current_translation(result, {"sentence": sentence})
-            if translation is None:
-                raise page_error("Translate a sentence first.")
+            translation = translated(result, {"sentence": sentence})
             step = max(1, min(int(step or 1), len(translation.steps)))
             continuation = [candidate] if candidate else ui.service.pieces(result, typed or "")
             if not continuation:

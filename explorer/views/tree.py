@@ -12,7 +12,7 @@ from transformer.core.head_ref import from_shown, head_label, layer_label, shown
 from .. import figures
 from ..figures.tree import tree_svg
 from ..text import literal, page_error
-from .base import TRANSLATION, View, current_translation, plot_row
+from .base import TRANSLATION, View, current_translation, plot_row, translated
 from .selection import MEAN, select_heads, single_layer_and_head
 
 CLICK_TO_SELECT = """
@@ -77,8 +77,7 @@ class TreeView(View):
         outputs = [c[name] for name in ("search_tree", "node_text", "node_candidates", "node_source")]
 
         def on_click(result, sentence, layer, head, evt: gr.EventData):
-            if result is None:
-                raise page_error("Translate a sentence first.")
+            translated(result, {"sentence": sentence})
             node = getattr(evt, "node", None)
             if not isinstance(node, int):
                 raise page_error(f"node must be a whole number, got {node!r}")
@@ -90,8 +89,6 @@ class TreeView(View):
 
     def at_step(self, ui, result, state, step):
         """The step's node in the tree, selected, with its panel: the step view's jump lands here."""
-        translation = current_translation(result, state)
-        if translation is None:
-            raise page_error("Translate a sentence first.")
+        translation = translated(result, state)
         step = max(1, min(step, len(translation.steps)))
         return self.node_panel(ui, result, state, translation.steps[from_shown(step)].node)
