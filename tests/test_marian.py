@@ -6,10 +6,12 @@ greedy output, tokenizer ids and text, and every recorded attention probability.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -22,11 +24,15 @@ from transformer.convert_marian import ConversionError, convert, main  # noqa: E
 from transformer.core.capture import capture_attention  # noqa: E402
 from transformer.core.fused_step import why_not_fused  # noqa: E402
 
+# a distilled OPUS-MT student's shape in miniature: each stack its own layers, heads and feed-forward width
+UNEQUAL_STACKS = dict(activation="swish", share=True, tie=True, logits_bias=True, encoder_layers=4, decoder_layers=2,
+                      encoder_attention_heads=4, decoder_attention_heads=2, encoder_ffn_dim=96, decoder_ffn_dim=48)
 VARIANTS = {  # activation, one matrix for both embeddings, output tied to it, nonzero final_logits_bias
     "swish-tied-zero-bias": dict(activation="swish", share=True, tie=True, logits_bias=False),
     "swish-tied-bias": dict(activation="swish", share=True, tie=True, logits_bias=True),
     "relu-untied-bias": dict(activation="relu", share=False, tie=False, logits_bias=True),
     "relu-separate-tied-zero-bias": dict(activation="relu", share=False, tie=True, logits_bias=False),
+    "deep-encoder-shallow-decoder": UNEQUAL_STACKS,
 }
 SOURCES = sentences(ENGLISH, 6, seed=7) + ["Zebra ünd Ωmega € 😀!", "the cat, the dog; and... the tree?!"]
 
@@ -213,6 +219,24 @@ def test_converter_refuses(good_hf, tmp_path, change, message, capsys):
     error = capsys.readouterr().err
     assert stopped.value.code == 2 and error.strip().count("\n") == 0 and message in error
     assert not out.exists()
+
+
+@pytest.mark.parametrize("where", ["parent is a file", "folder not writable"])
+def test_converter_says_in_one_line_when_out_cannot_be_written(good_hf, tmp_path, where, capsys):
+    """OUT under a file, or in a folder nobody may write (sysfs refuses even root, as a read-only mount would):
+    one line naming the path, status 2, and nothing left behind."""
+    if where == "parent is a file":
+        (tmp_path / "file").write_text("taken")
+        out = tmp_path / "file" / "converted"
+    else:
+        out = Path("/sys") / "converted"
+        if os.access("/sys", os.W_OK) and not Path("/sys/kernel").is_dir():
+            pytest.skip("no read-only sysfs here")
+    with pytest.raises(SystemExit) as stopped:
+        main([str(good_hf), str(out)])
+    error = capsys.readouterr().err
+    assert stopped.value.code == 2 and error.strip().count("\n") == 0 and "Traceback" not in error
+    assert str(out.parent) in error and not out.exists()
 
 
 def test_converter_command_line(tmp_path, good_hf):

@@ -87,6 +87,10 @@ def walkthrough(model: Transformer, tokenizer, translation, token: int = 0, step
     and decoding step `step`, at every layer and head, its `stages` at `layer` and `head` (all 0-based), read from one
     teacher-forced pass with `heads_off` switched off."""
     config = model.config
+    if config.encoder[:3] != config.decoder[:3]:  # its layer and head pickers choose one layer and head of both stacks
+        raise ValueError(f"the walk-through needs stacks of one shape; this model's encoder has {config.encoder.layers} "
+                         f"layers of {config.encoder.heads} heads (feed-forward {config.encoder.d_ff}), its decoder "
+                         f"{config.decoder.layers} of {config.decoder.heads} (feed-forward {config.decoder.d_ff})")
     check_position("token", token, len(translation.src_ids))
     check_position("step", step, len(translation.tgt_ids))
     check_position("head", head, config.n_heads)
