@@ -1,12 +1,10 @@
 // The walk-through's data work, pure functions of the payload (explorer/views/walkthrough_payload.py) and nothing
 // else: the pooled arrays decoded, a stage at any layer and head, numbers formatted as the page prints them, the stage
 // moves of Next/Back and the arrow keys, the blocks of the overview, the colours and names of a value, and the output
-// stage's temperature, top-k and top-p over the whole vocabulary. Layers and heads are 0-based here; `shownNumber`
-// and `fromShown` are the one place they are numbered from 1 (transformer/core/head_ref.py's counterpart).
+// stage's temperature, top-k and top-p over the whole vocabulary. Layers and heads are 0-based here; static/head_ref.js
+// (`shown`, `fromShown`: loaded before this file on the page, required under node) numbers them from 1.
 // No DOM here: tests/js/walk_data.test.js runs these with `node --test` against fixtures Python exports.
-
-function shownNumber(index) { return index + 1; }
-function fromShown(number) { return number - 1; }
+if (typeof module !== "undefined" && typeof shown === "undefined") var {shown, fromShown} = require("./head_ref.js");
 
 function base64Bytes(text) {
   if (typeof Buffer !== "undefined") return new Uint8Array(Buffer.from(text, "base64"));
@@ -134,8 +132,8 @@ function diverging(v, scale) {
 function cellName(numbers, row, col) {
   const [rowAxis, colAxis] = numbers.axes || ["", ""];
   const parts = [];
-  if (numbers.kind === "matrix") parts.push(rowAxis ? `${rowAxis} ${shownNumber(row)}` : (numbers.rows || [])[row] || `row ${shownNumber(row)}`);
-  if (colAxis) parts.push(`${colAxis} ${shownNumber(col)}` + (numbers.cols && colAxis !== "feature" ? ` (${numbers.cols[col]})` : ""));
+  if (numbers.kind === "matrix") parts.push(rowAxis ? `${rowAxis} ${shown(row)}` : (numbers.rows || [])[row] || `row ${shown(row)}`);
+  if (colAxis) parts.push(`${colAxis} ${shown(col)}` + (numbers.cols && colAxis !== "feature" ? ` (${numbers.cols[col]})` : ""));
   else if (numbers.cols) parts.push(numbers.cols[col]);
   return parts.join(" · ");
 }
@@ -200,7 +198,7 @@ function sampling(logits, temperature, topK, topP) {
 }
 
 if (typeof module !== "undefined") {
-  module.exports = {shownNumber, fromShown, halfToNumber, decodeFlat, decodeEntry, decodePayload, pooled, logitsOf, variantIndex, stageAt,
+  module.exports = {halfToNumber, decodeFlat, decodeEntry, decodePayload, pooled, logitsOf, variantIndex, stageAt,
                     stageForKey, answerOf, formatValue, shownValues, maxAbs, vectorScale, hasMasked, diverging, cellName, move,
                     keyAction, blockOf, firstStageOf, decodeLogits, sampling};
 }

@@ -32,7 +32,7 @@ function strip(values, note, scale) {
   if (context) values.forEach((v, i) => { context.fillStyle = diverging(v, scale); context.fillRect(i, 0, 1, 1); });
   el.addEventListener("mousemove", event => {
     const box = el.getBoundingClientRect(), i = Math.floor((event.clientX - box.left) / box.width * values.length);
-    if (i >= 0 && i < values.length) el.title = `feature ${shownNumber(i)}: ${formatValue(values[i])}`;
+    if (i >= 0 && i < values.length) el.title = `feature ${shown(i)}: ${formatValue(values[i])}`;
   });
   return el;
 }
@@ -61,7 +61,7 @@ function rowFigure(numbers, panel) {
   const v = numbers.values, scale = numbers.kind === "row" ? maxAbs(v) : 0, scroll = wkNode("div", {class: "wk-scroll"});
   const table = wkNode("table", {class: "wk-table"}), head = wkNode("tr"), body = wkNode("tr");
   const colAxis = (numbers.axes || ["", ""])[1];
-  (numbers.cols || v.map((_, i) => String(shownNumber(i)))).forEach((c, i) => {
+  (numbers.cols || v.map((_, i) => String(shown(i)))).forEach((c, i) => {
     head.appendChild(axisLabel("th", c, colAxis, i));
     body.appendChild(valueCell("td", v[i], scale, numbers, i, 0, i, panel));
   });
@@ -81,7 +81,7 @@ function tableMatrix(numbers, panel, scale) {
   }
   v.forEach((row, i) => {
     const tr = wkNode("tr");
-    tr.appendChild(axisLabel("th", numbers.rows ? numbers.rows[i] : String(shownNumber(i)), rowAxis, i));
+    tr.appendChild(axisLabel("th", numbers.rows ? numbers.rows[i] : String(shown(i)), rowAxis, i));
     row.forEach((x, j) => tr.appendChild(valueCell("td", x, scale, numbers, i * cols + j, i, j, panel)));
     table.appendChild(tr);
   });
@@ -93,7 +93,7 @@ function heatMatrix(numbers, panel, scale) {
   const v = numbers.values, rows = v.length, cols = v[0].length, [rowAxis] = numbers.axes || ["", ""];
   const cell = Math.max(3, Math.min(10, Math.floor(320 / cols)));
   const grid = wkNode("div", {class: "wk-heatgrid"}), labels = wkNode("div", {class: "wk-rowlabels"});
-  (numbers.rows || v.map((_, i) => String(shownNumber(i)))).forEach((label, i) => {
+  (numbers.rows || v.map((_, i) => String(shown(i)))).forEach((label, i) => {
     const l = axisLabel("div", label, rowAxis, i);
     l.style.height = l.style.lineHeight = `${WK_ROW}px`;
     labels.appendChild(l);

@@ -95,7 +95,7 @@ function picker(label, name, count, value, change) {
   const select = wkNode("select", {class: `wk-${name}`, "aria-label": `${label} (the walk's ${name})`,
                                    title: walk.payload.glossary["layer picker"] || ""});
   for (let i = 0; i < count; i++) {
-    const o = wkNode("option", {value: String(shownNumber(i))}, String(shownNumber(i)));  // numbered as people read
+    const o = wkNode("option", {value: String(shown(i))}, String(shown(i)));  // numbered as people read
     if (i === value) o.selected = true;
     select.appendChild(o);
   }
@@ -124,7 +124,7 @@ function navigation(root) {
   }
   list.addEventListener("change", () => goTo(Number(list.value)));
   const pin = wkNode("button", {type: "button", class: "wk-pin", "aria-pressed": String(!!walk.pinned)},
-                     walk.pinned ? `Unpin layer ${shownNumber(walk.pinned.layer)} head ${shownNumber(walk.pinned.head)}` : "Pin this head");
+                     walk.pinned ? `Unpin layer ${shown(walk.pinned.layer)} head ${shown(walk.pinned.head)}` : "Pin this head");
   pin.title = p.glossary.pin || "";
   pin.addEventListener("click", () => { walk.pinned = walk.pinned ? null : {layer: walk.layer, head: walk.head}; drawWalk(); });
   const predict = wkNode("button", {type: "button", class: "wk-predict", "aria-pressed": String(walk.predict),
@@ -156,7 +156,7 @@ function stagePanel(stage, label) {
   if (query !== undefined) {
     const pieces = stage.block === "encoder" ? walk.payload.src_tokens : walk.payload.decoder_inputs;
     panel.appendChild(wkNode("div", {class: "wk-query", "data-ax": "query", "data-at": String(query)},
-                             `query: “${pieces[query]}” (position ${shownNumber(query)})`));
+                             `query: “${pieces[query]}” (position ${shown(query)})`));
   }
   panel.appendChild(wkNode("p", {class: "wk-text"}, stage.text));
   panel.appendChild(wkNode("p", {class: "wk-why"}, `Why this matters: ${stage.why}`));
@@ -194,8 +194,8 @@ function stages(root) {
     return;
   }
   const pair = wkNode("div", {class: "wk-pair"});  // two heads side by side
-  pair.append(stagePanel(stageAt(p, walk.stage, pin.layer, pin.head), `pinned: layer ${shownNumber(pin.layer)}, head ${shownNumber(pin.head)}`),
-              stagePanel(stage, `compared: layer ${shownNumber(walk.layer)}, head ${shownNumber(walk.head)}`));
+  pair.append(stagePanel(stageAt(p, walk.stage, pin.layer, pin.head), `pinned: layer ${shown(pin.layer)}, head ${shown(pin.head)}`),
+              stagePanel(stage, `compared: layer ${shown(walk.layer)}, head ${shown(walk.head)}`));
   root.appendChild(pair);
 }
 
@@ -248,7 +248,7 @@ function drawWalk() {
   const p = walk.payload;
   root.appendChild(wkNode("div", {class: "wk-head"},
     `“${p.token_piece}” (source piece ${p.token}) · step ${p.step}, predicting “${p.step_piece}” · ` +
-    `layer ${shownNumber(walk.layer)}, head ${shownNumber(walk.head)}`));
+    `layer ${shown(walk.layer)}, head ${shown(walk.head)}`));
   navigation(root);
   overview(root);
   stages(root);
@@ -257,8 +257,8 @@ function drawWalk() {
   root.dataset.stage = String(walk.stage);
   root.dataset.token = String(p.token);
   root.dataset.step = String(p.step);
-  root.dataset.layer = String(shownNumber(walk.layer));
-  root.dataset.head = String(shownNumber(walk.head));
+  root.dataset.layer = String(shown(walk.layer));
+  root.dataset.head = String(shown(walk.head));
   root.dataset.drawMs = (performance.now() - started).toFixed(1);  // what the benchmark reads: the drawing alone
   if (focused && !root.contains(document.activeElement)) root.focus({preventScroll: true});
   const box = root.getBoundingClientRect();

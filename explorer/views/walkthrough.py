@@ -7,21 +7,16 @@ or step does, and keeps the stage. A button beside the translation opens it (Wal
 the walk saves as one HTML file that opens offline with its pickers (standalone.py)."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import gradio as gr
 
 from transformer.core.head_ref import from_shown, shown
 
+from ..assets import WALK_CSS, WALK_JS
+from ..exports import walk_file
 from ..text import literal, page_error
-from .base import MODEL, TRANSLATION, View, current_translation
+from .base import MODEL, TRANSLATION, View, current_translation, translated
 from .walkthrough_payload import walk_payload
 
-STATIC = Path(__file__).resolve().parent.parent / "static"
-# the data module (pure functions, tested under node) first, then the drawing that uses them
-WALK_JS = "\n".join((STATIC / name).read_text(encoding="utf-8") for name in ("walk_data.js", "walk_figures.js",
-                                                                           "walk_render.js"))
-WALK_CSS = (STATIC / "walk_view.css").read_text(encoding="utf-8")
 EMPTY = ("Translate a sentence, then press **How it computed this** beside the translation, or choose a source "
          "piece and a decoding step here and press **Walk through**.")
 PROMPT = ("A translation is showing: choose a source piece and a decoding step and press **Walk through**, or press "
@@ -106,9 +101,7 @@ class WalkthroughView(View):
                 "walk_text": PROMPT, "walk_html": None, "walk_file": gr.update(value=None, visible=False)}
 
     def at_step(self, ui, result, state, step):
-        translation = current_translation(result, state)
-        if translation is None:
-            raise page_error("Translate a sentence first.")
+        translation = translated(result, state)
         index, why = opening_step(translation, int(step))
         result.rendered_views.add(self.name)  # drawn here: opening the tab must not draw it over again
         return {"walk_token": gr.update(choices=token_choices(translation), value=0),
@@ -116,9 +109,7 @@ class WalkthroughView(View):
             ui, result, state.get("sentence"), 0, index, opened=why)
 
     def show(self, ui, result, sentence, token: int, step: int, opened: str = "") -> dict:
-        translation = current_translation(result, {"sentence": sentence})
-        if translation is None:
-            raise page_error("Translate a sentence first.")
+        translation = translated(result, {"sentence": sentence})
         try:
             walk = ui.service.walkthrough(result, translation, int(token or 0), int(step or 0))
         except ValueError as error:
@@ -155,11 +146,7 @@ class WalkthroughView(View):
             c[name].input(chosen, inputs, outputs, api_visibility="private")
 
         def save(result, sentence, token, step):
-            from ..exports import walk_file  # the exports import the views' payloads
-
-            translation = current_translation(result, {"sentence": sentence})
-            if translation is None:
-                raise page_error("Translate a sentence first, then save its walk.")
+            translation = translated(result, {"sentence": sentence}, then=", then save its walk")
             payload = self.show(ui, result, sentence, token, step)["walk_html"]
             return gr.update(value=walk_file(result, ui.registry, translation, payload), visible=True)
 

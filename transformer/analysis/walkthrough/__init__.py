@@ -35,7 +35,7 @@ def context(model, tokenizer, translation, rec, token, step, layer, head) -> Wal
 def head_stages(walk: WalkContext) -> dict[str, Stage]:
     """The stages that depend on the head (each attention kind's q, k, v to the weighted sum), by key."""
     attention_stages(walk, "encoder_self", "encoder", "self", walk.token, len(walk.src))
-    attention_stages(walk, "decoder_self", "decoder", "self", walk.step, walk.step + 1)
+    attention_stages(walk, "decoder_self", "decoder", "self", walk.step, len(walk.decoder_keys))
     attention_stages(walk, "cross", "decoder", "cross", walk.step, len(walk.src))
     return {stage.key: stage for stage in walk.stages}
 
@@ -49,7 +49,7 @@ def stages_at(walk: WalkContext, tokenizer) -> list[Stage]:
     layers_compactly(walk, "encoder", ENCODER_SUBLAYERS, token, walk.src[token])
     decoder_inputs(walk)
     embedding_stages(walk, "decoder", step, walk.inputs[step])
-    layer_in_full(walk, "decoder", DECODER_SUBLAYERS, step, {"decoder_self": step + 1, "cross": len(walk.src)})
+    layer_in_full(walk, "decoder", DECODER_SUBLAYERS, step, {"decoder_self": len(walk.decoder_keys), "cross": len(walk.src)})
     layers_compactly(walk, "decoder", DECODER_SUBLAYERS, step, walk.inputs[step])
     output_stages(walk, tokenizer.id_to_piece)
     return walk.stages
@@ -88,8 +88,9 @@ def walkthrough(model: Transformer, tokenizer, translation, token: int = 0, step
     teacher-forced pass with `heads_off` switched off."""
     config = model.config
     if config.encoder[:3] != config.decoder[:3]:  # its layer and head pickers choose one layer and head of both stacks
-        raise ValueError(f"the walk-through needs stacks of one shape; this model's encoder has {config.encoder.layers} "
-                         f"layers of {config.encoder.heads} heads (feed-forward {config.encoder.d_ff}), its decoder "
+        raise ValueError(f"the walk-through needs stacks of one shape; this model's encoder has "
+                         f"{config.encoder.layers} layers of {config.encoder.heads} heads (feed-forward "
+                         f"{config.encoder.d_ff}), its decoder "
                          f"{config.decoder.layers} of {config.decoder.heads} (feed-forward {config.decoder.d_ff})")
     check_position("token", token, len(translation.src_ids))
     check_position("step", step, len(translation.tgt_ids))

@@ -78,6 +78,7 @@ class WalkContext:
         self.hs = self.config.d_model // self.config.n_heads
         self.src = list(translation.src_tokens)
         self.inputs = [start_piece] + list(translation.tgt_tokens[:-1])  # what decoding fed the decoder
+        self.decoder_keys = self.inputs[: step + 1]  # what the step's masked self-attention reads: <s>, then its past
         self.facts = model_facts(self.config)
         self.stages: list[Stage] = []
 

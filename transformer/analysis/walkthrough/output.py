@@ -53,8 +53,9 @@ def choice_stage(walk: WalkContext, greedy_piece: str) -> None:
     how = how.format(**{"beam_size": "", "temperature": 1.0, "top_k": 0, "top_p": 1.0, **settings})
     following = t.tgt_tokens[step]
     ends = following == "</s>"
-    fed = phrase("fed.end") if ends else phrase("fed.next", piece=following, step=shown(step + 1))
     fed_back = walk.inputs[: step + 1] + ([] if ends else [following])
+    # the next step (numbered from 1) reads every decoder input fed back so far: as many as its number
+    fed = phrase("fed.end") if ends else phrase("fed.next", piece=following, step=len(fed_back))
     walk.add("output.choice", "output", "output", "output.choice", "choose",
              [Numbers("strategy", "strategy", "tokens", [strategy], cols=["strategy"]),
               Numbers("settings", "settings", "tokens", [settings.get(k) for k in settings], cols=list(settings)),
