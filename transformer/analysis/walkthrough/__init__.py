@@ -49,7 +49,8 @@ def stages_at(walk: WalkContext, tokenizer) -> list[Stage]:
     layers_compactly(walk, "encoder", ENCODER_SUBLAYERS, token, walk.src[token])
     decoder_inputs(walk)
     embedding_stages(walk, "decoder", step, walk.inputs[step])
-    layer_in_full(walk, "decoder", DECODER_SUBLAYERS, step, {"decoder_self": len(walk.decoder_keys), "cross": len(walk.src)})
+    layer_in_full(walk, "decoder", DECODER_SUBLAYERS, step,
+                  {"decoder_self": len(walk.decoder_keys), "cross": len(walk.src)})
     layers_compactly(walk, "decoder", DECODER_SUBLAYERS, step, walk.inputs[step])
     output_stages(walk, tokenizer.id_to_piece)
     return walk.stages
