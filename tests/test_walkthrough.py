@@ -398,3 +398,15 @@ def test_the_walk_opens_on_a_step_with_at_least_three_keys(steps, chosen, expect
     index, why = opening_step(SimpleNamespace(tgt_ids=list(range(steps))), chosen)
     assert index == expected and why
     assert ("keys to weigh" in why) == (chosen < 3 <= steps)
+
+
+def test_stacks_of_two_shapes_are_refused_with_both_shapes(tokenizer_file):
+    """The walk's Layer and Head pickers choose one layer and head of both stacks: a deep-encoder, shallow-decoder
+    model is refused, naming each stack's shape."""
+    tokenizer = Tokenizer.load(tokenizer_file)
+    config = tiny_config(tokenizer.vocab_size, d_model=16, n_heads=4, n_layers=2, d_ff=32, encoder_layers=3,
+                         decoder_layers=1)
+    model = Transformer(config).eval()
+    translation = Translator(model, tokenizer).translate(SENTENCE, strategy="greedy", max_length=3)
+    with pytest.raises(ValueError, match="encoder has 3 layers of 4 heads .* its decoder 1 of 4"):
+        walkthrough(model, tokenizer, translation)
