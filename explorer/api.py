@@ -251,6 +251,10 @@ def wire_api(ui) -> None:
     gr.api(query_key_endpoint(ui), api_name="query_key")
     gr.api(walkthrough_endpoint(ui), api_name="walkthrough")
     gr.api(server_status_endpoint(ui), api_name="server_status")
+    from .atlas_api import atlas_map_endpoint, atlas_neighbours_endpoint  # the atlas's API is its own module
+
+    gr.api(atlas_neighbours_endpoint(ui), api_name="atlas_neighbours")
+    gr.api(atlas_map_endpoint(ui), api_name="atlas_map")
 
 
 def run_request(service: ModelService, build, analyses: frozenset[str] = EVERY_ANALYSIS) -> RunResult:

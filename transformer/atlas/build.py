@@ -21,7 +21,18 @@ from .corpus import SPLIT, batches, read_corpus, sample_rows, tokenize
 from .engines import ENGINES, run_engine
 from .index import build_index, tune, write_index
 from .maps import PROJECTIONS, head_map, save_maps
-from .store import FORMAT, MANIFEST, SIDES, AtlasError, file_hash, index_file, map_file, sample_file, vectors_file
+from .store import (
+    FORMAT,
+    MANIFEST,
+    SIDES,
+    AtlasError,
+    file_hash,
+    index_file,
+    map_file,
+    require,
+    sample_file,
+    vectors_file,
+)
 from .writer import AtlasWriter
 
 
@@ -124,6 +135,8 @@ def build_atlas(checkpoint, corpus_dir, out, settings: BuildSettings, progress=l
     """Builds the atlas of `checkpoint` over CORPUS_DIR/train.* into `out`; returns its atlas.json. `progress(stage,
     n)` is told of each step done: ("extracting", sentences), ("indexing", 1) per index, ("maps", 1) per head."""
     out = check_out(Path(out))
+    for module in ("pyarrow", "faiss", "openTSNE" if settings.projection == "tsne" else "numpy"):
+        require(module)
     model, tokenizer, config = load_checkpoint(checkpoint)
     languages = config.get("languages", {"src": "en", "tgt": "de"})
     source, target = read_corpus(corpus_dir, languages, settings.sentences)

@@ -15,16 +15,14 @@ import math
 
 import numpy as np
 
-from .store import AtlasError
+from .store import AtlasError, require
 
 TRAIN_PER_LIST = 64  # training vectors per list (FAISS warns below 39)
 CHUNK = 100_000  # vectors converted to float32 at a time while adding or searching exactly
 
 
 def faiss_module():
-    import faiss
-
-    return faiss
+    return require("faiss")
 
 
 def list_count(tokens: int) -> int:

@@ -34,6 +34,17 @@ class AtlasError(InputError):
     """An atlas, corpus or setting that cannot be used; the message names the file or value and what to do."""
 
 
+def require(module: str):
+    """An import of one of the atlas extra's packages; without it, an AtlasError saying how to install it."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise AtlasError(f'the atlas needs {module.split(".")[0]}: pip install ".[atlas]" '
+                         "(pyarrow, faiss-cpu, openTSNE)") from None
+
+
 def vectors_file(side: str, layer: int) -> str:
     return f"vectors/{side}-layer-{shown(layer)}.npy"
 
@@ -99,8 +110,7 @@ def load_array(folder: Path, name: str, shape: tuple | None = None, dtype=None, 
 
 
 def read_table(folder: Path, name: str):
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    pa, pq = require("pyarrow"), require("pyarrow.parquet")
 
     path = Path(folder) / name
     if not path.is_file():
