@@ -206,3 +206,22 @@ def test_bad_questions_get_one_line(built, tmp_path, tokenizer_file, capsys):
     assert "atlas.json: file is missing" in one_line_error(capsys, ["neighbours", str(broken), *ask[2:], "--layer",
                                                                      "1"])
     assert (folder / "atlas.json").is_file()  # nothing lost
+
+
+def test_an_atlas_of_one_layer_without_samples(tmp_path, corpus_dir, tokenizer_file, capsys):
+    """What a shipped atlas leaves out to fit its size: the other layers' vectors, and (PCA maps) the samples."""
+    checkpoint = tiny_checkpoint(tmp_path / "checkpoint", tokenizer_file)
+    folder = tmp_path / "atlas"
+    main(["build", str(checkpoint), str(corpus_dir), str(folder), "--sentences", "12", "--layers", "2",
+          "--projection", "pca", "--drop-samples"])
+    assert "wrote" in capsys.readouterr().out
+    assert sorted(p.name for p in (folder / "vectors").iterdir()) == ["source-layer-2.npy", "target-layer-2.npy"]
+    assert sorted(p.name for p in (folder / "samples").iterdir()) == ["source-rows.npy", "target-rows.npy"]
+    ask = ["neighbours", str(folder), "--sentence", "a dog .", "--token", "1", "--k", "2"]
+    assert "layer 1 is not indexed in this atlas (indexed: 2)" in one_line_error(capsys, [*ask, "--layer", "1"])
+    main([*ask, "--layer", "2"])
+    assert len(json.loads(capsys.readouterr().out)["neighbours"]) == 2
+    assert "--layers" in one_line_error(capsys, ["build", str(checkpoint), str(corpus_dir), str(tmp_path / "x"),
+                                                 "--layers", "3"])
+    assert "needs --projection pca" in one_line_error(capsys, ["build", str(checkpoint), str(corpus_dir),
+                                                               str(tmp_path / "x"), "--drop-samples"])

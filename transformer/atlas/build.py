@@ -46,12 +46,18 @@ class BuildSettings:
     projection: str = "tsne"  # one of maps.PROJECTIONS
     recall: float = 0.95  # recall@10 against exact search that the index's nprobe is tuned to reach
     seed: int = 0  # the sample, the index's training set and t-SNE's start
+    layers: tuple[int, ...] | None = None  # the layers (0-based) whose vectors are stored and indexed; None: all
+    # keep each head's sampled queries and keys: a t-SNE map needs them to place new points, a PCA map does not
+    # (its stored linear map does), so a PCA atlas may leave them out to save space (a shipped atlas does)
+    keep_samples: bool = True
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
             raise AtlasError(f"--engine must be one of {list(ENGINES)}, got {self.engine!r}")
         if self.projection not in PROJECTIONS:
             raise AtlasError(f"--projection must be one of {list(PROJECTIONS)}, got {self.projection!r}")
+        if not self.keep_samples and self.projection != "pca":
+            raise AtlasError("--drop-samples needs --projection pca: a t-SNE map places new points among its samples")
 
 
 def checkpoint_identity(checkpoint) -> dict:
@@ -64,10 +70,19 @@ def checkpoint_identity(checkpoint) -> dict:
             "weights_sha256": file_hash(folder / WEIGHTS_FILE)}
 
 
-def needed_bytes(tokens: int, config, sample: int) -> int:
-    """What the atlas will take on disk, roughly: the vectors and their index at every layer, the records, samples."""
-    vectors = tokens * config.n_layers * config.d_model * 2
-    index = tokens * config.n_layers * (config.d_model * 2 + 8)
+def indexed_layers(settings: BuildSettings, config) -> tuple[int, ...]:
+    layers = tuple(range(config.n_layers)) if settings.layers is None else tuple(sorted(set(settings.layers)))
+    if not layers or not all(0 <= layer < config.n_layers for layer in layers):
+        raise AtlasError(f"--layers must name layers in [1, {config.n_layers}] (the model's), "
+                         f"got {[layer + 1 for layer in layers]}")
+    return layers
+
+
+def needed_bytes(tokens: int, config, sample: int, layers: int) -> int:
+    """What the atlas will take on disk, roughly: the vectors and their index at each stored layer, the records and
+    the samples."""
+    vectors = tokens * layers * config.d_model * 2
+    index = tokens * layers * (config.d_model * 2 + 8)
     samples = 2 * len(SIDES) * sample * config.n_layers * config.d_model * 2
     return vectors + index + samples + tokens * 40
 
@@ -104,10 +119,10 @@ def library_versions(engine: str) -> dict:
     return versions
 
 
-def build_indexes(folder: Path, config, settings: BuildSettings, progress) -> dict:
+def build_indexes(folder: Path, layers: tuple[int, ...], settings: BuildSettings, progress) -> dict:
     stats = {}
     for side in SIDES:
-        for layer in range(config.n_layers):
+        for layer in layers:
             vectors = np.load(folder / vectors_file(side, layer), mmap_mode="r")
             index = build_index(vectors, settings.seed)
             stats[f"{side}-layer-{layer + 1}"] = tune(index, vectors, settings.recall)
@@ -128,6 +143,9 @@ def build_maps(folder: Path, config, settings: BuildSettings, progress) -> None:
                                          settings.seed, settings.threads or 1))
                 progress("maps", 1)
         save_maps(folder / map_file(kind), maps, settings.projection)
+        if not settings.keep_samples:
+            for part in ("queries", "keys"):
+                (folder / sample_file(kind, part)).unlink()
 
 
 def build_atlas(checkpoint, corpus_dir, out, settings: BuildSettings, progress=lambda stage, done: None,
@@ -141,23 +159,26 @@ def build_atlas(checkpoint, corpus_dir, out, settings: BuildSettings, progress=l
     languages = config.get("languages", {"src": "en", "tgt": "de"})
     source, target = read_corpus(corpus_dir, languages, settings.sentences)
     corpus = tokenize(tokenizer, source, target, model.config.max_len)
-    check_disk(out.parent, needed_bytes(sum(corpus.tokens(s) for s in SIDES), model.config, settings.sample))
+    layers = indexed_layers(settings, model.config)
+    check_disk(out.parent, needed_bytes(sum(corpus.tokens(s) for s in SIDES), model.config, settings.sample,
+                                        len(layers)))
     temporary = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".partial"))
     try:
         started = time.perf_counter()
         sampled = sample_rows(corpus, settings.sample, settings.seed)
-        writer = AtlasWriter(temporary, corpus, model.config, sampled)
+        writer = AtlasWriter(temporary, corpus, model.config, sampled, layers)
         run_engine(settings, checkpoint_folder(checkpoint), model, corpus, batches(corpus, settings.batch_size),
                    sampled, lambda out: progress("extracting", writer.add(out)))
         counts = writer.finish(tokenizer)
-        index = build_indexes(temporary, model.config, settings, progress)
+        index = build_indexes(temporary, layers, settings, progress)
         indexed = time.perf_counter()
         build_maps(temporary, model.config, settings, progress)
         manifest = {
             "format": FORMAT, "checkpoint": checkpoint_identity(checkpoint), "model": model.config.to_dict(),
             "languages": languages,
             "corpus": {"folder": str(Path(corpus_dir).resolve()), "split": SPLIT, "sentences": len(corpus)},
-            "counts": counts, "settings": asdict(settings), "versions": library_versions(settings.engine),
+            "counts": counts, "settings": asdict(settings), "indexed_layers": list(layers),
+            "versions": library_versions(settings.engine),
             "index": {"type": "faiss IndexIVFScalarQuantizer (QT_fp16), L2", "distance": "euclidean",
                       "per_layer": index},
             "maps": {"projection": settings.projection, "method": "AttentionViz: keys moved to the queries' "

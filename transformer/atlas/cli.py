@@ -42,6 +42,12 @@ def parser() -> CommandParser:
                        help="tokens per side whose queries and keys are kept for the maps (default and most: 10000)")
     build.add_argument("--projection", choices=("tsne", "pca"), default="tsne",
                        help="the maps' projection: tsne (openTSNE, default) or pca (instant)")
+    build.add_argument("--layers", type=layer_list, default=None,
+                       help="layers whose residual vectors are stored and indexed, from 1, comma-separated "
+                            "(default: all; a shipped atlas keeps the last to fit its size)")
+    build.add_argument("--drop-samples", action="store_true",
+                       help="with --projection pca: leave out the sampled query and key vectors once the maps are "
+                            "made (PCA places new points without them); saves space, as a shipped atlas does")
     build.add_argument("--recall", type=number_type("--recall", float, 0.5, 1.0), default=0.95,
                        help="recall@10 against exact search the index is tuned to reach (default: 0.95)")
     ask = commands.add_parser("neighbours", help="the corpus tokens nearest to a token of a new sentence",
@@ -58,6 +64,12 @@ def parser() -> CommandParser:
     ask.add_argument("--checkpoint", default=None,
                      help="the atlas's checkpoint, where it has moved (default: the one atlas.json names)")
     return top
+
+
+def layer_list(text: str) -> tuple[int, ...]:
+    """--layers: "4" or "1,4", numbered from 1 -> 0-based layers (their range is checked against the model)."""
+    convert = number_type("--layers", int, 1)
+    return tuple(from_shown(convert(part)) for part in text.split(","))
 
 
 class StageBars:
@@ -85,7 +97,8 @@ def build(args, argv) -> None:
     from .corpus import read_corpus
 
     settings = BuildSettings(args.sentences, args.engine, args.batch_size, args.threads, args.sample,
-                             args.projection, args.recall)
+                             args.projection, args.recall, layers=args.layers,
+                             keep_samples=not args.drop_samples)
     if args.threads:
         import torch
 
@@ -96,7 +109,8 @@ def build(args, argv) -> None:
     sentences = len(read_corpus(args.corpus_dir, config.get("languages", {"src": "en", "tgt": "de"}),
                                 args.sentences)[0])
     layers, heads = model.config.n_layers, model.config.n_heads
-    bars = StageBars({"extracting": sentences, "indexing": 2 * layers, "maps": 3 * layers * heads})
+    indexed = len(args.layers) if args.layers else layers
+    bars = StageBars({"extracting": sentences, "indexing": 2 * indexed, "maps": 3 * layers * heads})
     try:
         manifest = build_atlas(args.checkpoint, args.corpus_dir, args.out, settings, bars,
                                command_text("transformer.atlas", argv))

@@ -65,6 +65,9 @@ def check_question(atlas: Atlas, vectors: SentenceVectors, token: int, layer: in
     if side not in SIDES:
         raise AtlasError(f"side must be one of {list(SIDES)}, got {side!r}")
     checked_number("layer", shown(layer), int, 1, atlas.layers)
+    if layer not in atlas.indexed:
+        raise AtlasError(f"layer {shown(layer)} is not indexed in this atlas (indexed: "
+                         f"{', '.join(str(shown(i)) for i in atlas.indexed)}); build one with --layers to include it")
     checked_number("token", shown(token), int, 1, len(vectors.pieces[side]))
     checked_number("k", k, int, 1, min(MAX_K, atlas.tokens[side]))
 

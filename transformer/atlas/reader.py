@@ -38,6 +38,7 @@ class Atlas:
         self.layers, self.heads, self.width = model["n_layers"], model["n_heads"], model["d_model"]
         self.head_size = self.width // self.heads
         self.tokens = manifest["counts"]["tokens"]
+        self.indexed = tuple(manifest["indexed_layers"])  # 0-based layers whose vectors are stored and indexed
         self._tables: dict = {}
 
     @classmethod
@@ -48,7 +49,7 @@ class Atlas:
         try:
             atlas = cls(folder, manifest)
             for side in SIDES:
-                for layer in range(atlas.layers):
+                for layer in atlas.indexed:
                     atlas.vectors(side, layer)
                     if not (folder / index_file(side, layer)).is_file():
                         raise AtlasError(f"{folder / index_file(side, layer)}: file is missing from the atlas; "

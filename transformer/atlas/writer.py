@@ -19,13 +19,14 @@ ROWS_PER_SHARD = 500_000  # tokens per Parquet shard: a shard reads in well unde
 
 
 class AtlasWriter:
-    def __init__(self, folder: Path, corpus: TokenizedCorpus, config, sampled: dict[str, np.ndarray]):
+    def __init__(self, folder: Path, corpus: TokenizedCorpus, config, sampled: dict[str, np.ndarray],
+                 stored_layers: tuple[int, ...]):
         self.folder, self.corpus, self.sampled = Path(folder), corpus, sampled
         for sub in ("vectors", "records", "samples", "index", "maps"):
             (self.folder / sub).mkdir(parents=True, exist_ok=True)
         layers, heads, width = config.n_layers, config.n_heads, config.d_model
         self.vectors = {(side, layer): self._array(vectors_file(side, layer), (corpus.tokens(side), width), np.float16)
-                        for side in SIDES for layer in range(layers)}
+                        for side in SIDES for layer in stored_layers}
         shape = (corpus.tokens(TARGET), layers, heads)
         self.cross_argmax = np.zeros(shape, np.int16)
         self.cross_entropy = np.zeros(shape, np.float32)
