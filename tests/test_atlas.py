@@ -221,6 +221,13 @@ def test_an_atlas_of_one_layer_without_samples(tmp_path, corpus_dir, tokenizer_f
     assert "layer 1 is not indexed in this atlas (indexed: 2)" in one_line_error(capsys, [*ask, "--layer", "1"])
     main([*ask, "--layer", "2"])
     assert len(json.loads(capsys.readouterr().out)["neighbours"]) == 2
+    compact = tmp_path / "compact"
+    main(["build", str(checkpoint), str(corpus_dir), str(compact), "--sentences", "12", "--layers", "2",
+          "--projection", "pca", "--drop-samples", "--index-only"])
+    capsys.readouterr()
+    assert not list((compact / "vectors").iterdir())
+    for side in SIDES:  # the index's float16 copy is the vectors exactly
+        np.testing.assert_array_equal(Atlas.open(compact).vectors(side, 1), Atlas.open(folder).vectors(side, 1))
     assert "--layers" in one_line_error(capsys, ["build", str(checkpoint), str(corpus_dir), str(tmp_path / "x"),
                                                  "--layers", "3"])
     assert "needs --projection pca" in one_line_error(capsys, ["build", str(checkpoint), str(corpus_dir),

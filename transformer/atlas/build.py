@@ -17,6 +17,7 @@ import numpy as np
 
 from ..checkpoint import WEIGHTS_FILE, checkpoint_folder, load_checkpoint
 from ..core.probes import ATTENTION_KINDS
+from ..paths import portable_path
 from .corpus import SPLIT, batches, read_corpus, sample_rows, tokenize
 from .engines import ENGINES, run_engine
 from .index import build_index, tune, write_index
@@ -50,6 +51,9 @@ class BuildSettings:
     # keep each head's sampled queries and keys: a t-SNE map needs them to place new points, a PCA map does not
     # (its stored linear map does), so a PCA atlas may leave them out to save space (a shipped atlas does)
     keep_samples: bool = True
+    # keep the vectors' .npy files beside their indexes; without them (--index-only) the index's float16 copy is
+    # the only one, read back with FAISS's reconstruct: half the size, for shipped atlases
+    keep_vectors: bool = True
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
@@ -127,6 +131,9 @@ def build_indexes(folder: Path, layers: tuple[int, ...], settings: BuildSettings
             index = build_index(vectors, settings.seed)
             stats[f"{side}-layer-{layer + 1}"] = tune(index, vectors, settings.recall)
             write_index(index, folder / index_file(side, layer))
+            if not settings.keep_vectors:
+                del vectors
+                (folder / vectors_file(side, layer)).unlink()
             progress("indexing", 1)
     return stats
 
@@ -176,7 +183,7 @@ def build_atlas(checkpoint, corpus_dir, out, settings: BuildSettings, progress=l
         manifest = {
             "format": FORMAT, "checkpoint": checkpoint_identity(checkpoint), "model": model.config.to_dict(),
             "languages": languages,
-            "corpus": {"folder": str(Path(corpus_dir).resolve()), "split": SPLIT, "sentences": len(corpus)},
+            "corpus": {"folder": portable_path(corpus_dir), "split": SPLIT, "sentences": len(corpus)},
             "counts": counts, "settings": asdict(settings), "indexed_layers": list(layers),
             "versions": library_versions(settings.engine),
             "index": {"type": "faiss IndexIVFScalarQuantizer (QT_fp16), L2", "distance": "euclidean",

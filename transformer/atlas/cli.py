@@ -15,6 +15,7 @@ from dataclasses import asdict
 from ..command_line import CommandParser, answered, command_text, number_type
 from ..core.head_ref import from_shown, shown
 from ..core.probes import SOURCE, TARGET
+from ..paths import portable_words
 
 PROG = "python -m transformer.atlas"
 
@@ -48,6 +49,9 @@ def parser() -> CommandParser:
     build.add_argument("--drop-samples", action="store_true",
                        help="with --projection pca: leave out the sampled query and key vectors once the maps are "
                             "made (PCA places new points without them); saves space, as a shipped atlas does")
+    build.add_argument("--index-only", action="store_true",
+                       help="keep the residual vectors only inside their index (which holds them exactly, as "
+                            "float16), not also as .npy files: half the size, as a shipped atlas does")
     build.add_argument("--recall", type=number_type("--recall", float, 0.5, 1.0), default=0.95,
                        help="recall@10 against exact search the index is tuned to reach (default: 0.95)")
     ask = commands.add_parser("neighbours", help="the corpus tokens nearest to a token of a new sentence",
@@ -98,7 +102,7 @@ def build(args, argv) -> None:
 
     settings = BuildSettings(args.sentences, args.engine, args.batch_size, args.threads, args.sample,
                              args.projection, args.recall, layers=args.layers,
-                             keep_samples=not args.drop_samples)
+                             keep_samples=not args.drop_samples, keep_vectors=not args.index_only)
     if args.threads:
         import torch
 
@@ -113,7 +117,7 @@ def build(args, argv) -> None:
     bars = StageBars({"extracting": sentences, "indexing": 2 * indexed, "maps": 3 * layers * heads})
     try:
         manifest = build_atlas(args.checkpoint, args.corpus_dir, args.out, settings, bars,
-                               command_text("transformer.atlas", argv))
+                               command_text("transformer.atlas", portable_words(argv or sys.argv[1:])))
     finally:
         bars.close()
     recall = min(v["recall_at_10"] for v in manifest["index"]["per_layer"].values())

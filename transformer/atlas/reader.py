@@ -50,7 +50,8 @@ class Atlas:
             atlas = cls(folder, manifest)
             for side in SIDES:
                 for layer in atlas.indexed:
-                    atlas.vectors(side, layer)
+                    if manifest["settings"].get("keep_vectors", True):
+                        atlas.vectors(side, layer)
                     if not (folder / index_file(side, layer)).is_file():
                         raise AtlasError(f"{folder / index_file(side, layer)}: file is missing from the atlas; "
                                          "rebuild it")
@@ -76,8 +77,12 @@ class Atlas:
         return folder
 
     def vectors(self, side: str, layer: int) -> np.ndarray:
-        """(tokens of `side`, D) float16, memory-mapped."""
-        return load_array(self.folder, vectors_file(side, layer), (self.tokens[side], self.width), np.float16)
+        """(tokens of `side`, D) float16: memory-mapped, or read back from the index in an --index-only atlas."""
+        if self.manifest["settings"].get("keep_vectors", True):
+            return load_array(self.folder, vectors_file(side, layer), (self.tokens[side], self.width), np.float16)
+        index = self.index(side, layer)
+        index.make_direct_map()
+        return index.reconstruct_n(0, index.ntotal).astype(np.float16)  # exact: the index stores float16
 
     @lru_cache(maxsize=None)  # noqa: B019 - one Atlas per folder, kept for the program's life
     def index(self, side: str, layer: int):
