@@ -1,5 +1,7 @@
 """The Atlas tab in the browser, on the shipped En→De atlas, at a phone's width in dark mode: draw the maps with the
 translation placed on them, ask for a token's nearest corpus tokens, and open one's sentence in the other views."""
+import html
+
 import pytest
 
 from transformer import Translator
@@ -24,8 +26,10 @@ def test_the_atlas_tab_places_the_translation_and_opens_a_neighbours_sentence(br
     page.wait_for_function(f"() => {PLOT}?.data?.length === 4", timeout=TIMEOUT)
     placed = page.evaluate(f"() => {PLOT}.data.slice(2).map(trace => Array.from(trace.text))")
     greedy = Translator.from_pretrained(SHIPPED).translate(SENTENCE, strategy="greedy")
-    # cross-attention (the tab's default): the queries are the translation's pieces, the keys the source's
-    assert placed == [greedy.tgt_tokens, greedy.src_tokens]
+    # cross-attention (the tab's default): the queries are the translation's pieces, the keys the source's; labels
+    # are text, escaped for plotly ("</s>" would be a tag)
+    assert placed == [[html.escape(t, quote=False) for t in tokens]
+                      for tokens in (greedy.tgt_tokens, greedy.src_tokens)]
     matrix = page.evaluate("() => document.querySelector('#atlas-matrix .js-plotly-plot').data.length")
     atlas = Atlas.open(SHIPPED / "atlas")
     assert matrix == 2 * atlas.layers * atlas.heads
