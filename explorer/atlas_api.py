@@ -107,9 +107,10 @@ def atlas_map_endpoint(ui):
     def atlas_map(kind: str = "cross", layer: int = 1, head: int = 1, text: str = None, model: str = None) -> dict:
         """One head's map (layer and head from 1): its sampled corpus queries and keys as x, y with their pieces,
         sentences and positions (from 1); with `text`, that sentence's own queries and keys placed on the map
-        (source side for encoder queries and all keys of encoder and cross attention, its translation otherwise)."""
+        (source side for encoder queries and all keys of encoder and cross attention, its translation otherwise); and
+        the other heads of the kind ranked by how alike their maps are (`similar_heads`, share of shared neighbours)."""
         from transformer.atlas.extract import part_side
-        from transformer.atlas.query import head_points, placed
+        from transformer.atlas.query import head_points, placed, similar_heads
 
         if kind not in ATTENTION_KINDS:
             raise page_error(f"kind must be one of {list(ATTENTION_KINDS)}, got {kind!r}")
@@ -121,8 +122,11 @@ def atlas_map_endpoint(ui):
             points = head_points(atlas, kind, from_shown(layer), from_shown(head))
         except AtlasError as error:
             raise page_error(str(error)) from None
+        alike = similar_heads(atlas, kind, from_shown(layer), from_shown(head))
         answer = {"kind": kind, "layer": layer, "head": head, "projection": points["projection"],
-                  "queries": points_json(points["queries"]), "keys": points_json(points["keys"])}
+                  "queries": points_json(points["queries"]), "keys": points_json(points["keys"]),
+                  "similar_heads": [{"layer": shown(other_layer), "head": shown(other_head), "overlap": round(share, 4)}
+                                    for other_layer, other_head, share in alike]}
         if text is not None:
             vectors = sentence_vectors(served, text)
             where = placed(atlas, vectors, kind, from_shown(layer), from_shown(head))

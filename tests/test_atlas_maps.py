@@ -103,3 +103,20 @@ def test_the_translation_is_placed_on_a_pca_map_by_its_linear_map(planted, plant
     # source sentence 4's keys are in the corpus: placed anew, they land on their own points (float16 storage)
     own = [i for i, s in enumerate(points["keys"]["sentence"]) if s == 3]
     np.testing.assert_allclose(where["keys"], points["keys"]["coordinates"][own], atol=1e-2)
+
+
+def test_similar_heads_rank_a_turned_copy_of_a_map_first():
+    """Two maps of the same points that differ by a rotation, a scale and a shift have the same neighbourhoods: the
+    copy ranks first, with overlap 1, and an unrelated map far below."""
+    from transformer.atlas.maps import HeadMap, Normalisation
+    from transformer.atlas.similar import ranked, similarity_matrix
+
+    rng = np.random.default_rng(3)
+    points = rng.normal(size=(300, 2))
+    turn = np.array([[np.cos(1.0), -np.sin(1.0)], [np.sin(1.0), np.cos(1.0)]])
+    plain = lambda xy: HeadMap(xy, 150, Normalisation(np.zeros(2, np.float32), 1.0), np.zeros(2), np.eye(2))  # noqa: E731
+    maps = [[plain(points), plain(rng.normal(size=(300, 2)))], [plain(rng.normal(size=(300, 2))),
+                                                                  plain(3 * points @ turn.T + 5)]]
+    order = ranked(similarity_matrix(maps), 0, 2)
+    assert order[0][:2] == (1, 1) and order[0][2] == pytest.approx(1.0)
+    assert max(share for _, _, share in order[1:]) < 0.2  # unrelated maps share ~10/299 of each neighbourhood

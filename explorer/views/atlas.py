@@ -13,7 +13,6 @@ import gradio as gr
 from transformer.core.head_ref import head_label, layer_label, shown
 from transformer.core.probes import PROBES
 
-from ..atlas_api import one_sentence, sentence_vectors, served_atlas
 from ..figures.atlas import COLOURINGS, head_figure, matrix_figure
 from ..text import literal, page_error
 from .base import MODEL, TRANSLATION, View, current_translation
@@ -64,10 +63,11 @@ class AtlasView(View):
         return {}
 
     def maps(self, ui, result, state: dict, layer, head) -> dict:
+        from ..atlas_api import sentence_vectors, served_atlas  # the API module imports the page, which lists views
         served, atlas = served_atlas(ui, result.model_key if result else None)
         kind = state.get("atlas_kind") or "cross"
         layer, head = chosen_index(layer, atlas.layers - 1), chosen_index(head)
-        from transformer.atlas.query import head_points, placed
+        from transformer.atlas.query import head_points, placed, similar_heads
 
         every = [[head_points(atlas, kind, lay, hd) for hd in range(atlas.heads)] for lay in range(atlas.layers)]
         points = every[layer][head]
@@ -89,10 +89,16 @@ class AtlasView(View):
                 "Blue: queries, orange: keys, moved to the queries' centre (the softmax is unchanged); stars: this "
                 "sentence.")
         matrix = matrix_figure(every, "Every head, by layer (rows) and head")
+        alike = similar_heads(atlas, kind, layer, head)[:5]
+        text += ("\n\n**Similar heads** (share of each point's 10 nearest points that the two maps share): " +
+                 ", ".join(f"{shown(other_layer)}.{shown(other_head)} ({overlap:.0%})"
+                           for other_layer, other_head, overlap in alike))
         return {"atlas_text": text, "atlas_head": head_plot, "atlas_matrix": matrix}
 
     def neighbours(self, ui, result, state: dict, layer) -> dict:
         from transformer.atlas.query import neighbours
+
+        from ..atlas_api import one_sentence, sentence_vectors, served_atlas
 
         translation = current_translation(result, state)
         if translation is None:

@@ -104,6 +104,19 @@ def head_points(atlas: Atlas, kind: str, layer: int, head: int) -> dict:
     return {"projection": projection, **points}
 
 
+def similar_heads(atlas: Atlas, kind: str, layer: int, head: int) -> list[tuple[int, int, float]]:
+    """The other heads of `kind`, most alike first by their maps' neighbourhood overlap (similar.py): (layer, head,
+    overlap), 0-based. Computed once per atlas and kind."""
+    from .similar import ranked, similarity_matrix
+
+    if kind not in ATTENTION_KINDS:
+        raise AtlasError(f"kind must be one of {list(ATTENTION_KINDS)}, got {kind!r}")
+    cache = atlas.__dict__.setdefault("_similarity", {})
+    if kind not in cache:
+        cache[kind] = similarity_matrix(atlas.maps(kind)[0])
+    return ranked(cache[kind], layer * atlas.heads + head, atlas.heads)
+
+
 def placed(atlas: Atlas, vectors: SentenceVectors, kind: str, layer: int, head: int) -> dict:
     """The new sentence's queries and keys of one head, on that head's map: part -> (tokens, 2)."""
     maps, projection = atlas.maps(kind)
