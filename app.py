@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
 from pathlib import Path
 
 # Gradio rebuilds its monitoring summary (a pandas table of every recent event) after each event by default: a
@@ -29,6 +30,7 @@ lazy_session_configs()  # a visitor's first request does not copy every componen
 
 from explorer.asset_cache import serve_assets_from_memory  # noqa: E402
 from explorer.hub_models import cache_from_environment, converted_folders, hub_models_from_environment  # noqa: E402
+from explorer.language import warm_up  # noqa: E402
 from explorer.registry import discover  # noqa: E402
 from explorer.result_cache import capacity_from_environment  # noqa: E402
 from explorer.run_pool import RunPool, workers_from_environment  # noqa: E402
@@ -63,9 +65,11 @@ demo.queue(default_concurrency_limit=HANDLERS, max_size=64)
 
 
 def after_launch() -> RunPool:
-    """What the server adds once it answers: Gradio's frontend files from memory (explorer/asset_cache.py), and
-    the worker processes that translate (explorer/run_pool.py), started in the background."""
+    """What the server adds once it answers: Gradio's frontend files from memory (explorer/asset_cache.py), the
+    language identifier (explorer/language.py) and the worker processes that translate (explorer/run_pool.py), both
+    loaded in the background."""
     serve_assets_from_memory(demo)
+    threading.Thread(target=warm_up, args=(registry,), name="language-warm-up", daemon=True).start()
     ui.service.pool = RunPool(ROOT / "checkpoints", workers, hub_folders)
     ui.service.pool.start()
     return ui.service.pool

@@ -70,11 +70,14 @@ def analyses_json(translation) -> dict:
 
 def translation_json(result: RunResult) -> dict:
     """Translate each line; returns the translation (and each line's), the summary the page shows, the strategy
-    and settings used, and the query string of a link that opens this request in the page."""
+    and settings used, the query string of a link that opens this request in the page, and `other_language`: null,
+    or where the text looks like another served model's source language, that language, its probability and the
+    model that translates from it (the text is still translated with the model asked for)."""
     return {"translation": "\n".join(t.text for t in result.translations),
             "translations": [t.text for t in result.translations], "summary": summary(result),
             "model": result.model_key, "device": result.device, "strategy": result.strategy,
             "settings": result.settings, "milliseconds": round(result.milliseconds, 1), "notices": result.notices,
+            "other_language": None if result.offer is None else result.offer.to_json(),
             "link": "?" + result.request.to_link()}
 
 

@@ -32,6 +32,7 @@ import torch
 
 from transformer.core.half_linear import KERNEL
 
+from .language import warm_up
 from .registry import Registry, discover
 from .request import Request
 from .session import RunResult, run
@@ -170,6 +171,7 @@ def load_models(root: str, threads: int, barrier, server: int, extra: tuple[str,
     threading.Thread(target=exit_with_parent, args=(server,), name="parent-watch", daemon=True).start()
     torch.set_num_threads(threads)
     _registry = discover(Path(root), [Path(folder) for folder in extra])
+    warm_up(_registry)  # the language identifier, before the first request needs it
     KERNEL.wait()
     barrier.wait(START_TIMEOUT_S)
 

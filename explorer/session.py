@@ -35,6 +35,7 @@ from transformer.core.probes import ATTENTION_KINDS
 from transformer.decoding.hypothesis import HypothesisStep, hypothesis_step, output_log_prob
 from transformer.decoding.strategies import get_strategy
 
+from .language import LanguageOffer, offer_for
 from .registry import Registry
 from .request import Request
 from .result_cache import ResultCache, capacity_from_environment, request_key
@@ -52,6 +53,7 @@ class RunResult:
     request: Request | None = None  # what was asked: later questions about the result reuse its settings
     rendered_views: set[str] = field(default_factory=set)  # the page's views drawn for this result so far
     from_cache: bool = False  # an equal request's result (result_cache.py), computed moments ago
+    offer: LanguageOffer | None = None  # the text looks like another served model's source language (language.py)
 
     @property
     def strategy_label(self) -> str:
@@ -100,10 +102,13 @@ def run(registry: Registry, request: Request, analyses: frozenset[str] | None = 
                        "only the first part was translated.")
     if any(t.tgt_tokens[-1:] == ["</s>"] and t.steps[-1].forced for t in translations):
         notices.append("The forced prefix contains </s>: the translation ends there.")
+    offer = offer_for(registry, request.model, "\n".join(request.lines))
+    if offer is not None:
+        notices.append(offer.notice(served.label))
     return RunResult(request.model, "cuda" if translator.model.device.type == "cuda" else "cpu", request.strategy,
                      {**request.settings, "max_length": request.max_length, "prefix": request.prefix,
                       **({"heads_off": translations[0].settings.get("heads_off", [])} if heads_off else {})},
-                     translations, elapsed, notices, request)
+                     translations, elapsed, notices, request, offer=offer)
 
 
 KEEP = object()  # rerun's default: the result's own heads switched off

@@ -10,6 +10,7 @@ import torch
 
 from . import controls
 from .components import Dropdown, Radio
+from .language_offer import offer_button
 from .registry import Registry
 from .text import examples_for, literal, placeholder_for
 from .views import VIEWS, View
@@ -58,6 +59,7 @@ def build_demo(registry: Registry, views: list[View] | None = None) -> tuple[gr.
                 )
                 translation = gr.Textbox(label="Translation", interactive=False, elem_id="translation", lines=2)
                 summary_text = gr.Markdown(elem_id="summary")
+                language_offer = offer_button()
                 with gr.Row(elem_id="link-row"):
                     copy_link = gr.Button("Copy link to this view", size="sm", elem_id="copy-link", scale=1)
                     link = gr.Textbox(show_label=False, interactive=False, elem_id="link", scale=3, max_lines=1,
@@ -99,6 +101,7 @@ def build_demo(registry: Registry, views: list[View] | None = None) -> tuple[gr.
                 "heads_off": heads_off,
                 "translation": translation,
                 "summary": summary_text,
+                "language_offer": language_offer,
                 "sentence": sentence,
                 "layer": layer,
                 "head": head,

@@ -14,6 +14,7 @@ from transformer.decoding.strategies import all_settings
 
 from . import controls
 from .api import run_request, summary, wire_api
+from .language_offer import offer_update, wire_language_offer
 from .page import PLOT_SVG_JS, decoding_path, glossary_marks_js
 from .registry import Registry
 from .request import Request, RequestError
@@ -37,7 +38,7 @@ AFTER_LIVE_VIEW_JS = """(...args) => new Promise(done => {
 })"""
 
 
-TRANSLATE_SHARED_OUTPUTS = ("translation", "summary", "sentence", "layer", "head")  # besides the views'
+TRANSLATE_SHARED_OUTPUTS = ("translation", "summary", "language_offer", "sentence", "layer", "head")  # and the views'
 
 
 class Wiring:
@@ -115,6 +116,7 @@ class Wiring:
         state.update(sentence=0, layer=valid_layer(state["layer"], n_layers), head=valid_head(state["head"], n_heads))
         named = {
             "result": result, "translation": "\n".join(t.text for t in result.translations), "summary": summary(result),
+            "language_offer": offer_update(result),
             "sentence": gr.update(choices=[(f"{i + 1}: {t.text[:60] or '(empty)'}", i)
                                            for i, t in enumerate(result.translations)], value=0),
             "layer": gr.update(choices=layer_choices(n_layers), value=state["layer"]),
@@ -241,6 +243,7 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
             if served is not None:
                 wire_jump(ui, c[button], served)
     wire_controls(ui)
+    wire_language_offer(ui)
     wire_link(ui, demo)
     demo.load(lambda: decoding_path(ui.service.pool, ui.registry), None, c["footer"], api_visibility="private",
               queue=False, **ui.quiet)

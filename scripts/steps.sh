@@ -25,6 +25,6 @@ pip_install() {  # pip_install ARGS...: pip with its progress shown, without a l
     | awk '!/^Requirement already satisfied/ { print; fflush() }'
 }
 
-build_kernel() {  # the float16-weight kernel, compiled once (cached under ~/.cache/torch_extensions)
-  .venv/bin/python -c "from transformer.core.half_linear import KERNEL; KERNEL.wait(); print('    float16 kernel:', KERNEL.status)"
+build_kernel() {  # the float16-weight kernel, compiled once (cached under ~/.cache/torch_extensions), ninja's steps shown
+  .venv/bin/python -c "import sys; from transformer.core.kernel_build import main; sys.exit(main())"
 }

@@ -331,3 +331,15 @@ def test_server_status_and_a_translation_from_a_worker_process(server, monkeypat
     finally:
         pool.close()
     assert from_worker["traces"] == alone["traces"] and from_worker["translations"] == alone["translations"]
+
+
+def test_text_in_another_served_language_is_translated_as_asked_and_the_answer_says_so(server, reference):
+    _, client = server
+    german = "Wo ist der Bahnhof?"
+    out = client.predict(german, model="en-de", api_name="/translate")
+    assert out["translation"] == reference.translate(german, **recorded(reference)).text  # never switched
+    offer = out["other_language"]
+    assert offer["language"] == "de" and offer["model"] == "de-en" and 0.9 <= offer["probability"] <= 1
+    assert any("looks German" in notice and "German → English" in notice for notice in out["notices"])
+    assert client.predict(german, model="de-en", api_name="/translate")["other_language"] is None
+    assert client.predict(SENTENCE, model="en-de", api_name="/translate")["other_language"] is None

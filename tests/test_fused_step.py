@@ -228,7 +228,10 @@ def test_greedy_takes_the_kernels_loop_only_for_one_unrecorded_unforced_sentence
 def test_the_kernels_numbers_do_not_depend_on_the_thread_count(kernel):
     """The products split their outputs across torch's threads (the kernel is built with OpenMP): blocks of 64
     outputs, so a 300-output product and this model's 192- and 128-output projections are split; each output is
-    summed by one thread in one order, so one and two threads give the same bits."""
+    summed by one thread in one order, so one and two threads give the same bits. A whole decode also runs torch's
+    own kernels (the encoder's many-row products, attention's matmuls), whose sums may be split differently by
+    thread count on some CPUs (an AVX-512 EPYC differs in the last bits at 1 and 2 threads): there the same tokens,
+    and numbers within float32 rounding carried through the layers."""
     model = shipped_like(**SHAPES["width 64, tied"])
     source = sources((9,))[0]
     threads = torch.get_num_threads()
@@ -246,8 +249,12 @@ def test_the_kernels_numbers_do_not_depend_on_the_thread_count(kernel):
                 kernel.linear(x, weight, None)
     finally:
         torch.set_num_threads(threads)
-    assert torch.equal(products[1], products[2])
+    assert torch.equal(products[1], products[2])  # our kernel: every sum in one fixed order
     assert decoded[1].token_ids == decoded[2].token_ids
-    assert [s.prob for s in decoded[1].steps] == [s.prob for s in decoded[2].steps]
+    # torch's kernels: a reordered float32 sum differs by a few ulps (~1e-7 relative) per product; 1e-5 leaves room
+    # for the handful of layers and the softmax it passes through, and is far below any change of a token's choice
+    one, two = ([s.prob for s in decoded[count].steps] for count in (1, 2))
+    torch.testing.assert_close(torch.tensor(one), torch.tensor(two), rtol=1e-5, atol=1e-6)
     for name in STEP_PROBES:
-        assert (decoded[1].recorded[name] == decoded[2].recorded[name]).all(), name
+        torch.testing.assert_close(decoded[1].recorded[name], decoded[2].recorded[name], rtol=1e-5, atol=1e-6,
+                                   msg=name)

@@ -8,36 +8,33 @@ weights, so `half_linear.cpp` (with `half_linear.h`) widens each weight to float
 float32: its results match `F.linear` to float32 rounding (~3e-7 relative). Running the whole model in
 float16 instead is as fast but changed 8 of the 1,014 val translations, and BLEU.
 
-The kernel is compiled with torch.utils.cpp_extension the first time a model switches this on (about 30 s,
-in a background thread, cached under ~/.cache/torch_extensions); until then, and wherever it cannot be
-built (no compiler, no AVX2/F16C, ATTENTION_EXPLORER_HALF_WEIGHTS=0), every layer runs `F.linear` as before.
+The kernel is compiled with torch.utils.cpp_extension the first time a model switches this on (about a minute,
+by a builder process that a background thread waits for, cached under ~/.cache/torch_extensions: kernel_build.py;
+`pip install` users can build it ahead with `attention-explorer-build-kernel`); until then, and wherever
+it cannot be built (no compiler, no AVX2/F16C, ATTENTION_EXPLORER_HALF_WEIGHTS=0), every layer runs `F.linear`.
 
     model.use_half_weights(True)     # Transformer; Translator.from_pretrained does this on the CPU
     project(x, module.fc1)           # what the layers call instead of F.linear
 """
 from __future__ import annotations
 
-import fcntl
-import hashlib
-import os
-import shutil
+import atexit
+import sys
 import threading
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-SWITCH = "ATTENTION_EXPLORER_HALF_WEIGHTS"
+from .kernel_build import EXTENSION, SWITCH, build_folder, compile_kernel, stop_builder
+
+__all__ = ["EXTENSION", "KERNEL", "MAX_ROWS", "SWITCH", "attach_half_weights", "build_folder", "detach_half_weights",
+           "project"]
+
 # measured on a 2-core CPU: 1 row 7x faster than F.linear, 4 rows 3x, 16 rows even; beyond that the
 # float32 matmul, which reuses each weight across rows, wins
 MAX_ROWS = 8
-# the kernel, every decoder layer's step on it (fused_step.cpp), and their shared matrix product (half_linear.h);
-# torch rebuilds when a source's text changes, so the header's text is part of the build's name
-SOURCES = [Path(__file__).with_name(name) for name in ("half_linear.cpp", "fused_step.cpp")]
-HEADER = Path(__file__).with_name("half_linear.h")
-EXTENSION = "attention_explorer_half_linear"
 
 
 @dataclass
@@ -61,6 +58,7 @@ class KernelBuild:
             if self.status != "not started":
                 return
             self.status = "building"
+        atexit.register(self._finish_at_exit)  # a short script's exit waits for the build, never orphans it
         threading.Thread(target=self._build, name="half-linear-build", daemon=True).start()
 
     def wait(self, timeout: float | None = None):
@@ -69,6 +67,18 @@ class KernelBuild:
         self._done.wait(timeout)
         return self.module
 
+    def _finish_at_exit(self) -> None:
+        """A process that ends while the build runs waits for it, so the build is never cut half-way and the next
+        run loads it. Ctrl+C stops the build instead."""
+        if self._done.is_set():
+            return
+        print("attention-explorer: finishing the float16 kernel's build before exiting (once: later runs load it "
+              f"from {build_folder()}; Ctrl+C stops it)...", file=sys.stderr, flush=True)
+        try:
+            self._done.wait()
+        except KeyboardInterrupt:
+            stop_builder()
+
     def _build(self) -> None:
         try:
             self.module, self.status = compile_kernel(), "ready"
@@ -76,47 +86,6 @@ class KernelBuild:
             self.status = f"unavailable: {type(error).__name__}: {str(error).strip()[:300]}"
         finally:
             self._done.set()
-
-
-def compile_kernel():
-    if os.environ.get(SWITCH, "1") == "0":
-        raise RuntimeError(f"switched off by {SWITCH}=0")
-    capability = torch.backends.cpu.get_cpu_capability()
-    if capability not in ("AVX2", "AVX512"):
-        raise RuntimeError(f"the CPU reports {capability}; the kernel needs AVX2, FMA and F16C")
-    if shutil.which("ninja") is None:
-        try:  # the pip package puts its binary beside itself, not on PATH unless a venv is activated
-            import ninja
-            os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
-        except ImportError:
-            pass
-    from torch.utils.cpp_extension import load
-
-    folder = build_folder()
-    # torch's build lock is a plain file: a process that ends mid-build (a short script whose daemon build
-    # thread dies with it, a server stopped early) leaves it behind, and every later load then waits forever.
-    # Builds here first take an OS lock, which ends with its process however that ends; whoever holds it is
-    # the only builder, so a torch lock file it finds is one a dead process left.
-    with open(folder / "builder.lock", "w") as builder:
-        fcntl.flock(builder, fcntl.LOCK_EX)
-        (folder / "lock").unlink(missing_ok=True)
-        # -fopenmp: without it at::parallel_for runs serially, and a second torch thread never helps the products
-        # (docs/speed.md); the runtime is the libgomp torch loaded
-        return load(name=EXTENSION, sources=[str(source) for source in SOURCES], build_directory=str(folder),
-                    extra_cflags=["-O3", "-mavx2", "-mfma", "-mf16c", "-fopenmp", f"-DHEADER_SHA256_{header_digest()}"],
-                    extra_ldflags=["-fopenmp"], verbose=False)
-
-
-def header_digest() -> str:
-    return hashlib.sha256(HEADER.read_bytes()).hexdigest()[:16]
-
-
-def build_folder() -> Path:
-    """Where the compiled kernel is cached: TORCH_EXTENSIONS_DIR or ~/.cache/torch_extensions, per torch version."""
-    root = Path(os.environ.get("TORCH_EXTENSIONS_DIR") or Path.home() / ".cache" / "torch_extensions")
-    folder = root / f"{EXTENSION}-torch{torch.__version__}"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
 
 
 KERNEL = KernelBuild()

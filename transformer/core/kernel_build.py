@@ -1,0 +1,187 @@
+"""Compiling the float16 kernel (half_linear.cpp, fused_step.cpp) so that no compiler outlives the process that
+asked for it, and a build that is cut short is finished by the next process.
+
+Why a process of its own: torch.utils.cpp_extension.load runs ninja and the compilers as children of the calling
+process. A short script ends before them; they are left under PID 1, die half-way without a `.so` and leave their
+lock files behind, so a short script never got the kernel. Here the build runs in a builder process (its own
+process group) that the caller waits for; the builder ends its whole group, compilers included, the moment its
+caller is gone. A caller that reaches its exit while the build runs waits for it with a message (half_linear.py),
+so the next run loads the cached kernel at once.
+
+    attention-explorer-build-kernel      # builds (or finds) the kernel in the foreground, with progress
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import torch
+
+SWITCH = "ATTENTION_EXPLORER_HALF_WEIGHTS"
+# the kernel, every decoder layer's step on it (fused_step.cpp), and their shared matrix product (half_linear.h);
+# torch rebuilds when a source's text changes, so the header's text is part of the build's name
+SOURCES = [Path(__file__).with_name(name) for name in ("half_linear.cpp", "fused_step.cpp")]
+HEADER = Path(__file__).with_name("half_linear.h")
+EXTENSION = "attention_explorer_half_linear"
+# the builder's command (`-m` would warn: the package imports this module before running it as __main__)
+BUILDER = "import sys; from transformer.core.kernel_build import main; sys.exit(main())"
+LOG = "build.log"  # the builder's output, in the build folder: its last lines explain a failed build
+
+
+def build_folder() -> Path:
+    """Where the compiled kernel is cached: TORCH_EXTENSIONS_DIR or ~/.cache/torch_extensions, per torch version."""
+    root = Path(os.environ.get("TORCH_EXTENSIONS_DIR") or Path.home() / ".cache" / "torch_extensions")
+    folder = root / f"{EXTENSION}-torch{torch.__version__}"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def header_digest() -> str:
+    return hashlib.sha256(HEADER.read_bytes()).hexdigest()[:16]
+
+
+def check_machine() -> None:
+    """Raises RuntimeError saying why the kernel cannot be used here (switched off, or the CPU lacks AVX2)."""
+    if os.environ.get(SWITCH, "1") == "0":
+        raise RuntimeError(f"switched off by {SWITCH}=0")
+    capability = torch.backends.cpu.get_cpu_capability()
+    if capability not in ("AVX2", "AVX512"):
+        raise RuntimeError(f"the CPU reports {capability}; the kernel needs AVX2, FMA and F16C")
+
+
+def load_built(folder: Path, verbose: bool = False):
+    """torch's `load`: compiles what is out of date (everything, the first time) and imports the module. Only one
+    process builds at a time: it holds an OS lock on `builder.lock`, which ends with its process however that ends,
+    so a torch lock file found while holding it is one a dead process left (torch's own lock is a plain file, and
+    every later load would wait on it forever)."""
+    if shutil.which("ninja") is None:
+        try:  # the pip package puts its binary beside itself, not on PATH unless a venv is activated
+            import ninja
+            os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
+        except ImportError:
+            pass
+    from torch.utils.cpp_extension import load
+
+    with open(folder / "builder.lock", "w") as builder:
+        fcntl.flock(builder, fcntl.LOCK_EX)
+        (folder / "lock").unlink(missing_ok=True)
+        # -fopenmp: without it at::parallel_for runs serially, and a second torch thread never helps the products
+        # (docs/speed.md); the runtime is the libgomp torch loaded
+        return load(name=EXTENSION, sources=[str(source) for source in SOURCES], build_directory=str(folder),
+                    extra_cflags=["-O3", "-mavx2", "-mfma", "-mf16c", "-fopenmp", f"-DHEADER_SHA256_{header_digest()}"],
+                    extra_ldflags=["-fopenmp"], verbose=verbose)
+
+
+class Builder:
+    """The builder process of this process, if one runs: started by `compile_kernel`, waited for at exit."""
+
+    process: subprocess.Popen | None = None
+
+
+def compile_kernel():
+    """The compiled module: built (or found up to date) by a builder process, then imported here."""
+    check_machine()
+    folder = build_folder()
+    # the builder imports this package from where this process found it, whatever its working directory
+    package_root = str(Path(__file__).resolve().parents[2])
+    path = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
+    with open(folder / LOG, "wb") as log:
+        Builder.process = subprocess.Popen(
+            [sys.executable, "-c", BUILDER, "--caller", str(os.getpid())], stdout=log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": path})
+    try:
+        code = Builder.process.wait()
+    finally:
+        Builder.process = None
+    if code != 0:
+        lines = (folder / LOG).read_text(errors="replace").strip().splitlines()
+        raise RuntimeError(f"the build failed (exit {code}): " + " | ".join(lines[-3:]))
+    return load_built(folder)
+
+
+def stop_builder() -> None:
+    """Ends this process's builder and its compilers (Ctrl+C while waiting for it)."""
+    process = Builder.process
+    if process is not None:
+        stop_group(process.pid)  # the builder's own group; its watch then ends the compilers it started
+
+
+def stop_group(group: int) -> None:
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):  # already gone
+        pass
+
+
+def descendants(root: int) -> list[int]:
+    """Every process below `root`, from /proc's parent ids. ninja puts each command in a process group of its
+    own, so killing the builder's group would leave the compilers running."""
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # ended meanwhile
+            continue
+        parents[int(stat.parent.name)] = int(fields[1])
+    found, frontier = [], [root]
+    while frontier:
+        children = [pid for pid, parent in parents.items() if parent in frontier]
+        found += children
+        frontier = children
+    return found
+
+
+def stop_descendants() -> None:
+    """Kills ninja, the compilers and whatever they started, until none is left (a shell may be forking a
+    compiler as the sweep passes)."""
+    for _ in range(50):
+        below = descendants(os.getpid())
+        if not below:
+            return
+        for pid in below:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.02)
+
+
+def watch_caller(caller: int) -> None:
+    """In the builder: once the caller has gone, ends the build (ninja and every compiler) and the builder, so
+    nothing keeps compiling for a process that no longer waits. The next build starts over from what ninja kept."""
+    while os.getppid() == caller:
+        time.sleep(0.2)
+    stop_descendants()
+    os._exit(3)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """attention-explorer-build-kernel: builds (or finds) the kernel in the foreground, with ninja's progress."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--caller"]:
+        threading.Thread(target=watch_caller, args=(int(argv[1]),), name="caller-watch", daemon=True).start()
+    try:
+        check_machine()
+    except RuntimeError as error:
+        print(f"float16 kernel: not built ({error}); the layers use float32 F.linear, which is always correct")
+        return 0
+    folder = build_folder()
+    print(f"float16 kernel: building in {folder} (ninja's steps follow; nothing to do if it is up to date)",
+          flush=True)
+    started = time.monotonic()
+    load_built(folder, verbose=True)
+    print(f"float16 kernel: ready ({time.monotonic() - started:.1f} s)", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
