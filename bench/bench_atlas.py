@@ -80,6 +80,39 @@ def recall_and_latency(folder: Path, args) -> dict:
             "question_median_ms": round(statistics.median(question_ms), 1)}
 
 
+def tab_latency(folder: Path, sentence: str = "The dog is sleeping in front of the house.") -> dict:
+    """What the Atlas tab waits for, on an atlas (the shipped one): reading every head's map of one kind the first
+    time, placing the sentence on every map of every kind, and a token's 10 neighbours once the atlas is open."""
+    from transformer.atlas import Atlas
+    from transformer.atlas.query import head_points, neighbours, placed, sentence_vectors
+    from transformer.checkpoint import load_checkpoint
+
+    started = time.perf_counter()
+    atlas = Atlas.open(folder)
+    model, tokenizer, _ = load_checkpoint(atlas.check_checkpoint(atlas.checkpoint["path"]))
+    for layer in range(atlas.layers):
+        for head in range(atlas.heads):
+            head_points(atlas, "cross", layer, head)
+    first_maps = time.perf_counter() - started
+    started = time.perf_counter()
+    vectors = sentence_vectors(model, tokenizer, sentence)
+    for kind in ("encoder_self", "decoder_self", "cross"):
+        for layer in range(atlas.layers):
+            for head in range(atlas.heads):
+                placed(atlas, vectors, kind, layer, head)
+    place_all = time.perf_counter() - started
+    neighbours(atlas, vectors, 0, atlas.indexed[-1], "source", 10)  # the index and records read once
+    timings = []
+    for token in range(len(vectors.pieces["source"])):
+        started = time.perf_counter()
+        neighbours(atlas, sentence_vectors(model, tokenizer, sentence), token, atlas.indexed[-1], "source", 10)
+        timings.append((time.perf_counter() - started) * 1000)
+    return {"atlas": str(folder.relative_to(ROOT)) if folder.is_relative_to(ROOT) else folder.name,
+            "first_maps_of_a_kind_s": round(first_maps, 3), "place_sentence_on_every_map_s": round(place_all, 3),
+            "token_to_neighbours_median_ms": round(statistics.median(timings), 1),
+            "token_to_neighbours_p95_ms": round(p95(timings), 1)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--checkpoint", default=str(ROOT / "checkpoints" / "en-de"))
@@ -91,14 +124,23 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--sample", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=200, help="queries per index for recall and latency")
+    parser.add_argument("--tab-atlas", default=str(ROOT / "checkpoints" / "en-de" / "atlas"),
+                        help="the atlas whose Atlas-tab latencies are timed (default: the shipped En→De one)")
+    parser.add_argument("--only-tab", action="store_true", help="time the Atlas tab's latencies only, no build")
     args = parser.parse_args()
     engines = ("local", "ray") if args.engine == "both" else (args.engine,)
+    if args.only_tab:
+        print(json.dumps({"command": "python bench/bench_atlas.py " + " ".join(sys.argv[1:]),
+                          "date": time.strftime("%Y-%m-%d", time.gmtime()), **tab_latency(Path(args.tab_atlas))},
+                         indent=1))
+        return
     report = {"command": "python bench/bench_atlas.py " + " ".join(sys.argv[1:]), "cpu": platform.processor(),
               "machine": platform.machine(), "date": time.strftime("%Y-%m-%d", time.gmtime()), "builds": []}
     with tempfile.TemporaryDirectory(prefix="bench_atlas_") as scratch:
         for engine in engines:
             report["builds"].append(build(args, engine, Path(scratch) / engine))
         report.update(recall_and_latency(Path(scratch) / engines[0], args))
+    report["tab"] = tab_latency(Path(args.tab_atlas))
     if len(engines) == 2:
         local, ray = (b["extraction_and_index_s"] for b in report["builds"])
         report["ray_over_local"] = round(ray / local, 2)
