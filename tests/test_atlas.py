@@ -232,3 +232,25 @@ def test_an_atlas_of_one_layer_without_samples(tmp_path, corpus_dir, tokenizer_f
                                                  "--layers", "3"])
     assert "needs --projection pca" in one_line_error(capsys, ["build", str(checkpoint), str(corpus_dir),
                                                                str(tmp_path / "x"), "--drop-samples"])
+
+
+def test_a_converted_opus_mt_model_gets_an_atlas(tmp_path, capsys):
+    """The build command on a Marian (OPUS-MT) folder converted by convert_marian.py: its own tokenizer's pieces,
+    its start token (<pad>), and a corpus token's nearest neighbour is itself."""
+    pytest.importorskip("transformers")
+    from transformer.convert_marian import convert
+
+    from .marian_fixtures import ENGLISH, GERMAN, sentences, write_hf_marian, write_tokenizer_files
+
+    hf_folder = write_hf_marian(tmp_path / "hf", write_tokenizer_files(tmp_path / "spm"))
+    checkpoint = convert(str(hf_folder), tmp_path / "converted")
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "train.en").write_text("\n".join(sentences(ENGLISH, 20, seed=5)) + "\n")
+    (corpus / "train.de").write_text("\n".join(sentences(GERMAN, 20, seed=6)) + "\n")
+    main(["build", str(checkpoint), str(corpus), str(tmp_path / "atlas"), "--projection", "pca", "--sample", "50"])
+    capsys.readouterr()
+    sentence = (corpus / "train.en").read_text().splitlines()[4]
+    main(["neighbours", str(tmp_path / "atlas"), "--sentence", sentence, "--token", "1", "--layer", "1", "--k", "1"])
+    first = json.loads(capsys.readouterr().out)["neighbours"][0]
+    assert (first["sentence"], first["position"], first["distance"]) == (5, 1, pytest.approx(0, abs=1e-2))
