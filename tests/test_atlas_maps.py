@@ -22,7 +22,7 @@ def planted(tmp_path_factory, corpus_dir, tokenizer_file):
 @pytest.fixture(scope="module")
 def planted_atlas(planted):
     checkpoint, corpus_dir, root = planted
-    build_atlas(checkpoint, corpus_dir, root / "atlas", BuildSettings(sentences=24, sample=10_000, projection="pca"))
+    build_atlas(checkpoint, corpus_dir, root / "atlas", BuildSettings(sentences=14, sample=10_000, projection="pca"))
     return Atlas.open(root / "atlas")
 
 
