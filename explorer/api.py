@@ -5,6 +5,7 @@ named arguments (request.py) and returns a dict; a bad argument's message names 
 server translates."""
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 
@@ -18,7 +19,7 @@ from transformer.numbers import NumberError, checked_number
 
 from .heads_off import format_heads_off
 from .page import python_step_reasons
-from .request import DEFAULT_MAX_LENGTH, Request, RequestError
+from .request import DEFAULT_MAX_LENGTH, Request, RequestError, check_unicode
 from .session import ALTI, EVERY_ANALYSIS, NORMS, ModelService, RunResult
 from .text import literal, page_error, page_warning
 from .views.live_payload import live_payload
@@ -160,6 +161,10 @@ def why_not_endpoint(ui):
         counted("step", step)
         if not isinstance(foil, str) or not foil:
             raise page_error("foil must name a piece of the model's vocabulary, such as one of a step's candidates")
+        try:
+            check_unicode("foil", foil)
+        except RequestError as error:
+            raise page_error(str(error)) from error
         result, translation = one_translation(ui, sentence, text, model, device, strategy, settings, max_length,
                                               prefix, heads_off)
         step = counted("step", step, len(translation.tgt_ids), " for this translation")
@@ -244,20 +249,47 @@ def server_status_endpoint(ui):
     return server_status
 
 
-def wire_api(ui) -> None:
+def wire_api(ui, demo: gr.Blocks) -> None:
     """Registers the endpoints on the page being built; `ui` is the page's Wiring. The view state (layer,
     head, each view's controls) belongs to the page and is no argument here."""
-    gr.api(endpoint(ui, translation_json, analyses=frozenset()), api_name="translate")
-    gr.api(endpoint(ui, trace_json, analyses=frozenset({ALTI, NORMS})), api_name="translate_trace")
-    gr.api(endpoint(ui, details_json), api_name="translate_details")
-    gr.api(why_not_endpoint(ui), api_name="why_not")
-    gr.api(query_key_endpoint(ui), api_name="query_key")
-    gr.api(walkthrough_endpoint(ui), api_name="walkthrough")
-    gr.api(server_status_endpoint(ui), api_name="server_status")
     from .atlas_api import atlas_map_endpoint, atlas_neighbours_endpoint  # the atlas's API is its own module
 
-    gr.api(atlas_neighbours_endpoint(ui), api_name="atlas_neighbours")
-    gr.api(atlas_map_endpoint(ui), api_name="atlas_map")
+    endpoints = {
+        "translate": endpoint(ui, translation_json, analyses=frozenset()),
+        "translate_trace": endpoint(ui, trace_json, analyses=frozenset({ALTI, NORMS})),
+        "translate_details": endpoint(ui, details_json),
+        "why_not": why_not_endpoint(ui),
+        "query_key": query_key_endpoint(ui),
+        "walkthrough": walkthrough_endpoint(ui),
+        "server_status": server_status_endpoint(ui),
+        "atlas_neighbours": atlas_neighbours_endpoint(ui),
+        "atlas_map": atlas_map_endpoint(ui),
+    }
+    for name, function in endpoints.items():
+        gr.api(function, api_name=name)
+    omitted_arguments_take_defaults(demo, endpoints)
+
+
+def omitted_arguments_take_defaults(demo: gr.Blocks, endpoints: dict) -> None:
+    """A raw HTTP call may send fewer values than an endpoint has arguments (the optional ones left out); Gradio
+    refuses that with an error event whose message is null. Here the omitted arguments take their defaults, as the
+    Python client fills them, and a missing required one is named."""
+    parameters = {f"/{name}": list(inspect.signature(function).parameters.values())
+                  for name, function in endpoints.items()}
+    validate = demo.validate_inputs
+
+    def validate_inputs(block_fn, inputs: list) -> None:
+        wanted = parameters.get(block_fn.api_name if str(block_fn.api_name).startswith("/")
+                                else f"/{block_fn.api_name}")
+        if wanted is not None and len(inputs) < len(wanted):
+            missing = [p.name for p in wanted[len(inputs):] if p.default is inspect.Parameter.empty]
+            if missing:
+                raise page_error(f"/{str(block_fn.api_name).lstrip('/')} is missing its required argument(s) "
+                                 f"{', '.join(missing)}")
+            inputs.extend(p.default for p in wanted[len(inputs):])
+        validate(block_fn, inputs)
+
+    demo.validate_inputs = validate_inputs
 
 
 def run_request(service: ModelService, build, analyses: frozenset[str] = EVERY_ANALYSIS) -> RunResult:

@@ -51,6 +51,9 @@ class Request:
         the same name). A strategy or setting not given (None) is the model's recorded decoding (metrics.json:
         how it was tuned on val), else the strategy's default. `heads_off` is text numbered from 1
         ("cross 3 2; decoder_self 1 4") or (kind, layer, head) entries numbered from 0."""
+        for field, value in (("text", text), ("model", model), ("device", device), ("strategy", strategy),
+                             ("prefix", prefix), ("heads_off", heads_off)):
+            check_unicode(field, value)
         lines = split_lines(text)
         model = registry.default_key if model is None else model
         if model not in registry.models:
@@ -136,6 +139,18 @@ def resolved_strategy(translator, strategy) -> tuple[str, dict]:
         return translator.recorded_decoding(strategy)
     except SettingError as error:
         raise RequestError("strategy", str(error)) from None
+
+
+def check_unicode(field: str, value) -> None:
+    """Text that no encoding can hold (a lone UTF-16 surrogate, as a raw JSON call may send "\\ud800") is refused by
+    the field's name before anything reads it; the tokenizer would fail on it deep inside."""
+    if not isinstance(value, str):
+        return
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise RequestError(field, f"{field} is not valid Unicode text: character {error.start + 1} is a lone "
+                                  f"surrogate (U+{ord(value[error.start]):04X}), half of a character") from None
 
 
 def split_lines(text) -> list[str]:

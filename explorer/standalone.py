@@ -40,11 +40,20 @@ DARK = "@media (prefers-color-scheme: dark) { body { color: #e5e7eb; background:
 def page(element: str, root: str, title: str, heading: str, note: str, css: str, payload: dict, code: str,
          dark: bool = False) -> str:
     """One self-contained file: `code` (a view's browser code, as Gradio runs it) draws `payload` into `root`."""
-    data = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
-    # inside <script>, "</" could close the element: a token like "</s>" must not end the script
+    data = script_json(payload)
     return PAGE.format(title=html.escape(title), heading=html.escape(heading), note=html.escape(note), css=css,
                        element=element, root=root, dark=DARK if dark else "",
-                       payload=data.replace("</", "<\\/"), code=code.replace("</script", "<\\/script"))
+                       payload=data, code=code.replace("</script", "<\\/script"))
+
+
+def script_json(payload: dict) -> str:
+    """`payload` as a JavaScript literal that is safe inside <script>: every "<", ">" and "&" is written as a \\u
+    escape, so no text of a visitor's ("</script>", "<!--<script>", which puts the HTML parser in a state where
+    the real </script> no longer ends the element) can change where the script ends; U+2028/2029 are escaped too."""
+    data = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    for character in "<>&\u2028\u2029":
+        data = data.replace(character, f"\\u{ord(character):04x}")
+    return data
 
 
 def live_view_html(translation, run: dict) -> str:

@@ -210,7 +210,7 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
             js=AFTER_LIVE_VIEW_JS,
             **ui.quiet,
         )
-    wire_api(ui)
+    wire_api(ui, demo)
 
     # a control re-renders the views that read it, from the stored result: no model runs, so no queue
     for name in ui.state_names:

@@ -146,6 +146,25 @@ def test_the_saved_live_view_opens_from_disk_and_switches_heads_offline(browser,
     page.close()
 
 
+@pytest.mark.parametrize("markup", ["<!--<script> A dog runs.", "A dog </script><script>window.__ran=1</script>",
+                                    "A dog runs. <!-- -->", "</s> & <b>"])
+def test_a_saved_page_draws_whatever_markup_its_payload_holds(browser, tmp_path, markup):  # noqa: F811
+    """The saved pages (the live view's and the walk's, both standalone.page) embed their payload in a script:
+    "<!--<script>" in a walk's sentence put the HTML parser where the real </script> no longer ended it, and the
+    page never drew. Chromium's own parser decides here; the text arrives whole and nothing of it runs."""
+    from explorer.standalone import page as saved_page
+
+    code = "element.textContent = props.value.source; window.__drawn = props.value.source;"
+    path = tmp_path / "saved.html"
+    path.write_text(saved_page("saved", "", markup, markup, markup, "", {"source": markup}, code), encoding="utf-8")
+    page = browser.new_page(viewport={"width": 800, "height": 600})
+    page.goto(path.as_uri())
+    assert page.evaluate("() => window.__drawn") == markup
+    assert page.locator("#saved").inner_text() == markup and page.locator("h1").inner_text() == markup
+    assert page.evaluate("() => window.__ran") is None
+    page.close()
+
+
 def test_the_source_share_strip_and_the_alti_kind(browser, server_url):  # noqa: F811
     """Under the translation: each output piece with the share of its prediction that came from the source
     (ALTI+); and ALTI+ as one more kind in the live view, a row per prediction over source and decoder inputs."""

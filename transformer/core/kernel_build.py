@@ -12,6 +12,7 @@ so the next run loads the cached kernel at once.
 """
 from __future__ import annotations
 
+import argparse
 import fcntl
 import hashlib
 import os
@@ -48,9 +49,22 @@ def header_digest() -> str:
     return hashlib.sha256(HEADER.read_bytes()).hexdigest()[:16]
 
 
+def switched_on() -> bool:
+    """ATTENTION_EXPLORER_HALF_WEIGHTS: 1 (default) or 0, with a message that names it when it is anything else."""
+    text = os.environ.get(SWITCH, "1").strip()
+    if text not in ("0", "1"):
+        raise ValueError(f"{SWITCH} must be 1 (decode through the float16 kernel where it helps, the default) or 0 "
+                         f"(float32 F.linear only), got {text!r}")
+    return text == "1"
+
+
 def check_machine() -> None:
     """Raises RuntimeError saying why the kernel cannot be used here (switched off, or the CPU lacks AVX2)."""
-    if os.environ.get(SWITCH, "1") == "0":
+    try:
+        on = switched_on()
+    except ValueError as error:
+        raise RuntimeError(str(error)) from None
+    if not on:
         raise RuntimeError(f"switched off by {SWITCH}=0")
     capability = torch.backends.cpu.get_cpu_capability()
     if capability not in ("AVX2", "AVX512"):
@@ -165,10 +179,15 @@ def watch_caller(caller: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """attention-explorer-build-kernel: builds (or finds) the kernel in the foreground, with ninja's progress."""
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["--caller"]:
-        threading.Thread(target=watch_caller, args=(int(argv[1]),), name="caller-watch", daemon=True).start()
+    parser = argparse.ArgumentParser(
+        prog="attention-explorer-build-kernel",
+        description="Compiles the float16-weight kernel (transformer/core/half_linear.cpp, fused_step.cpp) into "
+                    "TORCH_EXTENSIONS_DIR (default ~/.cache/torch_extensions), showing ninja's steps; does nothing "
+                    "if it is up to date. The app and the package build it on first use otherwise.")
+    parser.add_argument("--caller", type=int, help=argparse.SUPPRESS)  # the process a background build is for
+    args = parser.parse_args(argv)
+    if args.caller is not None:
+        threading.Thread(target=watch_caller, args=(args.caller,), name="caller-watch", daemon=True).start()
     try:
         check_machine()
     except RuntimeError as error:
