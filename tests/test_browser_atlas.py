@@ -32,7 +32,7 @@ def test_the_atlas_tab_places_the_translation_and_opens_a_neighbours_sentence(br
                       for tokens in (greedy.tgt_tokens, greedy.src_tokens)]
     matrix = page.evaluate("() => document.querySelector('#atlas-matrix .js-plotly-plot').data.length")
     atlas = Atlas.open(SHIPPED / "atlas")
-    assert matrix == 2 * atlas.layers * atlas.heads
+    assert matrix == 4 * atlas.layers * atlas.heads  # corpus queries and keys, and this sentence's, on every head
     page.locator("#atlas-head").screenshot(path=str(SCREENSHOTS / "atlas.png"))
 
     page.get_by_role("button", name="Nearest corpus tokens").click()
@@ -49,3 +49,17 @@ def test_the_atlas_tab_places_the_translation_and_opens_a_neighbours_sentence(br
     expected = reference.translate(corpus_sentence, **recorded(reference)).text
     expect(page.locator("#translation textarea")).to_have_value(expected, timeout=TIMEOUT)
     page.close()
+
+
+def test_the_launched_app_answers_the_atlas_endpoints(server_url):  # noqa: F811
+    """The same server through gradio_client: the shipped atlas's neighbours and a map, and a bad k named."""
+    from gradio_client import Client
+
+    client = Client(server_url, verbose=False)
+    answer = client.predict("The dog is sleeping.", 2, 4, "source", 3, api_name="/atlas_neighbours")
+    assert answer["piece"] == "▁dog" and len(answer["neighbours"]) == 3
+    assert all(n["piece"] == "▁dog" for n in answer["neighbours"])  # at the last layer a dog is near other dogs
+    head_map = client.predict("cross", 4, 1, api_name="/atlas_map")
+    assert len(head_map["queries"]["x"]) == len(Atlas.open(SHIPPED / "atlas").sample_rows("target"))
+    with pytest.raises(Exception, match="k must be in"):
+        client.predict("The dog is sleeping.", 2, 4, "source", 0, api_name="/atlas_neighbours")

@@ -23,8 +23,9 @@ def thinned(count: int, most: int) -> np.ndarray:
     return np.arange(count) if count <= most else np.linspace(0, count - 1, most).astype(int)
 
 
-def matrix_figure(maps: list[list[dict]], title: str) -> go.Figure:
-    """maps[layer][head] -> one small map each, layers as rows and heads as columns, queries blue, keys orange."""
+def matrix_figure(maps: list[list[dict]], title: str, placed: list[list[dict]] | None = None) -> go.Figure:
+    """maps[layer][head] -> one small map each, layers as rows and heads as columns, queries blue, keys orange;
+    `placed[layer][head]`: per part, the sentence on screen's (tokens, 2) coordinates on that map, as stars."""
     layers, heads = len(maps), len(maps[0])
     titles = [f"{shown(layer)}.{shown(head)}" for layer in range(layers) for head in range(heads)]
     figure = make_subplots(rows=layers, cols=heads, horizontal_spacing=0.01, vertical_spacing=0.02,
@@ -37,6 +38,11 @@ def matrix_figure(maps: list[list[dict]], title: str) -> go.Figure:
                 figure.add_trace(go.Scattergl(x=rounded(xy[keep, 0]), y=rounded(xy[keep, 1]), mode="markers",
                                               marker={"size": 2, "color": PART_COLOURS[part]}, hoverinfo="skip",
                                               showlegend=False), shown(layer), shown(head))  # subplots count from 1
+            for part, xy in (placed[layer][head] if placed else {}).items():
+                figure.add_trace(go.Scattergl(x=rounded(xy[:, 0]), y=rounded(xy[:, 1]), mode="markers",
+                                              marker={"size": 6, "symbol": "star", "color": PART_COLOURS[part],
+                                                      "line": {"width": 0.5, "color": "#111"}},
+                                              hoverinfo="skip", showlegend=False), shown(layer), shown(head))
     figure.update_xaxes(visible=False)
     figure.update_yaxes(visible=False)
     figure.update_annotations(font_size=10)

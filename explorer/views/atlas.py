@@ -76,11 +76,13 @@ class AtlasView(View):
             points[part]["text"] = column.take(points[part]["sentence"]).to_pylist()
         on_screen, title = None, f"{dict((v, k) for k, v in KINDS)[kind]}, {layer_label(layer)}, {head_label(head)}"
         translation = current_translation(result, state)
-        if translation is not None:
+        on_every = None
+        if translation is not None:  # the sentence on every map of the kind: the open head's labelled
             vectors = sentence_vectors(served, translation.source)
-            where = placed(atlas, vectors, kind, layer, head)
+            on_every = [[placed(atlas, vectors, kind, lay, hd) for hd in range(atlas.heads)]
+                        for lay in range(atlas.layers)]
             on_screen = {part: {"coordinates": xy, "piece": vectors.pieces[points[part]["side"]]}
-                         for part, xy in where.items()}
+                         for part, xy in on_every[layer][head].items()}
         head_plot = head_figure(points, f"{title} ({points['projection']})", state.get("atlas_colouring")
                                 or COLOURINGS[0], state.get("atlas_search") or "", on_screen)
         text = (f"**{atlas.manifest['counts']['sentences']:,} corpus pairs** "
@@ -88,7 +90,7 @@ class AtlasView(View):
                 f"{len(points['queries']['piece']):,} queries and {len(points['keys']['piece']):,} keys per head. "
                 "Blue: queries, orange: keys, moved to the queries' centre (the softmax is unchanged); stars: this "
                 "sentence.")
-        matrix = matrix_figure(every, "Every head, by layer (rows) and head")
+        matrix = matrix_figure(every, "Every head, by layer (rows) and head", on_every)
         alike = similar_heads(atlas, kind, layer, head)[:5]
         text += ("\n\n**Similar heads** (share of each point's 10 nearest points that the two maps share): " +
                  ", ".join(f"{shown(other_layer)}.{shown(other_head)} ({overlap:.0%})"
