@@ -6,6 +6,8 @@ point's piece, sentence and position (0-based), plus, for the open head, the hov
 """
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -50,11 +52,15 @@ def matrix_figure(maps: list[list[dict]], title: str, placed: list[list[dict]] |
 
 
 def point_colours(points: dict, part: str, colouring: str, search: str) -> dict:
+    """A searched piece's points stand out in any colouring: its part's colour, the others faint grey."""
+    if search.strip():
+        hit = [search.strip() in piece for piece in points[part]["piece"]]
+        return {"color": [PART_COLOURS[part] if h else "rgba(148,163,184,0.2)" for h in hit]}
     if colouring == "position":
         return {"color": points[part]["position"], "colorscale": "Viridis", "cmin": 0, "cmax": 30}
-    if colouring == "piece" and search:
-        hit = [search.strip() in piece for piece in points[part]["piece"]]
-        return {"color": [ACCENT if h else "rgba(148,163,184,0.25)" for h in hit]}
+    if colouring == "piece":  # one hue per piece, the same on every map and in every process
+        hues = [zlib.crc32(piece.encode()) % 360 for piece in points[part]["piece"]]
+        return {"color": hues, "colorscale": "HSV", "cmin": 0, "cmax": 359}
     return {"color": PART_COLOURS[part]}
 
 

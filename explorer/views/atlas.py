@@ -8,6 +8,8 @@ queries and keys placed on it. "Nearest corpus tokens" lists the 10 corpus token
 chosen layer is nearest to the chosen token's; "Open this sentence" translates one of them in the other views."""
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import gradio as gr
 
 from transformer.core.head_ref import head_label, layer_label, shown
@@ -124,7 +126,8 @@ class AtlasView(View):
         c = ui.components
 
         def drawn(result, layer, head, *values):
-            return ui.by_component(self.maps(ui, result, dict(zip(self.controls, values)), layer, head))
+            with atlas_errors():
+                return ui.by_component(self.maps(ui, result, dict(zip(self.controls, values)), layer, head))
 
         controls = [c[name] for name in self.controls]
         c["atlas_draw"].click(drawn, [ui.result_state, c["layer"], c["head"], *controls],
@@ -132,7 +135,8 @@ class AtlasView(View):
 
         def asked(result, sentence, layer, *values):
             state = {"sentence": sentence, **dict(zip(self.controls, values))}
-            return ui.by_component(self.neighbours(ui, result, state, layer))
+            with atlas_errors():
+                return ui.by_component(self.neighbours(ui, result, state, layer))
 
         c["atlas_ask"].click(asked, [ui.result_state, c["sentence"], c["layer"], *controls],
                              [c["atlas_neighbours"], c["atlas_sentences"]], api_visibility="private")
@@ -144,6 +148,17 @@ class AtlasView(View):
 
         c["atlas_open"].click(opened, [c["atlas_sentences"], c["atlas_neighbours"]], c["source"],
                               api_visibility="private").success(None, js=OPEN_TRANSLATE_JS)
+
+
+@contextmanager
+def atlas_errors():
+    """An atlas that cannot answer (a file gone, the extra not installed) is one message, naming what to do."""
+    from transformer.atlas.store import AtlasError
+
+    try:
+        yield
+    except AtlasError as error:
+        raise page_error(str(error)) from None
 
 
 def token_choices(translation, side: str | None) -> list[tuple[str, int]]:
