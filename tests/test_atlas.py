@@ -150,16 +150,28 @@ def test_target_neighbours_are_at_the_distances_of_a_teacher_forced_translation(
     assert distances[found[0]] <= np.sort(distances)[1] + 1e-5  # the tuned index found one of the two nearest
 
 
-def test_an_interrupted_build_leaves_no_atlas(tmp_path, corpus_dir, tokenizer_file, monkeypatch):
+@pytest.mark.parametrize("stage", ["extraction", "maps"])
+def test_an_interrupted_build_leaves_no_atlas(tmp_path, corpus_dir, tokenizer_file, monkeypatch, stage):
     checkpoint = tiny_checkpoint(tmp_path / "checkpoint", tokenizer_file)
     from transformer.atlas import build as build_module
+    from transformer.atlas import engines
+
+    batches = []
 
     def interrupted(*args):
-        raise KeyboardInterrupt
+        batches.append(1)
+        if stage == "maps" or len(batches) == 2:  # the second batch: midway through the extraction
+            raise KeyboardInterrupt
+        return extract_batch(*args)
 
-    monkeypatch.setattr(build_module, "build_maps", interrupted)
+    extract_batch = engines.extract_batch
+    monkeypatch.setattr(engines, "extract_batch", interrupted)
+    if stage == "maps":
+        monkeypatch.setattr(engines, "extract_batch", extract_batch)
+        monkeypatch.setattr(build_module, "build_maps", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        build_atlas(checkpoint, corpus_dir, tmp_path / "atlas", BuildSettings(sentences=8, projection="pca"))
+        build_atlas(checkpoint, corpus_dir, tmp_path / "atlas", BuildSettings(sentences=8, batch_size=2,
+                                                                              projection="pca"))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint"]
 
 
@@ -183,7 +195,25 @@ def test_bad_build_inputs_get_one_line(tmp_path, corpus_dir, tokenizer_file, cap
     assert "does not exist" in one_line_error(capsys, ["build", checkpoint, str(tmp_path / "none"), out])
     assert "--batch-size" in one_line_error(capsys, ["build", checkpoint, str(corpus_dir), out, "--batch-size", "0"])
     assert "--sentences" in one_line_error(capsys, ["build", checkpoint, str(corpus_dir), out, "--sentences", "nan"])
+    broken = tmp_path / "broken-checkpoint"
+    shutil.copytree(checkpoint, broken)
+    (broken / "model.safetensors").write_bytes(b"not weights")
+    assert "model.safetensors: truncated or not a safetensors file" in one_line_error(
+        capsys, ["build", str(broken), str(corpus_dir), out])
+    shutil.rmtree(broken)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint", "corpus"]
+
+
+def test_too_little_disk_is_one_line_before_anything_is_written(tmp_path, corpus_dir, tokenizer_file, capsys,
+                                                                 monkeypatch):
+    checkpoint = str(tiny_checkpoint(tmp_path / "checkpoint", tokenizer_file))
+    from transformer.atlas import build as build_module
+
+    monkeypatch.setattr(build_module.shutil, "disk_usage", lambda folder: shutil._ntuple_diskusage(10**9, 10**9, 1000))
+    message = one_line_error(capsys, ["build", checkpoint, str(corpus_dir), str(tmp_path / "atlas"), "--sentences",
+                                      "20"])
+    assert "too little disk" in message and "0.00 GB are free" in message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint"]
 
 
 def test_bad_questions_get_one_line(built, tmp_path, tokenizer_file, capsys):
