@@ -2,70 +2,23 @@
 (one head's map, with the sentence's own queries and keys placed on it). Layers, heads, tokens, sentences and
 positions count from 1, as every endpoint does; a bad argument's message names it.
 
-A served model's atlas is the folder `atlas/` inside its checkpoint folder (the shipped models carry theirs), read
-on the first question about that model and checked against its weights: nothing is built or loaded at start-up.
+Which atlas a model has, and how it is opened: atlas_service.py. The wiring registers these beside the other
+endpoints (`atlas_endpoints`).
 """
 from __future__ import annotations
 
-import threading
 from dataclasses import asdict
 
+from transformer.atlas.extract import part_side
+from transformer.atlas.query import head_points, neighbours, placed, similar_heads
 from transformer.atlas.store import AtlasError
 from transformer.core.head_ref import from_shown, shown
 from transformer.core.probes import ATTENTION_KINDS, SOURCE, TARGET
 from transformer.numbers import NumberError
 
 from .api import counted
-from .request import RequestError, split_lines
+from .atlas_service import MAX_K, one_sentence, sentence_vectors, served_atlas
 from .text import page_error
-
-ATLAS_FOLDER = "atlas"  # inside a checkpoint folder
-MAX_K = 100
-_opened: dict = {}
-_lock = threading.Lock()
-
-
-def served_atlas(ui, model: str | None):
-    """(served model, its Atlas), opened once per model; a model without one is answered with how to build it."""
-    from transformer.atlas import Atlas
-
-    key = ui.registry.default_key if model is None else model
-    if key not in ui.registry.models:
-        raise page_error(f"model: unknown model {key!r}; available: {sorted(ui.registry.models)}")
-    served = ui.registry.get(key)
-    folder = served.translator.source / ATLAS_FOLDER
-    with _lock:
-        if folder not in _opened:
-            if not folder.is_dir():
-                raise page_error(f"model {key!r} has no atlas: build one with `python -m transformer.atlas build "
-                                 f"{served.translator.source} CORPUS_DIR {folder}`")
-            try:
-                atlas = Atlas.open(folder)
-                atlas.check_checkpoint(served.translator.source)
-            except AtlasError as error:
-                raise page_error(f"model {key!r}: {error}") from None
-            _opened[folder] = atlas
-    return served, _opened[folder]
-
-
-def one_sentence(text) -> str:
-    try:
-        lines = split_lines(text)
-    except RequestError as error:
-        raise page_error(str(error)) from None
-    if len(lines) != 1:
-        raise page_error(f"text: the atlas explains one sentence at a time, got {len(lines)} lines")
-    return lines[0]
-
-
-def sentence_vectors(served, text: str):
-    from transformer.atlas.query import sentence_vectors as vectors
-
-    translator = served.translator
-    try:
-        return vectors(translator.model, translator.tokenizer, text)
-    except AtlasError as error:
-        raise page_error(str(error)) from None
 
 
 def atlas_neighbours_endpoint(ui):
@@ -74,8 +27,6 @@ def atlas_neighbours_endpoint(ui):
         """The k corpus tokens (k in [1, 100]) whose residual vector after `layer` is nearest to that of token
         `token` of `text` (side "source") or of its greedy translation (side "target"), with their sentence pairs;
         layer, token, sentences and positions counted from 1, distances Euclidean."""
-        from transformer.atlas.query import neighbours
-
         if side not in (SOURCE, TARGET):
             raise page_error(f"side must be 'source' or 'target', got {side!r}")
         counted("token", token), counted("layer", layer), counted("k", k, MAX_K)
@@ -109,9 +60,6 @@ def atlas_map_endpoint(ui):
         sentences and positions (from 1); with `text`, that sentence's own queries and keys placed on the map
         (source side for encoder queries and all keys of encoder and cross attention, its translation otherwise); and
         the other heads of the kind ranked by how alike their maps are (`similar_heads`, share of shared neighbours)."""
-        from transformer.atlas.extract import part_side
-        from transformer.atlas.query import head_points, placed, similar_heads
-
         if kind not in ATTENTION_KINDS:
             raise page_error(f"kind must be one of {list(ATTENTION_KINDS)}, got {kind!r}")
         counted("layer", layer), counted("head", head)
@@ -137,3 +85,8 @@ def atlas_map_endpoint(ui):
         return answer
 
     return atlas_map
+
+
+def atlas_endpoints(ui) -> dict:
+    """The atlas's endpoints by API name, for `api.wire_api`."""
+    return {"atlas_neighbours": atlas_neighbours_endpoint(ui), "atlas_map": atlas_map_endpoint(ui)}

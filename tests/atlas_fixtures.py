@@ -39,7 +39,7 @@ def planted_previous_token_checkpoint(folder: Path, tokenizer_file: Path) -> Pat
         angles = theta * torch.arange(table.size(0), dtype=torch.float32)
         table[:, 0], table[:, 1] = radius * angles.cos(), radius * angles.sin()
         attention = model.encoder_layers[0].self_attention
-        head_size = model.config.head_dim
+        head_size = model.config.encoder.head_dim
         weight, bias = attention.in_proj.weight, attention.in_proj.bias
         weight[:head_size], bias[:head_size] = 0, 0  # head 1's query rows
         weight[width : width + head_size], bias[width : width + head_size] = 0, 0  # head 1's key rows

@@ -12,12 +12,15 @@ from contextlib import contextmanager
 
 import gradio as gr
 
+from transformer.atlas.query import head_points, neighbours, placed, similar_heads
+from transformer.atlas.store import AtlasError
 from transformer.core.head_ref import head_label, layer_label, shown
 from transformer.core.probes import PROBES
 
+from ..atlas_service import one_sentence, sentence_vectors, served_atlas
 from ..figures.atlas import COLOURINGS, head_figure, matrix_figure
 from ..text import literal, page_error
-from .base import MODEL, TRANSLATION, View, current_translation
+from .base import MODEL, TRANSLATION, View, current_translation, translated
 
 KINDS = [(PROBES[kind].title.split(" (")[0], kind) for kind in ("encoder_self", "decoder_self", "cross")]
 SIDES = [("Source token", "source"), ("Translation token", "target")]
@@ -65,12 +68,9 @@ class AtlasView(View):
         return {}
 
     def maps(self, ui, result, state: dict, layer, head) -> dict:
-        from ..atlas_api import sentence_vectors, served_atlas  # the API module imports the page, which lists views
         served, atlas = served_atlas(ui, result.model_key if result else None)
         kind = state.get("atlas_kind") or "cross"
         layer, head = chosen_index(layer, atlas.layers - 1), chosen_index(head)
-        from transformer.atlas.query import head_points, placed, similar_heads
-
         every = [[head_points(atlas, kind, lay, hd) for hd in range(atlas.heads)] for lay in range(atlas.layers)]
         points = every[layer][head]
         for part in ("queries", "keys"):
@@ -100,13 +100,8 @@ class AtlasView(View):
         return {"atlas_text": text, "atlas_head": head_plot, "atlas_matrix": matrix}
 
     def neighbours(self, ui, result, state: dict, layer) -> dict:
-        from transformer.atlas.query import neighbours
 
-        from ..atlas_api import one_sentence, sentence_vectors, served_atlas
-
-        translation = current_translation(result, state)
-        if translation is None:
-            raise page_error("Translate a sentence first.")
+        translation = translated(result, state, then=", then ask for a token's neighbours")
         served, atlas = served_atlas(ui, result.model_key)
         side = state.get("atlas_side") or "source"
         layer = chosen_index(layer, atlas.layers - 1)
@@ -153,8 +148,6 @@ class AtlasView(View):
 @contextmanager
 def atlas_errors():
     """An atlas that cannot answer (a file gone, the extra not installed) is one message, naming what to do."""
-    from transformer.atlas.store import AtlasError
-
     try:
         yield
     except AtlasError as error:

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..checkpoint import WEIGHTS_FILE, checkpoint_folder, load_checkpoint
+from ..checkpoint import SHIPPED_ROOT, WEIGHTS_FILE, checkpoint_folder, load_checkpoint
+from ..command_line import write_json_atomically
 from ..core.probes import ATTENTION_KINDS
 from ..paths import portable_path
 from .corpus import SPLIT, batches, read_corpus, sample_rows, tokenize
@@ -32,6 +33,7 @@ from .store import (
     map_file,
     require,
     sample_file,
+    stack_shape,
     vectors_file,
 )
 from .writer import AtlasWriter
@@ -66,8 +68,6 @@ class BuildSettings:
 
 def checkpoint_identity(checkpoint) -> dict:
     """Which checkpoint an atlas belongs to: its folder (a shipped one by name) and the hash of its weights."""
-    from ..checkpoint import SHIPPED_ROOT
-
     folder = checkpoint_folder(checkpoint).resolve()
     shipped = folder.parent == SHIPPED_ROOT.resolve()
     return {"name": folder.name, "path": folder.name if shipped else str(folder), "shipped": shipped,
@@ -75,9 +75,10 @@ def checkpoint_identity(checkpoint) -> dict:
 
 
 def indexed_layers(settings: BuildSettings, config) -> tuple[int, ...]:
-    layers = tuple(range(config.n_layers)) if settings.layers is None else tuple(sorted(set(settings.layers)))
-    if not layers or not all(0 <= layer < config.n_layers for layer in layers):
-        raise AtlasError(f"--layers must name layers in [1, {config.n_layers}] (the model's), "
+    count = stack_shape(config).layers
+    layers = tuple(range(count)) if settings.layers is None else tuple(sorted(set(settings.layers)))
+    if not layers or not all(0 <= layer < count for layer in layers):
+        raise AtlasError(f"--layers must name layers in [1, {count}] (the model's), "
                          f"got {[layer + 1 for layer in layers]}")
     return layers
 
@@ -87,7 +88,7 @@ def needed_bytes(tokens: int, config, sample: int, layers: int) -> int:
     the samples."""
     vectors = tokens * layers * config.d_model * 2
     index = tokens * layers * (config.d_model * 2 + 8)
-    samples = 2 * len(SIDES) * sample * config.n_layers * config.d_model * 2
+    samples = 2 * len(SIDES) * sample * stack_shape(config).layers * config.d_model * 2
     return vectors + index + samples + tokens * 40
 
 
@@ -143,9 +144,9 @@ def build_maps(folder: Path, config, settings: BuildSettings, progress) -> None:
         queries = np.load(folder / sample_file(kind, "queries"), mmap_mode="r")
         keys = np.load(folder / sample_file(kind, "keys"), mmap_mode="r")
         maps = []
-        for layer in range(config.n_layers):
+        for layer in range(stack_shape(config).layers):
             maps.append([])
-            for head in range(config.n_heads):
+            for head in range(stack_shape(config).heads):
                 maps[-1].append(head_map(queries[layer, head], keys[layer, head], settings.projection,
                                          settings.seed, settings.threads or 1))
                 progress("maps", 1)
@@ -195,8 +196,6 @@ def build_atlas(checkpoint, corpus_dir, out, settings: BuildSettings, progress=l
             "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "command": command,
         }
-        from ..command_line import write_json_atomically
-
         write_json_atomically(temporary / MANIFEST, manifest)
         os.rename(temporary, out)
     except BaseException:

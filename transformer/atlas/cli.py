@@ -12,10 +12,18 @@ import json
 import sys
 from dataclasses import asdict
 
+from ..checkpoint import CheckpointError, load_checkpoint
 from ..command_line import CommandParser, answered, command_text, number_type
 from ..core.head_ref import from_shown, shown
 from ..core.probes import SOURCE, TARGET
+from ..corpus.parallel import CorpusError
 from ..paths import portable_words
+from .build import BuildSettings, build_atlas
+from .corpus import read_corpus
+from .query import neighbours as nearest
+from .query import sentence_vectors
+from .reader import Atlas
+from .store import stack_shape
 
 PROG = "python -m transformer.atlas"
 
@@ -97,9 +105,6 @@ class StageBars:
 
 
 def build(args, argv) -> None:
-    from .build import BuildSettings, build_atlas
-    from .corpus import read_corpus
-
     settings = BuildSettings(args.sentences, args.engine, args.batch_size, args.threads, args.sample,
                              args.projection, args.recall, layers=args.layers,
                              keep_samples=not args.drop_samples, keep_vectors=not args.index_only)
@@ -107,12 +112,11 @@ def build(args, argv) -> None:
         import torch
 
         torch.set_num_threads(args.threads)
-    from ..checkpoint import load_checkpoint
-
     model, _, config = load_checkpoint(args.checkpoint)
     sentences = len(read_corpus(args.corpus_dir, config.get("languages", {"src": "en", "tgt": "de"}),
                                 args.sentences)[0])
-    layers, heads = model.config.n_layers, model.config.n_heads
+    shape = stack_shape(model.config)
+    layers, heads = shape.layers, shape.heads
     indexed = len(args.layers) if args.layers else layers
     bars = StageBars({"extracting": sentences, "indexing": 2 * indexed, "maps": 3 * layers * heads})
     try:
@@ -126,11 +130,6 @@ def build(args, argv) -> None:
 
 
 def neighbours(args) -> None:
-    from ..checkpoint import load_checkpoint
-    from .query import neighbours as nearest
-    from .query import sentence_vectors
-    from .reader import Atlas
-
     atlas = Atlas.open(args.atlas)
     folder = atlas.check_checkpoint(args.checkpoint or atlas.checkpoint["path"])
     model, tokenizer, _ = load_checkpoint(folder)
@@ -149,7 +148,7 @@ def neighbours(args) -> None:
 def main(argv=None) -> None:
     top = parser()
     args = top.parse_args(argv)
-    with answered(top):
+    with answered(top, CheckpointError, CorpusError):
         if args.command == "build":
             build(args, argv)
         else:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..corpus.data import CorpusError, read_parallel
+from ..corpus.parallel import CorpusError, read_parallel
 from .store import SIDES, AtlasError
 
 SPLIT = "train"  # CORPUS_DIR holds train.<src> and train.<tgt>, as the project's corpora do

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..checkpoint import load_checkpoint
 from .extract import extract_batch
 from .store import AtlasError
 
@@ -45,8 +46,6 @@ class BatchExtractor:
 
     def __init__(self, checkpoint: str, corpus, batch_list: list[np.ndarray], sampled: dict, threads: int | None):
         import torch
-
-        from ..checkpoint import load_checkpoint
 
         if threads:
             torch.set_num_threads(threads)

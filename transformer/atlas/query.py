@@ -10,12 +10,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.head_ref import shown
 from ..core.probes import ATTENTION_KINDS, SOURCE, TARGET
+from ..decoding.translator import Translator
+from ..numbers import checked_number
 from .corpus import TokenizedCorpus
 from .extract import PARTS, extract_batch, part_side
 from .index import search
 from .maps import place, reference_points
 from .reader import Atlas
+from .similar import ranked, similarity_matrix
 from .store import SIDES, AtlasError
 
 MAX_K = 100  # neighbours one question may ask for
@@ -43,8 +47,6 @@ class Neighbour:
 
 def sentence_vectors(model, tokenizer, text: str) -> SentenceVectors:
     """Runs `text` teacher-forced over its own greedy translation, every token's queries and keys kept."""
-    from ..decoding.translator import Translator
-
     if not isinstance(text, str) or not text.strip():
         raise AtlasError("sentence must be a non-empty text")
     translation = Translator(model, tokenizer).translate(text, strategy="greedy")
@@ -59,9 +61,6 @@ def sentence_vectors(model, tokenizer, text: str) -> SentenceVectors:
 
 def check_question(atlas: Atlas, vectors: SentenceVectors, token: int, layer: int, side: str, k: int) -> None:
     """0-based token and layer; messages count from 1, as the command line and the API do."""
-    from ..core.head_ref import shown
-    from ..numbers import checked_number
-
     if side not in SIDES:
         raise AtlasError(f"side must be one of {list(SIDES)}, got {side!r}")
     checked_number("layer", shown(layer), int, 1, atlas.layers)
@@ -107,8 +106,6 @@ def head_points(atlas: Atlas, kind: str, layer: int, head: int) -> dict:
 def similar_heads(atlas: Atlas, kind: str, layer: int, head: int) -> list[tuple[int, int, float]]:
     """The other heads of `kind`, most alike first by their maps' neighbourhood overlap (similar.py): (layer, head,
     overlap), 0-based. Computed once per atlas and kind."""
-    from .similar import ranked, similarity_matrix
-
     if kind not in ATTENTION_KINDS:
         raise AtlasError(f"kind must be one of {list(ATTENTION_KINDS)}, got {kind!r}")
     cache = atlas.__dict__.setdefault("_similarity", {})

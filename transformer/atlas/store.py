@@ -34,6 +34,14 @@ class AtlasError(InputError):
     """An atlas, corpus or setting that cannot be used; the message names the file or value and what to do."""
 
 
+def stack_shape(config):
+    """The layers, heads and head size every attention kind of the model shares (core/config.py's StackShape): an
+    atlas lays out every kind's heads alike, so a model whose encoder and decoder differ in shape is refused."""
+    if not config.same_stacks:
+        raise AtlasError(f"the atlas needs an encoder and a decoder of one shape; this model has {config.stacks_text}")
+    return config.encoder
+
+
 def require(module: str):
     """An import of one of the atlas extra's packages; without it, an AtlasError saying how to install it."""
     import importlib
