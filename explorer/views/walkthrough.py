@@ -138,10 +138,11 @@ class WalkthroughView(View):
             return ui.by_component(named) | {c["tabs"]: gr.Tabs(selected=self.name)}
 
         if "walk_open" in c:
-            # no queue: one teacher-forced pass (tens of ms) answered at once, as the live view's controls are
+            # through the queue like every request that runs the model: a class pressing it at once waits its turn
+            # instead of taking the cores from the translations in flight
             c["walk_open"].click(opened, ui.state_inputs,
                                  [c["walk_token"], c["walk_step"], *outputs, c["tabs"]],
-                                 api_visibility="private", queue=False, **ui.quiet)
+                                 api_visibility="private", **ui.quiet)
         for name in ("walk_token", "walk_step"):
             c[name].input(chosen, inputs, outputs, api_visibility="private")
 
