@@ -26,6 +26,7 @@ from explorer.registry import discover
 from explorer.result_cache import capacity_from_environment
 from explorer.run_pool import RunPool, workers_from_environment
 from explorer.shell import LAUNCH, build_demo
+from transformer.core.kernel_build import switched_on
 
 # Gradio rebuilds its monitoring summary (a pandas table of every recent event) after each event by default: a
 # fixed cost per request that grows with the server's age; every 1,000 events is enough for its dashboard. Read when
@@ -38,6 +39,7 @@ try:  # a bad setting is one line that names it, before anything loads
     capacity_from_environment()
     workers = workers_from_environment()
     hub_models = hub_models_from_environment()
+    switched_on()  # ATTENTION_EXPLORER_HALF_WEIGHTS
 except ValueError as error:
     print(f"app.py: {error}", file=sys.stderr)
     raise SystemExit(2) from None
@@ -46,7 +48,11 @@ logging.basicConfig(level=logging.WARNING)
 log = logging.getLogger("attention-explorer")
 # Hub models named by ATTENTION_EXPLORER_HUB_MODELS, converted once into their cache (explorer/hub_models.py)
 hub_folders, _ = converted_folders(hub_models, cache_from_environment()) if hub_models else ([], {})
-registry = discover(ROOT / "checkpoints", hub_folders)  # every model is loaded once, here, never per request
+try:  # every model is loaded once, here, never per request; then ATTENTION_EXPLORER_DEFAULT_MODEL is checked
+    registry = discover(ROOT / "checkpoints", hub_folders)
+except ValueError as error:
+    print(f"app.py: {error}", file=sys.stderr)
+    raise SystemExit(2) from None
 for name, why in registry.problems.items():
     log.warning("checkpoint %s skipped: %s", name, why)
 

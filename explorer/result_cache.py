@@ -21,7 +21,7 @@ DEFAULT_CAPACITY = 64
 def capacity_from_environment() -> int:
     """The cache's size from ATTENTION_EXPLORER_RESULT_CACHE (0: off), with a message that names it when bad."""
     text = os.environ.get(SWITCH, str(DEFAULT_CAPACITY)).strip()
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()):  # int() would also take '²' or '٣'
         raise ValueError(f"{SWITCH} must be a whole number of results to keep (0: no cache), got {text!r}")
     return int(text)
 

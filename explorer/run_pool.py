@@ -47,7 +47,7 @@ def workers_from_environment() -> int:
     """How many worker processes ATTENTION_EXPLORER_WORKERS asks for (0: none), with a message that names it when
     bad."""
     text = os.environ.get(SWITCH, str(os.cpu_count() or 1)).strip()
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()):  # int() would also take '²' or '٣'
         raise ValueError(f"{SWITCH} must be a whole number of worker processes (0: translate in the server's "
                          f"process), got {text!r}")
     return int(text)

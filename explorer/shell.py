@@ -75,7 +75,8 @@ def input_column(registry: Registry) -> dict:
         named["translate_button"] = gr.Button("Translate", variant="primary", elem_id="translate-button", scale=2)
     named["example"] = gr.Dropdown(
         examples_for(language), value=None,
-        label="Example sentences (everyday sentences and image captions, like the training data)", elem_id="example")
+        label="Example sentences", info="everyday sentences and image captions, like the training data",
+        elem_id="example")
     named["translation"] = gr.Textbox(label="Translation", interactive=False, elem_id="translation", lines=2)
     named["summary"] = gr.Markdown(elem_id="summary")
     named["language_offer"] = offer_button()

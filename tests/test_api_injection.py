@@ -145,3 +145,46 @@ def test_query_key_ranges_are_counted_as_the_api_counts(client):
     assert f"query must be in [1, {len(sentence['src_tokens'])}]" in message
     out, _ = client.call("/query_key", text=SENTENCE, kind="cross", layer=layers, head=heads, query=1)
     assert (out["layer"], out["head"], out["query"]) == (layers, heads, 1)
+
+
+def raw_call(client, endpoint: str, data: list) -> tuple[str, dict | list]:
+    """(event kind, its data) for a body of exactly `data`, as a script builds it by hand."""
+    body = json.dumps({"data": data}).encode("utf-8")
+    post = urllib.request.Request(f"{client.url}/gradio_api/call{endpoint}", body, {"Content-Type": "application/json"})
+    event = json.loads(urllib.request.urlopen(post, timeout=60).read())["event_id"]
+    stream = urllib.request.urlopen(f"{client.url}/gradio_api/call{endpoint}/{event}", timeout=120).read()
+    kind = None
+    for line in stream.decode("utf-8").splitlines():
+        if line.startswith("event: "):
+            kind = line[len("event: "):]
+        elif line.startswith("data: ") and kind in ("complete", "error"):
+            return kind, json.loads(line[len("data: "):])
+    raise AssertionError(f"no result in {endpoint}'s event stream: {stream[:300]!r}")
+
+
+@pytest.mark.parametrize("endpoint", list(ENDPOINTS))
+def test_omitted_optional_arguments_take_their_defaults(client, endpoint):
+    """A body that sends only the required values (Gradio answered an error whose message was null) is answered
+    as if every other argument had its default; one that leaves out a required one names it."""
+    own = ENDPOINTS[endpoint]
+    required = [SENTENCE] + ([own["foil"]] if endpoint == "/why_not" else [])
+    kind, data = raw_call(client, endpoint, required)
+    assert kind == "complete", data
+    full, error = client.call(endpoint, text=SENTENCE, **own)
+    timing = ("summary", "milliseconds")  # the second answer comes from the result cache, and says so
+    assert error is None and {k: v for k, v in data[0].items() if k not in timing} == {
+        k: v for k, v in full.items() if k not in timing}  # the same answer as with every default sent
+    kind, data = raw_call(client, endpoint, [])
+    assert kind == "error" and data["error"] == (
+        f"{endpoint} is missing its required argument(s) {'text, foil' if endpoint == '/why_not' else 'text'}")
+
+
+@pytest.mark.parametrize("endpoint", list(ENDPOINTS))
+@pytest.mark.parametrize("argument", ["text", *REQUEST_STRINGS])
+def test_text_that_is_not_valid_unicode_is_refused_by_name(client, endpoint, argument):
+    """A lone UTF-16 surrogate (JSON's "\\ud800", which no encoding can hold) got the generic "Translation
+    failed: RuntimeError"; now the argument is named."""
+    arguments = {"text": SENTENCE, **ENDPOINTS[endpoint], argument: "a \ud800 b"}
+    message = error_of(client, endpoint, **arguments)
+    assert message is not None and f"{argument} is not valid Unicode text: character 3 is a lone surrogate " \
+                                   "(U+D800)" in message, message

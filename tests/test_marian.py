@@ -6,10 +6,12 @@ greedy output, tokenizer ids and text, and every recorded attention probability.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -217,6 +219,24 @@ def test_converter_refuses(good_hf, tmp_path, change, message, capsys):
     error = capsys.readouterr().err
     assert stopped.value.code == 2 and error.strip().count("\n") == 0 and message in error
     assert not out.exists()
+
+
+@pytest.mark.parametrize("where", ["parent is a file", "folder not writable"])
+def test_converter_says_in_one_line_when_out_cannot_be_written(good_hf, tmp_path, where, capsys):
+    """OUT under a file, or in a folder nobody may write (sysfs refuses even root, as a read-only mount would):
+    one line naming the path, status 2, and nothing left behind."""
+    if where == "parent is a file":
+        (tmp_path / "file").write_text("taken")
+        out = tmp_path / "file" / "converted"
+    else:
+        out = Path("/sys") / "converted"
+        if os.access("/sys", os.W_OK) and not Path("/sys/kernel").is_dir():
+            pytest.skip("no read-only sysfs here")
+    with pytest.raises(SystemExit) as stopped:
+        main([str(good_hf), str(out)])
+    error = capsys.readouterr().err
+    assert stopped.value.code == 2 and error.strip().count("\n") == 0 and "Traceback" not in error
+    assert str(out.parent) in error and not out.exists()
 
 
 def test_converter_command_line(tmp_path, good_hf):

@@ -106,12 +106,24 @@ def test_a_bad_workers_setting_is_named(monkeypatch, value):
         workers_from_environment()
 
 
-def test_the_app_refuses_a_bad_workers_setting_in_one_line():
+@pytest.mark.parametrize("setting, value, message", [
+    (SWITCH, "many", "must be a whole number of worker processes (0: translate in the server's process), got 'many'"),
+    (SWITCH, "²", "must be a whole number of worker processes (0: translate in the server's process), got '²'"),
+    ("ATTENTION_EXPLORER_RESULT_CACHE", "٣", "must be a whole number of results to keep (0: no cache), got '٣'"),
+    ("ATTENTION_EXPLORER_HALF_WEIGHTS", "yes", "must be 1 (decode through the float16 kernel where it helps, the "
+                                               "default) or 0 (float32 F.linear only), got 'yes'"),
+    ("ATTENTION_EXPLORER_DEFAULT_MODEL", "<b>\x1b[31mxx", "must be one of the served models ['de-en', 'en-de'], got "
+                                                          "'<b>\\x1b[31mxx'"),
+    ("ATTENTION_EXPLORER_HUB_MODELS", "opus mt", "must be comma-separated Hub model names such as "
+                                                 "Helsinki-NLP/opus-mt-en-de, got 'opus mt'"),
+])
+def test_the_app_refuses_a_bad_start_up_setting_in_one_line_that_names_it(setting, value, message):
+    """Every start-up setting is checked before the server starts: one line naming it, its value shown as text
+    (escapes for control characters), status 2, no traceback."""
     run_app = subprocess.run([sys.executable, "app.py"], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                             env={**os.environ, SWITCH: "many"})
-    assert run_app.returncode == 2
-    assert run_app.stderr.strip() == (f"app.py: {SWITCH} must be a whole number of worker processes (0: translate in "
-                                      "the server's process), got 'many'")
+                             env={**os.environ, setting: value})
+    assert run_app.returncode == 2, run_app.stderr[-2000:]
+    assert run_app.stderr.strip() == f"app.py: {setting} {message}"
 
 
 def test_workers_end_with_a_server_stopped_while_they_start(served):

@@ -243,6 +243,10 @@ def main(argv=None) -> None:
         parser.error('converting needs transformers: pip install ".[marian]"')
     except ConversionError as error:
         parser.error(str(error))
+    except OSError as error:  # OUT's parent is a file, its folder read-only, the disk full: nothing was written
+        parser.error(f"{error.filename or args.out}: {error.strerror or error}")
+    except Exception as error:  # noqa: BLE001  (any other failure is still one line, and leaves no folder)
+        parser.error(f"conversion failed: {type(error).__name__}: {(str(error).splitlines() or [''])[0]}")
     print(f"wrote {out}")
 
 

@@ -135,7 +135,9 @@ function heatmap(root) {
   const map = view.payload.kinds[view.kind];
   const cell = Math.max(14, Math.min(28, Math.floor(560 / Math.max(cols.length, 1))));
   const left = 8 + 7 * Math.max(...rows.map(r => r.length), 4), top = 8 + 6 * Math.max(...cols.map(c => c.length), 4);
-  const svg = node("svg", {width: left + cols.length * cell + 8, height: top + rows.length * cell + 8, class: "ae-heatmap",
+  const width = left + cols.length * cell + 8, height = top + rows.length * cell + 8;
+  // the viewBox lets a narrow screen scale the whole map down (live_view.css) rather than cut its last columns
+  const svg = node("svg", {width, height, viewBox: `0 0 ${width} ${height}`, class: "ae-heatmap",
                            role: "img", "aria-label": "attention heatmap"}, null, true);
   cols.forEach((c, j) => {
     const x = left + j * cell + cell / 2;

@@ -49,9 +49,22 @@ def header_digest() -> str:
     return hashlib.sha256(HEADER.read_bytes()).hexdigest()[:16]
 
 
+def switched_on() -> bool:
+    """ATTENTION_EXPLORER_HALF_WEIGHTS: 1 (default) or 0, with a message that names it when it is anything else."""
+    text = os.environ.get(SWITCH, "1").strip()
+    if text not in ("0", "1"):
+        raise ValueError(f"{SWITCH} must be 1 (decode through the float16 kernel where it helps, the default) or 0 "
+                         f"(float32 F.linear only), got {text!r}")
+    return text == "1"
+
+
 def check_machine() -> None:
     """Raises RuntimeError saying why the kernel cannot be used here (switched off, or the CPU lacks AVX2)."""
-    if os.environ.get(SWITCH, "1") == "0":
+    try:
+        on = switched_on()
+    except ValueError as error:
+        raise RuntimeError(str(error)) from None
+    if not on:
         raise RuntimeError(f"switched off by {SWITCH}=0")
     capability = torch.backends.cpu.get_cpu_capability()
     if capability not in ("AVX2", "AVX512"):
