@@ -157,9 +157,10 @@ def server_status_endpoint(ui):
     return server_status
 
 
-def wire_api(ui, demo: gr.Blocks) -> None:
-    """Registers the endpoints on the page being built; `ui` is the page's Wiring. The view state (layer,
-    head, each view's controls) belongs to the page and is no argument here."""
+def wire_api(ui, demo: gr.Blocks, more: dict | None = None) -> None:
+    """Registers the endpoints on the page being built; `ui` is the page's Wiring, `more` the endpoints of other
+    modules by API name (the atlas's). The view state (layer, head, each view's controls) belongs to the page and is
+    no argument here."""
     endpoints = {
         "translate": endpoint(ui, translation_json, analyses=frozenset()),
         "translate_trace": endpoint(ui, trace_json, analyses=frozenset({ALTI, NORMS})),
@@ -168,6 +169,7 @@ def wire_api(ui, demo: gr.Blocks) -> None:
         "query_key": query_key_endpoint(ui),
         "walkthrough": walkthrough_endpoint(ui),
         "server_status": server_status_endpoint(ui),
+        **(more or {}),
     }
     for name, function in endpoints.items():
         gr.api(function, api_name=name)

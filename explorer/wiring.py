@@ -12,6 +12,7 @@ from transformer.decoding.strategies import all_settings
 
 from . import controls
 from .api import wire_api
+from .atlas_api import atlas_endpoints
 from .language_offer import wire_language_offer
 from .page import PLOT_SVG_JS, decoding_path, glossary_marks_js
 from .request import RequestError
@@ -37,7 +38,7 @@ AFTER_LIVE_VIEW_JS = """(...args) => new Promise(done => {
 
 def wire(ui: Wiring, demo: gr.Blocks) -> None:
     wire_translate(ui)
-    wire_api(ui, demo)
+    wire_api(ui, demo, atlas_endpoints(ui))
     wire_rerender(ui)
     wire_model_choice(ui, demo)
     for view in ui.views:
