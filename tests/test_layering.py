@@ -176,3 +176,29 @@ def test_the_translate_first_guard_is_written_once():
     writers = {str(path.relative_to(ROOT)) for path in (ROOT / "explorer").rglob("*.py")
                if "Translate a sentence first" in path.read_text(encoding="utf-8")}
     assert writers == {"explorer/views/base.py"}
+
+
+# ---- rooms a reader takes in at one sitting: files of at most 300 lines, functions of at most 60 (argparse
+# definitions, build_parser, apart)
+
+
+def oversized(path) -> list[str]:
+    text = path.read_text(encoding="utf-8")
+    found = [f"{len(text.splitlines())} lines"] if len(text.splitlines()) > 300 else []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name != "build_parser":
+            length = node.end_lineno - node.lineno + 1
+            if length > 60:
+                found.append(f"{node.name}: {length} lines")
+    return found
+
+
+def test_files_and_functions_are_short():
+    for path in [*(ROOT / "transformer").rglob("*.py"), *(ROOT / "explorer").rglob("*.py"), ROOT / "app.py"]:
+        assert not oversized(path), f"{path.relative_to(ROOT)}: {oversized(path)}"
+
+
+def test_the_size_check_sees_a_long_function(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("def f():\n" + "    x = 1\n" * 61 + "\n\ndef build_parser():\n" + "    y = 2\n" * 70)
+    assert oversized(module) == ["f: 62 lines"]

@@ -10,7 +10,7 @@ import torch
 from safetensors.torch import load_file
 
 from transformer import train as train_cli
-from transformer.training import train as training_module
+from transformer.training import train_args
 
 from .conftest import ROOT
 
@@ -94,7 +94,7 @@ def test_a_short_torchrun_that_ends_inside_the_first_epoch_exits_cleanly(corpus_
 
 def test_a_run_on_the_default_data_folder_saves_its_state(corpus_dir, tmp_path, monkeypatch):
     # the default --data-dir is a Path, not a string: the run state must still be written as JSON
-    monkeypatch.setattr(training_module, "default_data_dir", lambda: corpus_dir)
+    monkeypatch.setattr(train_args, "default_data_dir", lambda: corpus_dir)  # where the --data-dir flag is made
     out = tmp_path / "run"
     train_cli.main([*TINY, "--out", str(out), "--epochs", "1"])
     args = json.loads((out / "resume" / "state.json").read_text())["args"]

@@ -3,7 +3,7 @@ k_j, their elementwise product q ⊙ k_j (its sum is the score: which dimensions
 scores q·k_j / sqrt(head size) before the softmax, and the weights after it (bertviz's neuron view, Vig 2019).
 
 One teacher-forced pass over (source, the translation's own output) records each head's queries and keys
-(core/attention.Vectors), with the translation's heads switched off as it was made, so the weights here are the
+(core/tap.Tap), with the translation's heads switched off as it was made, so the weights here are the
 ones its trace recorded.
 """
 from __future__ import annotations

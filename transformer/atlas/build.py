@@ -17,6 +17,7 @@ import numpy as np
 
 from ..checkpoint import SHIPPED_ROOT, WEIGHTS_FILE, checkpoint_folder, load_checkpoint
 from ..command_line import write_json_atomically
+from ..core.head_ref import shown
 from ..core.probes import ATTENTION_KINDS
 from ..paths import portable_path
 from .corpus import SPLIT, batches, read_corpus, sample_rows, tokenize
@@ -79,7 +80,7 @@ def indexed_layers(settings: BuildSettings, config) -> tuple[int, ...]:
     layers = tuple(range(count)) if settings.layers is None else tuple(sorted(set(settings.layers)))
     if not layers or not all(0 <= layer < count for layer in layers):
         raise AtlasError(f"--layers must name layers in [1, {count}] (the model's), "
-                         f"got {[layer + 1 for layer in layers]}")
+                         f"got {[shown(layer) for layer in layers]}")
     return layers
 
 
@@ -130,7 +131,7 @@ def build_indexes(folder: Path, layers: tuple[int, ...], settings: BuildSettings
         for layer in layers:
             vectors = np.load(folder / vectors_file(side, layer), mmap_mode="r")
             index = build_index(vectors, settings.seed)
-            stats[f"{side}-layer-{layer + 1}"] = tune(index, vectors, settings.recall)
+            stats[f"{side}-layer-{shown(layer)}"] = tune(index, vectors, settings.recall)
             write_index(index, folder / index_file(side, layer))
             if not settings.keep_vectors:
                 del vectors

@@ -60,18 +60,6 @@ class TransportedNorms(nn.Module):
         return torch.einsum("bhtk,dhk->bhtd", values, columns).norm(dim=-1)
 
 
-class Vectors(nn.Module):
-    """Passes its input through unchanged, so a forward hook can record it: the queries or the keys of each head,
-    (B, H, T, hs), recorded in a teacher-forced pass (analysis/query_key.py). Probe name: kind + "_queries"/"_keys"."""
-
-    def __init__(self, probe: str):
-        super().__init__()
-        self.probe = probe
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x
-
-
 def explicit_attention(q, k, v, mask, attend: nn.Module, dropout_p: float = 0.0, taps=None):
     """Returns (output (B, H, Tq, hs), probabilities (B, H, Tq, Tk)). `taps`: (scores, masked scores) Tap modules
     that record the scores before and after the mask (the walk-through's)."""
@@ -101,7 +89,8 @@ class MultiHeadAttention(nn.Module):
         self.out_proj = nn.Linear(d, d)
         self.attend = AttentionProbabilities(kind)
         self.transported = TransportedNorms(kind)
-        self.query_vectors, self.key_vectors = Vectors(f"{kind}_queries"), Vectors(f"{kind}_keys")
+        # each head's queries and keys, (B, H, T, hs), for the query·key breakdown (analysis/query_key.py)
+        self.query_vectors, self.key_vectors = Tap(f"{kind}_queries"), Tap(f"{kind}_keys")
         # the rest of the arithmetic, recordable for the walk-through (probes.WALK_PROBES)
         self.value_vectors = Tap(f"{kind}_values")
         self.scores, self.masked_scores = Tap(f"{kind}_scores"), Tap(f"{kind}_masked_scores")
@@ -133,8 +122,8 @@ class MultiHeadAttention(nn.Module):
         dropout_p = self.attention_dropout if self.training else 0.0
         if is_recorded(self.transported):
             self.transported(values, self.out_proj.weight)
-        if is_recorded(self.query_vectors):
-            self.query_vectors(q), self.key_vectors(keys)
+        tap(self.query_vectors, q)
+        tap(self.key_vectors, keys)
         tap(self.value_vectors, values)
         scored = is_recorded(self.scores)
         if self.fused and not is_recorded(self.attend) and not scored:

@@ -49,7 +49,7 @@ PROBES: dict[str, Probe] = {p.name: p for p in (
 ATTENTION_KINDS = tuple(name for name, probe in PROBES.items() if probe.attention)
 # recorded only in a teacher-forced pass, never while decoding: per attention kind, the norm of what each head moves
 # from each key position, (layers, B, heads, keys) (attention.TransportedNorms, analysis/norms.py); each head's
-# queries and keys, (layers, B, heads, positions, head size) (attention.Vectors, analysis/query_key.py)
+# queries and keys, (layers, B, heads, positions, head size) (core/tap.Tap, analysis/query_key.py)
 NORM_PROBES = tuple(f"{kind}_norms" for kind in ATTENTION_KINDS)
 VECTOR_PROBES = tuple(f"{kind}_{part}" for kind in ATTENTION_KINDS for part in ("queries", "keys"))
 # every intermediate of the forward pass, for the walk-through of one translation (analysis/walkthrough/): recorded

@@ -54,7 +54,7 @@ def chosen_settings(args, translator: Translator) -> tuple[str, dict]:
     return strategy, {**settings, **given}
 
 
-def main(argv=None) -> None:
+def build_parser() -> CommandParser:
     parser = CommandParser(prog="python -m transformer.evaluate", description=__doc__)
     parser.add_argument(
         "--checkpoint", required=True, help="checkpoint folder (config.json, model.safetensors, spm.model)"
@@ -76,6 +76,11 @@ def main(argv=None) -> None:
     parser.add_argument("--update-metrics", action="store_true",
                         help="record these scores in the checkpoint's metrics.json, under scores[SPLIT], or "
                              "scores[CORPUS/SPLIT] for a corpus of the model's training mix")
+    return parser
+
+
+def main(argv=None) -> None:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.data_dir is None:
         parser.error("no --data-dir given and ../shared/data/multi30k does not exist")

@@ -141,53 +141,17 @@ def train(model: Transformer, tokenizer: Tokenizer, train_corpus: ParallelCorpus
             if len(batch) < world:  # too small to share: every process skips it alike
                 result.batches_done += 1
                 continue
-            share = batch[rank::world]
-            src = pad([train_data.source[i] for i in share], model.config.pad_id).to(device)
-            tgt = pad([train_data.target[i] for i in share], model.config.pad_id).to(device)
-            loss, tokens = batch_loss(trained, src, tgt, settings.label_smoothing, autocast, model.config.pad_id)
-            batch_tokens = summed(tokens)
-            optimizer.zero_grad(set_to_none=True)
-            # DDP averages gradients over processes: scale so that the average is the whole batch's mean loss
-            (loss * world / batch_tokens).backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), settings.clip_norm)
-            result.updates += 1
-            for group in optimizer.param_groups:
-                group["lr"] = learning_rate(result.updates, settings)
-            optimizer.step()
-            batch_loss_sum = summed(float(loss.detach()))
-            result.epoch_loss, result.epoch_tokens = (
-                result.epoch_loss + batch_loss_sum,
-                result.epoch_tokens + batch_tokens,
-            )
-            result.batches_done += 1
-            result.update_losses.append(batch_loss_sum / batch_tokens)
+            fed, loss_per_token = update(trained, model, optimizer, train_data, batch[rank::world], settings, autocast,
+                                         result, world)
             if on_batch and rank == 0:
-                on_batch(
-                    result.updates, int(src.numel() + tgt.numel()) * world, batch_loss_sum / batch_tokens, len(batches)
-                )
+                on_batch(result.updates, fed, loss_per_token, len(batches))
         result.seconds = earlier_seconds + time.perf_counter() - session_started
         if result.stopped_early:
             if on_stop and rank == 0:
                 on_stop(result)
             break
         if rank == 0:
-            model.use_fused_attention(True)
-            val_loss, val_scores = validate(model, tokenizer, val, val_data, settings, autocast)
-            model.use_fused_attention(False)
-            report = EpochReport(
-                result.epoch,
-                result.updates,
-                result.epoch_loss / max(result.epoch_tokens, 1),
-                val_loss,
-                val_scores["bleu"],
-                val_scores["chrf"],
-                result.seconds / 60,
-                val_scores["by_corpus"],
-            )
-            result.reports.append(report)
-            result.best_states.append((report.val_bleu, result.epoch,
-                                       copy.deepcopy({k: v.cpu() for k, v in model.state_dict().items()})))
-            result.best_states = sorted(result.best_states, key=lambda s: -s[0])[: settings.keep_best]
+            validate_epoch(model, tokenizer, val, val_data, settings, autocast, result)
         result.epoch, result.batches_done, result.epoch_loss, result.epoch_tokens = result.epoch + 1, 0, 0.0, 0
         if rank == 0 and on_epoch:
             on_epoch(result.reports[-1], result)
@@ -196,6 +160,44 @@ def train(model: Transformer, tokenizer: Tokenizer, train_corpus: ParallelCorpus
     model.use_fused_attention(True)
     result.seconds = earlier_seconds + time.perf_counter() - session_started
     return result
+
+
+def update(trained, model: Transformer, optimizer, train_data, share: list[int], settings: TrainingSettings,
+           autocast: bool, result: TrainingResult, world: int) -> tuple[int, float]:
+    """One update on this process's `share` of a batch, counted into `result`: the tokens fed across processes, and
+    the batch's mean loss per token."""
+    device, pad_id = model.device, model.config.pad_id
+    src = pad([train_data.source[i] for i in share], pad_id).to(device)
+    tgt = pad([train_data.target[i] for i in share], pad_id).to(device)
+    loss, tokens = batch_loss(trained, src, tgt, settings.label_smoothing, autocast, pad_id)
+    batch_tokens = summed(tokens)
+    optimizer.zero_grad(set_to_none=True)
+    # DDP averages gradients over processes: scale so that the average is the whole batch's mean loss
+    (loss * world / batch_tokens).backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), settings.clip_norm)
+    result.updates += 1
+    for group in optimizer.param_groups:
+        group["lr"] = learning_rate(result.updates, settings)
+    optimizer.step()
+    batch_loss_sum = summed(float(loss.detach()))
+    result.epoch_loss, result.epoch_tokens = result.epoch_loss + batch_loss_sum, result.epoch_tokens + batch_tokens
+    result.batches_done += 1
+    result.update_losses.append(batch_loss_sum / batch_tokens)
+    return int(src.numel() + tgt.numel()) * world, batch_loss_sum / batch_tokens
+
+
+def validate_epoch(model: Transformer, tokenizer: Tokenizer, val: ParallelCorpus, val_data, settings: TrainingSettings,
+                   autocast: bool, result: TrainingResult) -> None:
+    """The epoch's report (val loss, BLEU, chrF) into `result`, and its weights among the best kept."""
+    model.use_fused_attention(True)
+    val_loss, val_scores = validate(model, tokenizer, val, val_data, settings, autocast)
+    model.use_fused_attention(False)
+    report = EpochReport(result.epoch, result.updates, result.epoch_loss / max(result.epoch_tokens, 1), val_loss,
+                         val_scores["bleu"], val_scores["chrf"], result.seconds / 60, val_scores["by_corpus"])
+    result.reports.append(report)
+    result.best_states.append((report.val_bleu, result.epoch,
+                               copy.deepcopy({k: v.cpu() for k, v in model.state_dict().items()})))
+    result.best_states = sorted(result.best_states, key=lambda s: -s[0])[: settings.keep_best]
 
 
 def agreed(flag: bool) -> bool:

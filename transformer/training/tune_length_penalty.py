@@ -61,7 +61,7 @@ def record_choice(metrics: dict, split: str, beam_size: int, bleu_by_value: dict
     return stale
 
 
-def main(argv=None) -> None:
+def build_parser() -> CommandParser:
     parser = CommandParser(prog="python -m transformer.tune_length_penalty", description=__doc__)
     parser.add_argument(
         "--checkpoint", required=True, help="checkpoint folder (config.json, model.safetensors, spm.model)"
@@ -79,6 +79,11 @@ def main(argv=None) -> None:
     parser.add_argument("--batch-size", type=number_type("--batch-size", int, 1), default=64,
                         help="sentences per batch (default: 64)")
     add_device(parser)
+    return parser
+
+
+def main(argv=None) -> None:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.split.startswith("test"):
         parser.error(f"--split {args.split}: the length penalty is selected on val, never on a test split")
