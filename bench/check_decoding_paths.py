@@ -19,7 +19,6 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
-from explorer.views.live_payload import live_payload  # noqa: E402
 from load_test import request_plan, unpacked  # noqa: E402
 
 from explorer.live_payload import live_payload  # noqa: E402
