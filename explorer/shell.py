@@ -99,13 +99,15 @@ def input_column(registry: Registry) -> dict:
 
 
 def selectors(config) -> dict:
-    """The sentence, layer and head the views show, above the tabs: the layers and heads of the widest stack."""
+    """The sentence, layer and head the views show, above the tabs: the layers and heads of the widest stack. The
+    live picture and the walk-through have pickers of their own, so these say which views they steer."""
+    steers = "for the tabs below (the live picture and the walk-through have their own)"
     with gr.Row():
         return {
             "sentence": gr.Dropdown([], label="Sentence", elem_id="sentence"),
             "layer": gr.Dropdown(layer_choices(max(config.encoder.layers, config.decoder.layers)),
                                  value=str(config.decoder.layers - 1), label="Layer",  # the cross-attention's last
-                                 elem_id="layer"),
+                                 info=steers, elem_id="layer"),
             "head": gr.Dropdown(head_choices(max(config.encoder.heads, config.decoder.heads)), value="mean",
-                                label="Head", elem_id="head"),
+                                label="Head", info=steers, elem_id="head"),
         }
