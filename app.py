@@ -14,8 +14,6 @@ import sys
 import threading
 from pathlib import Path
 
-import torch
-
 # the explorer package skips Gradio's editor stubs before its first module imports gradio (explorer/__init__.py), so
 # this file imports gradio only through it
 from explorer.asset_cache import serve_assets_from_memory
@@ -24,7 +22,7 @@ from explorer.hub_models import cache_from_environment, converted_folders, hub_m
 from explorer.language import warm_up
 from explorer.registry import discover
 from explorer.result_cache import capacity_from_environment
-from explorer.run_pool import RunPool, workers_from_environment
+from explorer.run_pool import RunPool, decode_on_one_thread, workers_from_environment
 from explorer.shell import LAUNCH, build_demo
 from transformer.core.kernel_build import switched_on
 
@@ -65,7 +63,7 @@ if not sessions_patched:  # said in the log and on the footer (wiring.py)
 # in worker processes (explorer/run_pool.py), started once the server answers. Three handlers per core, so that a
 # worker has the next request while the server sends the last one's result
 HANDLERS = 3 * max(1, os.cpu_count() or 1)
-torch.set_num_threads(1)
+decode_on_one_thread()
 demo.queue(default_concurrency_limit=HANDLERS, max_size=64)
 
 

@@ -43,6 +43,11 @@ SWITCH = "ATTENTION_EXPLORER_WORKERS"
 START_TIMEOUT_S = 120  # generous: a worker may wait for the float16 kernel's build
 
 
+def decode_on_one_thread() -> None:
+    """The server decodes each request on one torch thread (app.py says why), as its workers do (load_models)."""
+    torch.set_num_threads(1)
+
+
 def workers_from_environment() -> int:
     """How many worker processes ATTENTION_EXPLORER_WORKERS asks for (0: none), with a message that names it when
     bad."""
