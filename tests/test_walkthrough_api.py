@@ -39,6 +39,7 @@ def test_every_stage_numbered_from_1_with_the_recorded_numbers(client, expected)
     assert numbers(out, "text.pieces")["pieces"] == expected.src_tokens
     assert numbers(out, "text.pieces")["ids"] == expected.src_ids
     # the attention rows: what decoding itself recorded (first layer, the chosen head), not only the walk's own pass
+    # (the server's teacher-forced pass, in its own thread, against the test's cached steps: float32 rounding)
     np.testing.assert_allclose(numbers(out, "encoder.encoder_self.softmax")["weights"],
                                expected.recorded["encoder_self"].values[0, head - 1, token - 1], atol=1e-4)
     np.testing.assert_allclose(numbers(out, "decoder.cross.softmax")["weights"],
@@ -49,7 +50,7 @@ def test_every_stage_numbered_from_1_with_the_recorded_numbers(client, expected)
     steps = len(expected.tgt_ids)
     assert all((masked[i][j] == "-inf") == (j > i) for i in range(steps) for j in range(steps))  # the causal mask
     chosen = numbers(out, "output.softmax")["chosen_probability"]
-    assert chosen == pytest.approx(expected.steps[step - 1].prob, abs=1e-4)
+    assert chosen == pytest.approx(expected.steps[step - 1].prob, abs=1e-4)  # as the rows above
     assert all(s["text"] and s["formula"] and s["module"].startswith("transformer/") for s in out["stages"])
 
 
