@@ -14,28 +14,25 @@ import sys
 import threading
 from pathlib import Path
 
+import torch
+
+# the explorer package skips Gradio's editor stubs before its first module imports gradio (explorer/__init__.py), so
+# this file imports gradio only through it
+from explorer.asset_cache import serve_assets_from_memory
+from explorer.gradio_sessions import NOT_PATCHED, lazy_session_configs
+from explorer.hub_models import cache_from_environment, converted_folders, hub_models_from_environment
+from explorer.language import warm_up
+from explorer.registry import discover
+from explorer.result_cache import capacity_from_environment
+from explorer.run_pool import RunPool, workers_from_environment
+from explorer.shell import LAUNCH, build_demo
+from transformer.core.kernel_build import switched_on
+
 # Gradio rebuilds its monitoring summary (a pandas table of every recent event) after each event by default: a
-# fixed cost per request that grows with the server's age; every 1,000 events is enough for its dashboard
+# fixed cost per request that grows with the server's age; every 1,000 events is enough for its dashboard. Read when
+# the page's queue is made, in build_demo below.
 os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", "1000")
-
-from explorer.gradio_import import skip_stub_generation  # noqa: E402
-
-skip_stub_generation()  # Gradio's editor stubs, rebuilt at every import, slow start-up (gradio_import.py)
-import gradio as gr  # noqa: E402  (after the two above: the setting is read when the queue is made)
-import torch  # noqa: E402
-
-from explorer.gradio_sessions import lazy_session_configs  # noqa: E402
-
-lazy_session_configs()  # a visitor's first request does not copy every component's configuration
-
-from explorer.asset_cache import serve_assets_from_memory  # noqa: E402
-from explorer.hub_models import cache_from_environment, converted_folders, hub_models_from_environment  # noqa: E402
-from explorer.language import warm_up  # noqa: E402
-from explorer.registry import discover  # noqa: E402
-from explorer.result_cache import capacity_from_environment  # noqa: E402
-from explorer.run_pool import RunPool, workers_from_environment  # noqa: E402
-from explorer.shell import CSS, build_demo  # noqa: E402
-from transformer.core.kernel_build import switched_on  # noqa: E402
+sessions_patched = lazy_session_configs()  # a visitor's first request does not copy every component's configuration
 
 ROOT = Path(__file__).resolve().parent
 try:  # a bad setting is one line that names it, before anything loads
@@ -60,6 +57,9 @@ for name, why in registry.problems.items():
     log.warning("checkpoint %s skipped: %s", name, why)
 
 demo, ui = build_demo(registry)
+if not sessions_patched:  # said in the log and on the footer (wiring.py)
+    log.warning("%s", NOT_PATCHED)
+    ui.startup_notes.append(NOT_PATCHED)
 # each request decodes on one torch thread: a decoding step multiplies 1 to 4 rows, which a second thread barely
 # speeds up, while its idle spinning slows the other request (bench/load_test.py; docs/speed.md). Translations run
 # in worker processes (explorer/run_pool.py), started once the server answers. Three handlers per core, so that a
@@ -82,7 +82,6 @@ def after_launch() -> RunPool:
 
 
 if __name__ == "__main__":
-    demo.launch(css=CSS, theme=gr.themes.Soft(), run_history=False, footer_links=["api", "gradio", "settings"],
-                prevent_thread_lock=True)
+    demo.launch(**LAUNCH, prevent_thread_lock=True)
     after_launch()  # once the server answers: loading the workers takes the cores for a moment
     demo.block_thread()

@@ -21,6 +21,7 @@ number at full precision; translate is the text alone.
 from __future__ import annotations
 
 import argparse
+import base64
 import http.client
 import json
 import os
@@ -36,8 +37,11 @@ import time
 import urllib.parse
 import urllib.request
 import uuid
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 SENTENCES = [
@@ -102,12 +106,15 @@ def stop_server(process: subprocess.Popen) -> None:
 
 
 def wait_for_workers(url: str, deadline: float) -> dict:
-    """The server's /server_status once its worker processes are ready, off or unavailable: a class uses a server
-    that started minutes ago, not one whose workers are still loading the models."""
+    """The server's /server_status once its worker processes are ready, off or unavailable, and its float16 kernel
+    loaded (or unavailable): a class uses a server that started minutes ago. A request answered while the kernel
+    still loads decodes through F.linear, which agrees with the kernel to float32 rounding, not to the bit: the
+    pass alone once began before it, and its first answers differed from the load's in a trace's last 1/255."""
     client = HttpClient(url)
     while True:
         status = client.call("/server_status")
-        if status["workers_status"] not in ("starting", "not started") or time.perf_counter() > deadline:
+        settled = status["workers_status"] not in ("starting", "not started") and status["kernel"] != "building"
+        if settled or time.perf_counter() > deadline:
             return status
         time.sleep(0.2)
 
@@ -215,12 +222,33 @@ class HttpClient:
         raise RuntimeError(f"no result in the event stream of {api_name}")
 
 
-def responses_alone(url: str, plan: list[tuple[str, dict]], endpoint: str) -> dict[str, str]:
+def responses_alone(url: str, plan: list[tuple[str, dict]], endpoint: str) -> dict[str, dict]:
     """Every distinct request's response, one at a time: what each must equal under load."""
     distinct = {json.dumps([text, settings], sort_keys=True): (text, settings) for text, settings in plan}
     single = HttpClient(url)
-    return {key: fingerprint(endpoint, single.predict(text, **settings, api_name="/" + endpoint))
+    return {key: single.predict(text, **settings, api_name="/" + endpoint)
             for key, (text, settings) in distinct.items()}
+
+
+def difference(endpoint: str, alone: dict, loaded: dict) -> dict:
+    """How a response under load differs from the same request's alone: whether any translation differs, and the
+    largest difference of one number (a trace's bytes: in 1/255 steps; full precision: absolute)."""
+    if endpoint == "translate_details":
+        texts = ([s["text"] for s in alone["sentences"]], [s["text"] for s in loaded["sentences"]])
+        flat = [np.concatenate([np.ravel(np.asarray(v, dtype=float)) for s in r["sentences"]
+                                for v in s["attention"].values()]) for r in (alone, loaded)]
+    else:
+        texts = (alone["translations"], loaded["translations"])
+        flat = [np.concatenate([unpacked(trace) for trace in r.get("traces") or []] or [np.zeros(0)])
+                for r in (alone, loaded)]
+    largest = float(np.abs(flat[0] - flat[1]).max()) if flat[0].shape == flat[1].shape and flat[0].size else None
+    return {"translation_differs": texts[0] != texts[1], "largest_number_difference": largest}
+
+
+def unpacked(trace: dict) -> np.ndarray:
+    """A trace's attention bytes (live_payload.packed), every kind in order, as 0-255 integers."""
+    return np.concatenate([np.frombuffer(zlib.decompress(base64.b64decode(kind["q"])), dtype=np.uint8).astype(int)
+                           for _, kind in sorted(trace["kinds"].items())])
 
 
 def run_load_test(url: str, clients: int, plan: list[tuple[str, dict]], max_seconds: float, alone: dict[str, str],
@@ -248,11 +276,12 @@ def run_load_test(url: str, clients: int, plan: list[tuple[str, dict]], max_seco
                 failures.append(f"{type(error).__name__}: {error}")
             return
         elapsed = (time.perf_counter() - started) * 1000
-        same = fingerprint(endpoint, response) == alone[json.dumps([text, settings], sort_keys=True)]
+        expected = alone[json.dumps([text, settings], sort_keys=True)]
+        same = fingerprint(endpoint, response) == fingerprint(endpoint, expected)
         with lock:
             latencies.append(elapsed)
             if not same:
-                mismatches.append((text, settings))
+                mismatches.append({"text": text, **settings, **difference(endpoint, expected, response)})
 
     started = time.perf_counter()
     processes = server_processes(server_pid) if server_pid else []  # the server and its workers
@@ -274,6 +303,7 @@ def run_load_test(url: str, clients: int, plan: list[tuple[str, dict]], max_seco
         "failures": len(failures),
         "failure_examples": failures[:3],
         "mismatches": len(mismatches),
+        "mismatch_examples": mismatches[:5],
         "p50_ms": round(statistics.median(ordered)) if ordered else None,
         "p95_ms": round(ordered[max(0, int(0.95 * len(ordered)) - 1)]) if ordered else None,
         "wall_s": round(wall, 1),

@@ -6,87 +6,23 @@ server translates."""
 from __future__ import annotations
 
 import inspect
-import json
 import logging
 
 import gradio as gr
 
-from transformer.analysis.registry import ANALYSES
 from transformer.core.half_linear import KERNEL
+from transformer.core.head_ref import from_shown
 from transformer.core.probes import ATTENTION_KINDS
-from transformer.decoding.export import to_json
 from transformer.numbers import NumberError, checked_number
 
-from .heads_off import format_heads_off
+from .api_json import contrast_json, details_json, trace_json, translation_json
 from .page import python_step_reasons
 from .request import DEFAULT_MAX_LENGTH, Request, RequestError, check_unicode
 from .session import ALTI, EVERY_ANALYSIS, NORMS, ModelService, RunResult
-from .text import literal, page_error, page_warning
-from .views.live_payload import live_payload
+from .text import page_error, page_warning
 from .views.walkthrough_payload import walk_json
 
 log = logging.getLogger("attention-explorer")
-
-
-def summary(result: RunResult) -> str:
-    described = ", ".join(f"{name.replace('_', ' ')} {literal(str(value))}" for name, value in result.settings.items()
-                          if name not in ("max_length", "prefix", "heads_off"))
-    if result.settings.get("heads_off"):
-        described += f"{', ' if described else ''}heads off: {literal(format_heads_off(result.settings['heads_off']))}"
-    if result.settings.get("prefix"):
-        described += f"{', ' if described else ''}forced start “{literal(str(result.settings['prefix']))}”"
-    again = " (for an equal request moments ago; this is that answer)" if result.from_cache else ""
-    lines = [f"**{len(result.translations)} sentence(s)** translated in **{result.milliseconds:.0f} ms**{again} on "
-             f"{result.device.upper()} with {result.strategy_label}{f' ({described})' if described else ''}, "
-             "attention captured."]
-    lines += [f"⚠️ {literal(n)}" for n in result.notices]
-    return "\n\n".join(lines)
-
-
-def details_json(result: RunResult) -> dict:
-    """Translate and return every number behind the plots: tokens, ids, steps with top-k candidates, the search
-    tree, and attention weights [layer][head][query][key] for encoder_self, decoder_self and cross."""
-    details = json.loads(to_json(result.translations))
-    for sentence, translation in zip(details["sentences"], result.translations):
-        extra = analyses_json(translation)
-        if extra:
-            sentence["analyses"] = extra
-    return {
-        "model": result.model_key,
-        "device": result.device,
-        "strategy": result.strategy,
-        "settings": result.settings,
-        "milliseconds": round(result.milliseconds, 1),
-        "notices": result.notices,
-        **details,
-    }
-
-
-def analyses_json(translation) -> dict:
-    """Each registered analysis's result that declares a JSON form, by name, with its label (the built-in ones keep
-    their own fields: "contributions", the attention's "norms")."""
-    return {name: {"label": ANALYSES[name].label, **ANALYSES[name].to_json(translation, result)}
-            for name, result in translation.analyses.items() if name in ANALYSES and ANALYSES[name].to_json}
-
-
-def translation_json(result: RunResult) -> dict:
-    """Translate each line; returns the translation (and each line's), the summary the page shows, the strategy
-    and settings used, the query string of a link that opens this request in the page, and `other_language`: null,
-    or where the text looks like another served model's source language, that language, its probability and the
-    model that translates from it (the text is still translated with the model asked for)."""
-    return {"translation": "\n".join(t.text for t in result.translations),
-            "translations": [t.text for t in result.translations], "summary": summary(result),
-            "model": result.model_key, "device": result.device, "strategy": result.strategy,
-            "settings": result.settings, "milliseconds": round(result.milliseconds, 1), "notices": result.notices,
-            "other_language": None if result.offer is None else result.offer.to_json(),
-            "link": "?" + result.request.to_link()}
-
-
-def trace_json(result: RunResult) -> dict:
-    """Translate each line; returns the translation and, per line, the compact trace the page's live view draws:
-    every attention kind, layer and head as bytes (1/255 steps, zlib-deflated, base64) with its labels, the
-    norms behind norm-based attention and ALTI+ contributions. /translate_details has the same at full precision."""
-    return translation_json(result) | {"traces": [live_payload(t) for t in result.translations]}
 
 
 def endpoint(ui, respond, analyses: frozenset[str] = EVERY_ANALYSIS):
@@ -101,36 +37,6 @@ def endpoint(ui, respond, analyses: frozenset[str] = EVERY_ANALYSIS):
 
     run_endpoint.__doc__ = respond.__doc__
     return run_endpoint
-
-
-def contrast_json(translation, contrast, foil: str) -> dict:
-    """A Contrast (analysis/contrastive.py) with its tokens, numbered from 1 as the page numbers steps."""
-    return {
-        "step": contrast.step + 1,
-        "chosen": translation.tgt_tokens[contrast.step],
-        "foil": foil,
-        "log_odds": round(contrast.log_odds, 6),
-        "method": "contrastive input x gradient of log p(chosen) - log p(foil) (Yin and Neubig, 2022)",
-        "source": [{"token": t, "score": round(float(v), 6)} for t, v in zip(translation.src_tokens, contrast.source)],
-        "prefix": [
-            {"token": t, "score": round(float(v), 6)} for t, v in zip(translation.decoder_input_tokens, contrast.prefix)
-        ],
-        "alti_logit": None if contrast.layers is None else layers_json(translation, contrast.layers),
-    }
-
-
-def layers_json(translation, layers) -> dict:
-    """The log-odds read through the layers (analysis/alti_logit.py): each input's share; with `biases` they sum to
-    the log-odds exactly."""
-    return {
-        "method": "ALTI-Logit (Ferrando et al., 2023): each input's share of log p(chosen) - log p(foil), "
-        "through the layers; the shares and the biases sum to the log-odds",
-        "source": [{"token": t, "score": round(float(v), 6)} for t, v in zip(translation.src_tokens, layers.source)],
-        "prefix": [
-            {"token": t, "score": round(float(v), 6)} for t, v in zip(translation.decoder_input_tokens, layers.prefix)
-        ],
-        "biases": round(layers.biases, 6),
-    }
 
 
 def counted(name: str, value, high=None, of: str = "") -> int:
@@ -193,13 +99,14 @@ def query_key_endpoint(ui):
         layers, heads, queries = recorded.values.shape[:3]
         layer, head = counted("layer", layer, layers), counted("head", head, heads)
         query = counted("query", query, queries, f" for {kind} in this translation")
-        breakdown = ui.service.query_key(result, translation, kind, layer - 1, head - 1, query - 1)
+        breakdown = ui.service.query_key(result, translation, kind, from_shown(layer), from_shown(head),
+                                         from_shown(query))
         return {
             "kind": kind,
             "layer": layer,
             "head": head,
             "query": query,
-            "query_token": recorded.rows[query - 1],
+            "query_token": recorded.rows[from_shown(query)],
             "key_tokens": recorded.cols[: len(breakdown.weights)],
             "query_vector": breakdown.query_vector.round(6).tolist(),
             "key_vectors": breakdown.key_vectors.round(6).tolist(),
@@ -224,8 +131,9 @@ def walkthrough_endpoint(ui):
                                               prefix, heads_off)
         token = counted("token", token, len(translation.src_ids), " for this translation")
         step = counted("step", step, len(translation.tgt_ids), " for this translation")
-        head = counted("head", head, ui.registry.get(result.model_key).translator.model.config.n_heads)
-        walk = ui.service.walkthrough(result, translation, token - 1, step - 1, head - 1)
+        config = ui.registry.get(result.model_key).translator.model.config
+        head = counted("head", head, min(config.encoder.heads, config.decoder.heads))  # one head in every attention
+        walk = ui.service.walkthrough(result, translation, from_shown(token), from_shown(step), from_shown(head))
         return walk_json(walk)
 
     return walkthrough
@@ -249,9 +157,10 @@ def server_status_endpoint(ui):
     return server_status
 
 
-def wire_api(ui, demo: gr.Blocks) -> None:
-    """Registers the endpoints on the page being built; `ui` is the page's Wiring. The view state (layer,
-    head, each view's controls) belongs to the page and is no argument here."""
+def wire_api(ui, demo: gr.Blocks, more: dict | None = None) -> None:
+    """Registers the endpoints on the page being built; `ui` is the page's Wiring, `more` the endpoints of other
+    modules by API name (the atlas's). The view state (layer, head, each view's controls) belongs to the page and is
+    no argument here."""
     endpoints = {
         "translate": endpoint(ui, translation_json, analyses=frozenset()),
         "translate_trace": endpoint(ui, trace_json, analyses=frozenset({ALTI, NORMS})),
@@ -260,6 +169,7 @@ def wire_api(ui, demo: gr.Blocks) -> None:
         "query_key": query_key_endpoint(ui),
         "walkthrough": walkthrough_endpoint(ui),
         "server_status": server_status_endpoint(ui),
+        **(more or {}),
     }
     for name, function in endpoints.items():
         gr.api(function, api_name=name)

@@ -22,6 +22,9 @@ from copy import copy
 
 from gradio import state_holder
 
+# what the app's log and footer say where the patch does not apply
+NOT_PATCHED = ("Gradio's session patch did not apply (this Gradio's SessionState is not 6.31.0's, explorer/"
+               "gradio_sessions.py): each visitor's first request copies every component's configuration.")
 # sha256 of gradio 6.31.0's SessionState.__init__ source, the one `_init` below reproduces without the copy
 KNOWN_INIT = "1b2ea21dc42c45da"
 

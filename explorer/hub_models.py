@@ -15,6 +15,8 @@ import os
 import re
 from pathlib import Path
 
+from transformer.convert_marian import ConversionError, convert
+
 log = logging.getLogger(__name__)
 
 SWITCH, CACHE_SWITCH = "ATTENTION_EXPLORER_HUB_MODELS", "ATTENTION_EXPLORER_HUB_CACHE"
@@ -45,8 +47,6 @@ def converted_folders(names: list[str], cache: Path) -> tuple[list[Path], dict[s
         folder = cache / name.split("/")[-1]
         if not (folder / "config.json").is_file():
             try:
-                from transformer.convert_marian import ConversionError, convert  # noqa: PLC0415
-
                 convert(name, folder)
             except ImportError:
                 problems[name] = f"{SWITCH} needs transformers: pip install \".[marian]\""

@@ -21,10 +21,11 @@ def python_step_reasons(registry) -> dict[str, str]:
     return {key: why for key, why in reasons.items() if why is not None}
 
 
-def decoding_path(pool=None, registry=None) -> str:
+def decoding_path(pool=None, registry=None, notes=()) -> str:
     """The footer: which path this server's CPU decoding takes, and why when it is not the fast one, per model where
-    one does not fit the kernel (`registry`); and where translations run (`pool`: the service's run_pool.RunPool,
-    None when app.py started none)."""
+    one does not fit the kernel (`registry`); where translations run (`pool`: the service's run_pool.RunPool,
+    None when app.py started none); and what the server's start-up could not do (`notes`, a Gradio patch that
+    did not apply)."""
     status = KERNEL.status
     if status == "ready":
         path = ("CPU decoding reads float16 copies of the weights through the compiled kernel (float32 arithmetic), "
@@ -34,7 +35,8 @@ def decoding_path(pool=None, registry=None) -> str:
                 "(the same numbers, slower per step; see docs/speed.md).")
     for key, why in python_step_reasons(registry).items():
         path += f" {literal(registry.get(key).label)} decodes through the Python step: {literal(why)}."
-    return path + " " + ("Translations run in the server's process." if pool is None else literal(pool.describe()))
+    path += " " + ("Translations run in the server's process." if pool is None else literal(pool.describe()))
+    return " ".join([path, *(literal(note) for note in notes)])
 
 
 # Runs once in the browser: every plotly figure's toolbar gets "Download plot as SVG" beside plotly's own PNG

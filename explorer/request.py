@@ -207,9 +207,10 @@ def as_head_entries(heads_off) -> list[tuple[str, int, int]] | None:
 
 def check_typed_heads(heads, config) -> None:
     for ref in heads or []:
-        if not (0 <= ref.layer < config.n_layers and 0 <= ref.head < config.n_heads):
-            raise RequestError("heads_off", f"heads_off entry {ref.entry!r} is out of range: this model's layers are "
-                                            f"numbered 1-{config.n_layers} and its heads 1-{config.n_heads}")
+        stack = config.stack_of(ref.kind)  # the encoder's and the decoder's shapes may differ
+        if not (0 <= ref.layer < stack.layers and 0 <= ref.head < stack.heads):
+            raise RequestError("heads_off", f"heads_off entry {ref.entry!r} is out of range: this model's {ref.kind} "
+                                            f"layers are numbered 1-{stack.layers} and its heads 1-{stack.heads}")
 
 
 def number(name: str, text: str, kind: type, low, high):

@@ -32,9 +32,10 @@ def parse_link(params: dict, registry) -> tuple[Request, dict]:
     view = {"kind": params.get("kind", "cross")}
     if view["kind"] not in ATTENTION_KINDS:
         raise RequestError("kind", f"kind in the link must be one of {list(ATTENTION_KINDS)}, got {view['kind']!r}")
-    view["layer"] = from_shown(in_range("layer", params.get("layer", str(config.n_layers)), 1, config.n_layers))
+    stack = config.stack_of(view["kind"])  # the kind's own stack: the encoder's and the decoder's may differ
+    view["layer"] = from_shown(in_range("layer", params.get("layer", str(stack.layers)), 1, stack.layers))
     head = params.get("head", "mean")
-    view["head"] = "mean" if head == "mean" else from_shown(in_range("head", head, 1, config.n_heads))
+    view["head"] = "mean" if head == "mean" else from_shown(in_range("head", head, 1, stack.heads))
     view["step"] = in_range("step", params["step"], 1, 10_000) if "step" in params else None
     return request, view
 
@@ -84,11 +85,11 @@ LINK_JS = """
     if (v !== null && v !== undefined && v !== "" && (owner === null || owner === strategy)) params.set(name, v);
   });
   const live = document.querySelector('#live-attention .ae-live');
-  const view = live && live.dataset.state ? JSON.parse(live.dataset.state) : null;
+  const view = live && live.dataset.link ? JSON.parse(live.dataset.link) : null;  // numbered from 1 already
   if (view) {
     params.set('kind', view.kind);
-    if (view.layer !== 'overview') params.set('layer', view.layer + 1);
-    params.set('head', view.head === 'mean' ? 'mean' : view.head + 1);
+    if (view.layer !== null) params.set('layer', view.layer);
+    params.set('head', view.head);
     if (view.step) params.set('step', view.step);
   }
   const link = window.location.origin + window.location.pathname + '?' + params.toString();

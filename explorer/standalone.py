@@ -7,6 +7,9 @@ from __future__ import annotations
 import html
 import json
 
+from .assets import LIVE_CSS, LIVE_JS, WALK_CSS, WALK_JS
+from .live_payload import live_payload
+
 PAGE = """<!doctype html>
 <html lang="en">
 <head>
@@ -58,21 +61,16 @@ def script_json(payload: dict) -> str:
 
 def live_view_html(translation, run: dict) -> str:
     """The file for one translation; `run` says what produced it (model, settings, app version)."""
-    from .views.live import LIVE_JS, STATIC  # here, not at the top: the views package imports the exports
-    from .views.live_payload import live_payload
-
     note = (f"{translation.source} → {translation.text} · model {run.get('model')}, {translation.strategy} "
             f"{json.dumps(translation.settings, ensure_ascii=False)}, Attention Explorer {run.get('app_version')}")
     return page("live-attention", '<div class="ae-live"></div>', f"Attention: {translation.source}",
-                translation.source, note, (STATIC / "live_view.css").read_text(encoding="utf-8"),
+                translation.source, note, LIVE_CSS,
                 live_payload(translation), LIVE_JS)
 
 
 def walk_html(payload: dict, run: dict) -> str:
     """The walk-through of one translation (views/walkthrough_payload.py's payload) as one file with the page's
     browser code and style sheet inlined: every stage moves offline. `run` says what produced it."""
-    from .views.walkthrough import WALK_CSS, WALK_JS  # here, not at the top: the views package imports the exports
-
     note = (f"{payload['source']} → {payload['translation']} · source piece {payload['token']} "
             f"“{payload['token_piece']}”, step {payload['step']}, head {payload['head']} · model {run.get('model')}, "
             f"{run.get('strategy')} {json.dumps(run.get('settings'), ensure_ascii=False)}, Attention Explorer "

@@ -15,9 +15,10 @@ from __future__ import annotations
 import html
 import re
 import string
-from pathlib import Path
 
 import gradio as gr
+
+from .assets import STATIC
 
 # every ASCII punctuation character Markdown may read as syntax, as a numeric entity (shown as itself); comma,
 # full stop, quotes and the like mean nothing alone and stay, so a summary read through the API stays legible
@@ -43,9 +44,6 @@ def page_error(message: str) -> gr.Error:
 def page_warning(message: str) -> None:
     """A warning toast whose text is shown as text."""
     gr.Warning(html.escape(str(message), quote=False))
-
-
-STATIC = Path(__file__).resolve().parent / "static"
 
 
 def examples_for(language: str | None) -> list[str]:

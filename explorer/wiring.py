@@ -1,28 +1,25 @@
-"""The page's wiring: components by name, the stored result and the view state (`Wiring`), and the events
-that translate, validate, re-render exactly the views a control affects, and draw a tab when it opens.
-
-Handlers return dicts keyed by component; views return dicts keyed by name (`Wiring.by_component` maps).
+"""The page's events: Translate (checked first, the first screen drawn, then the open tab), the controls that
+re-render exactly the views that read them, a model chosen, a tab opened, a jump between views, and the input side
+(examples, strategy settings). The page's state and components live in `ui_state.Wiring`.
 """
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 
 import gradio as gr
 
 from transformer.decoding.strategies import all_settings
 
 from . import controls
-from .api import run_request, summary, wire_api
-from .language_offer import offer_update, wire_language_offer
+from .api import wire_api
+from .atlas_api import atlas_endpoints
+from .language_offer import wire_language_offer
 from .page import PLOT_SVG_JS, decoding_path, glossary_marks_js
-from .registry import Registry
-from .request import Request, RequestError
-from .session import ModelService
+from .request import RequestError
 from .share import wire_link
 from .text import examples_for, literal, placeholder_for
-from .views import MODEL, TRANSLATION, View, ViewContext
-from .views.selection import head_choices, layer_choices, valid_head, valid_layer
+from .ui_state import TRANSLATE_SHARED_OUTPUTS, Wiring
+from .views import MODEL, TRANSLATION, View
 
 # Runs in the browser before the open tab is drawn: waits until the live view has drawn the new translation (its
 # numbers are inflated asynchronously, static/live_render.js) and the browser has painted it, or a second at most,
@@ -38,126 +35,38 @@ AFTER_LIVE_VIEW_JS = """(...args) => new Promise(done => {
 })"""
 
 
-TRANSLATE_SHARED_OUTPUTS = ("translation", "summary", "language_offer", "sentence", "layer", "head")  # and the views'
-
-
-class Wiring:
-    """Components by name, the result state, and the view state: what views use to wire their events."""
-
-    def __init__(self, registry: Registry, views: list[View]):
-        self.registry, self.views = registry, views
-        self.service = ModelService(registry)  # the views' one way into the model
-        self.components: dict[str, gr.components.Component] = {}
-        self.view_outputs: dict[str, list[str]] = {}
-        self.result_state: gr.State | None = None
-        self.open_tab: gr.State | None = None  # the tab the visitor has open: drawn at once on Translate
-        self.tabs: dict[str, gr.Tab] = {}
-        self.state_names: list[str] = []
-
-    def add(self, named: dict, owner: str | None = None) -> None:
-        clash = sorted(set(named) & set(self.components))
-        if clash:
-            raise ValueError(f"component names {clash} are used twice; view {owner!r} must choose others")
-        self.components.update(named)
-        if owner:  # a view's buttons start its own events; everything else may be rendered
-            self.view_outputs[owner] = [name for name, c in named.items() if not isinstance(c, gr.Button)]
-
-    @property
-    def state_inputs(self) -> list:
-        """[result state, every view-state control]: the inputs of every re-rendering handler."""
-        return [self.result_state] + [self.components[name] for name in self.state_names]
-
-    def state_from(self, values) -> dict:
-        return dict(zip(self.state_names, values))
-
-    @property
-    def quiet(self) -> dict:
-        """An event's arguments for no progress animation, with its loading status kept on the footer alone. Gradio's
-        page re-reads (snapshots) the value of every component that has ever had a loading status at each status
-        change of any event; an event listing ~100 outputs, as the page's load does, made each later Translate spend
-        tens of milliseconds in the browser copying plots it was not changing."""
-        return {"show_progress": "hidden", "show_progress_on": [self.components["footer"]]}
-
-    def by_component(self, named: dict) -> dict:
-        return {self.components[name]: value for name, value in named.items()}
-
-    def outputs_of(self, view: View) -> list:
-        return [self.components[name] for name in self.view_outputs[view.name]]
-
-    def context(self, model_key: str) -> ViewContext:
-        return ViewContext(model_key, {key: m.profile for key, m in self.registry.models.items()})
-
-    @property
-    def request_names(self) -> list[str]:
-        """The page's request controls by component name (Request.from_page reads them): every strategy's
-        settings are there, each under its namespaced key."""
-        return (["source", "model", "device", "strategy"] + [s.key for s in all_settings()]
-                + ["max_length", "prefix", "heads_off"])
-
-    def request_values(self, values) -> dict:
-        return dict(zip(self.request_names, values))
-
-    @property
-    def translate_output_names(self) -> list[str]:
-        """What a translation updates after the (hidden) result state: the shared outputs, then every view's."""
-        return list(TRANSLATE_SHARED_OUTPUTS) + [
-            name for view in self.views for name in self.view_outputs[view.name]]
-
-    def translate(self, request: Request | Callable[[], Request], only: set[str] | None = None, **state) -> dict:
-        """Runs a request (or builds it first: a bad value then becomes the visitor's message) and renders every
-        view (or those named in `only`) in the view state given by name; what is not given takes its control's
-        default. Returns values by name, with the stored result under "result"."""
-        unknown = sorted(set(state) - set(self.state_names))
-        if unknown:
-            raise TypeError(f"unknown view state {unknown}; the view state is {self.state_names}")
-        state = self.default_state() | state
-        result = run_request(self.service, request if callable(request) else lambda: request)
-        n_layers, n_heads = result.translations[0].recorded["cross"].values.shape[:2]
-        state.update(sentence=0, layer=valid_layer(state["layer"], n_layers), head=valid_head(state["head"], n_heads))
-        named = {
-            "result": result, "translation": "\n".join(t.text for t in result.translations), "summary": summary(result),
-            "language_offer": offer_update(result),
-            "sentence": gr.update(choices=[(f"{i + 1}: {t.text[:60] or '(empty)'}", i)
-                                           for i, t in enumerate(result.translations)], value=0),
-            "layer": gr.update(choices=layer_choices(n_layers), value=state["layer"]),
-            "head": gr.update(choices=head_choices(n_heads), value=state["head"]),
-        }
-        for view in self.views:
-            if only is None or view.name in only:
-                named.update(view.render(result, state, self.context(result.model_key), TRANSLATION))
-                result.rendered_views.add(view.name)
-        return named
-
-    def default_state(self) -> dict:
-        return {name: self.components[name].value for name in self.state_names}
-
-    def view(self, name: str) -> View:
-        return next(v for v in self.views if v.name == name)
-
-    def render_named(self, views, result, state: dict, model_key: str, changed: str) -> dict:
-        named = {}
-        for view in views:
-            named.update(view.render(result, state, self.context(model_key), changed))
-        return named
-
-    def render(self, views, result, state: dict, model_key: str, changed: str) -> dict:
-        return self.unchanged_if_empty(self.by_component(self.render_named(views, result, state, model_key, changed)))
-
-    def unchanged_if_empty(self, updates: dict) -> dict:
-        """Gradio reads an empty dict as one output value: say "nothing changes" with one component instead."""
-        return updates or {self.components["summary"]: gr.update()}
-
 
 def wire(ui: Wiring, demo: gr.Blocks) -> None:
+    wire_translate(ui)
+    wire_api(ui, demo, atlas_endpoints(ui))
+    wire_rerender(ui)
+    wire_model_choice(ui, demo)
+    for view in ui.views:
+        view.wire(ui)
+        if view.placement == "tab":
+            wire_tab(ui, view)
+        for button, target in view.jumps.items():
+            served = next((v for v in ui.views if v.name == target), None)
+            if served is not None:
+                wire_jump(ui, ui.components[button], served)
+    wire_controls(ui)
+    wire_language_offer(ui)
+    wire_link(ui, demo)
+    demo.load(lambda: decoding_path(ui.service.pool, ui.registry, ui.startup_notes), None, ui.components["footer"],
+              api_visibility="private", queue=False, **ui.quiet)
+    demo.load(None, None, None, js=PLOT_SVG_JS)
+    demo.load(None, None, None, js=glossary_marks_js())
+
+
+def wire_translate(ui: Wiring) -> None:
+    """The page's Translate: checked first (`page_checks`), then the translation and the first screen; the open tab
+    right after (draw_open_tab), other tabs when opened (wire_tab), so the picture never waits for hidden plots."""
     c, views = ui.components, ui.views
-    view_outputs = [component for view in views for component in ui.outputs_of(view)]
 
     def translate_page(*values):
-        """The page's Translate: the translation and the first screen first; the open tab right after
-        (draw_open_tab), other tabs when opened (wire_tab), so the picture never waits for hidden plots."""
         request, state = ui.request_values(values), ui.state_from(values[len(ui.request_names):])
         shown = {v.name for v in views if v.placement == "first_screen"}
-        named = ui.translate(lambda: Request.from_page(ui.registry, request), only=shown, **state)
+        named = ui.translate(lambda: ui.page_request(request), only=shown, **state)
         return {ui.result_state: named.pop("result")} | ui.by_component(named)
 
     def draw_open_tab(result, *values):
@@ -177,78 +86,59 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
     }
     translate_outputs = [ui.result_state] + [c[name] for name in ui.translate_output_names
                                              if name in first_screen_outputs or name in TRANSLATE_SHARED_OUTPUTS]
-
-    def validate(*values):
-        """Runs before the translation: a bad request gets its message on the input at fault, and the last good
-        result stays as it was (no output is touched)."""
-        checks = [gr.validate(True, "") for _ in values]
-        try:
-            Request.from_page(ui.registry, ui.request_values(values))
-        except RequestError as error:
-            field = "source" if error.field == "text" else error.field  # the text is typed into "source"
-            checks[ui.request_names.index(field) if field in ui.request_names else 0] = gr.validate(False, str(error))
-        return checks
-
     tab_outputs = [component for view in views if view.placement == "tab" for component in ui.outputs_of(view)]
     # the progress animation runs on the translation box alone: animating every output kept the browser busy while
     # the server translated, on the same cores (docs/speed.md);
     # the live picture keeps the last translation's until the new one is drawn
     for trigger in (c["translate_button"].click, c["source"].submit):  # the page: checked first, result kept
-        trigger(
-            translate_page,
-            translate_inputs,
-            translate_outputs,
-            api_name=False,
-            api_visibility="private",
-            validator=validate,
-            show_progress_on=[c["translation"]],
-        ).success(
-            draw_open_tab,
-            ui.state_inputs + [ui.open_tab],
-            [ui.result_state] + tab_outputs,
-            api_visibility="private",
-            js=AFTER_LIVE_VIEW_JS,
-            **ui.quiet,
-        )
-    wire_api(ui, demo)
+        trigger(translate_page, translate_inputs, translate_outputs, api_name=False, api_visibility="private",
+                validator=lambda *values: page_checks(ui, values), show_progress_on=[c["translation"]]).success(
+            draw_open_tab, ui.state_inputs + [ui.open_tab], [ui.result_state] + tab_outputs,
+            api_visibility="private", js=AFTER_LIVE_VIEW_JS, **ui.quiet)
 
-    # a control re-renders the views that read it, from the stored result: no model runs, so no queue
+
+def page_checks(ui: Wiring, values) -> list:
+    """Runs before the translation: a bad request gets its message on the input at fault, and the last good result
+    stays as it was (no output is touched); a good one is kept for the Translate that follows."""
+    checks = [gr.validate(True, "") for _ in values]
+    try:
+        ui.check_request(ui.request_values(values))
+    except RequestError as error:
+        field = "source" if error.field == "text" else error.field  # the text is typed into "source"
+        checks[ui.request_names.index(field) if field in ui.request_names else 0] = gr.validate(False, str(error))
+    return checks
+
+
+def wire_rerender(ui: Wiring) -> None:
+    """A control re-renders the views that read it, from the stored result: no model runs, so no queue."""
     for name in ui.state_names:
-        readers = [v for v in views if name in v.reads or name in v.controls]
+        readers = [v for v in ui.views if name in v.reads or name in v.controls]
         if not readers:
             continue
 
         def rerender(result, *values, changed=name, readers=readers):
             return ui.render(readers, result, ui.state_from(values[:-1]), values[-1], changed)
 
-        c[name].input(rerender, ui.state_inputs + [c["model"]],
-                      [comp for v in readers for comp in ui.outputs_of(v)], api_visibility="private", queue=False)
+        ui.components[name].input(rerender, ui.state_inputs + [ui.components["model"]],
+                                  [comp for v in readers for comp in ui.outputs_of(v)], api_visibility="private",
+                                  queue=False)
+
+
+def wire_model_choice(ui: Wiring, demo: gr.Blocks) -> None:
+    """One request per model choice (and at page load): the views about the model, its examples, and a stale result
+    marked."""
+    c = ui.components
+    view_outputs = [component for view in ui.views for component in ui.outputs_of(view)]
 
     def on_model(result, *values):
-        """One request per model choice: the views about the model, its examples, and a stale result marked."""
         model_key = values[-1]
-        return ui.render(views, result, ui.state_from(values[:-1]), model_key, MODEL) | model_inputs(
+        return ui.render(ui.views, result, ui.state_from(values[:-1]), model_key, MODEL) | model_inputs(
             ui, model_key, result
         )
 
     for event in (c["model"].change, demo.load):
         event(on_model, ui.state_inputs + [c["model"]], view_outputs + [c["example"], c["source"], c["summary"]],
               api_visibility="private", **ui.quiet)
-    for view in views:
-        view.wire(ui)
-        if view.placement == "tab":
-            wire_tab(ui, view)
-        for button, target in view.jumps.items():
-            served = next((v for v in views if v.name == target), None)
-            if served is not None:
-                wire_jump(ui, c[button], served)
-    wire_controls(ui)
-    wire_language_offer(ui)
-    wire_link(ui, demo)
-    demo.load(lambda: decoding_path(ui.service.pool, ui.registry), None, c["footer"], api_visibility="private",
-              queue=False, **ui.quiet)
-    demo.load(None, None, None, js=PLOT_SVG_JS)
-    demo.load(None, None, None, js=glossary_marks_js())
 
 
 def wire_tab(ui: Wiring, view: View) -> None:

@@ -20,8 +20,9 @@ heartbeat() {  # heartbeat LABEL COMMAND...: runs COMMAND and prints the time el
   return "$status"
 }
 
-pip_install() {  # pip_install ARGS...: pip with its progress shown, without a line per requirement already there
-  .venv/bin/python -m pip install --disable-pip-version-check --progress-bar on "$@" \
+pip_install() {  # pip_install ARGS...: pip with its progress shown as it happens (unbuffered: piped, Python's output
+  # otherwise arrives in one burst at the end), without a line per requirement already there
+  PYTHONUNBUFFERED=1 .venv/bin/python -m pip install --disable-pip-version-check --progress-bar on "$@" \
     | awk '!/^Requirement already satisfied/ { print; fflush() }'
 }
 

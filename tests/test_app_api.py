@@ -224,15 +224,16 @@ def test_a_prefix_forces_the_start_on_both_endpoints(server, reference):
 def test_heads_off_on_the_api_is_numbered_from_one(server, reference):
     _, client = server
     config = reference.model.config
-    off = [("cross", layer, head) for layer in range(config.n_layers) for head in range(config.n_heads)]  # every one
+    cross = config.decoder  # the cross-attention's stack
+    off = [("cross", layer, head) for layer in range(cross.layers) for head in range(cross.heads)]  # every one
     expected = reference.translate(SENTENCE, heads_off=off, max_length=64, **recorded(reference))
     text = "; ".join(f"cross {layer + 1} {head + 1}" for _, layer, head in off)
     details = client.predict(SENTENCE, heads_off=text, api_name="/translate_details")
     assert details["sentences"][0]["tgt_ids"] == expected.tgt_ids
     assert details["settings"]["heads_off"] == [list(entry) for entry in off]
     assert client.predict(SENTENCE, heads_off=text, api_name="/translate")["translation"] == expected.text
-    with pytest.raises(Exception, match=rf"heads_off entry 'cross 9 1' is out of range: this model's layers are "
-                                        rf"numbered 1-{config.n_layers} and its heads 1-{config.n_heads}"):
+    with pytest.raises(Exception, match=rf"heads_off entry 'cross 9 1' is out of range: this model's cross "
+                                        rf"layers are numbered 1-{cross.layers} and its heads 1-{cross.heads}"):
         client.predict(SENTENCE, heads_off="cross 9 1", api_name="/translate_details")
     with pytest.raises(Exception, match=r"heads_off entry 'attention 1' must be 'kind layer head'"):
         client.predict(SENTENCE, heads_off="attention 1", api_name="/translate")

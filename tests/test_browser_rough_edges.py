@@ -111,12 +111,27 @@ def test_the_live_picture_is_on_the_first_screen(translated):
     name, page = translated
     page.evaluate("() => window.scrollTo(0, 0)")
     top = page.evaluate("() => document.querySelector('#live-attention .ae-heatmap').getBoundingClientRect().top")
-    assert top < WIDTHS[name][1] - 100  # the picture starts on the first screen, not just its toolbar
+    # the picture starts on the first screen, not just its toolbar: its first rows show
+    assert top < WIDTHS[name][1] - (100 if name == "desktop" else 60)
     if name == "desktop":
         return
-    order = page.evaluate("() => ['#source', '#translation', '#live-attention', '#example']"
+    # a phone: the examples come before the picture, every menu of it shows its whole choice, the map is whole
+    order = page.evaluate("() => ['#source', '#model', '#example', '#translation', '#live-attention']"
                           ".map(s => document.querySelector(s).getBoundingClientRect().top)")
     assert order == sorted(order)
+    cut = page.evaluate("""() => {
+      const pen = document.createElement('canvas').getContext('2d');
+      const fits = e => {  // a menu's chosen text, as wide as its font draws it, inside the box less its arrow
+        if (e.tagName !== 'SELECT') return e.scrollWidth <= e.clientWidth + 1;
+        pen.font = getComputedStyle(e).font;
+        return pen.measureText(e.options[e.selectedIndex].text).width + 20 <= e.clientWidth;
+      };
+      return Array.from(document.querySelectorAll('#model input, #live-attention select')).filter(e => !fits(e))
+        .map(e => e.outerHTML.slice(0, 80));
+    }""")
+    assert cut == [], cut
+    heatmap = page.locator("#live-attention .ae-heatmap").bounding_box()
+    assert heatmap["x"] >= 0 and heatmap["x"] + heatmap["width"] <= WIDTHS[name][0]
     # Plotly's toolbar stays out of the way of titles and badges until the figure is hovered
     open_tab(page, "Step by step")
     page.locator("#candidates-plot .modebar-container").first.wait_for(state="attached", timeout=TIMEOUT)

@@ -19,11 +19,14 @@ from .conftest import tiny_config
 pytestmark = [pytest.mark.kernel, pytest.mark.usefixtures("kernel")]  # the kernel fixture: tests/conftest.py
 STEP_PROBES = (*ATTENTION_KINDS, "decoder_hidden")
 # widths below, across and beyond the kernel's 16- and 32-wide loops (with their scalar tails); learned positions;
-# separate and shared, tied embeddings
+# separate and shared, tied embeddings; stacks of unequal shapes
 SHAPES = {
     "tiny": {},
     "width 48, learned positions": dict(d_model=48, n_heads=4, d_ff=80, pos_encoding="learned", share_embeddings=False),
     "width 64, tied": dict(d_model=64, n_heads=2, d_ff=128, share_embeddings=True, tie_output=True),
+    # each stack its own shape: the kernel runs the decoder's (3 layers of 2 heads, feed-forward 24)
+    "deep encoder, shallow decoder": dict(encoder_layers=4, encoder_heads=4, encoder_ff=48, decoder_layers=3,
+                                          decoder_heads=2, decoder_ff=24),
 }
 
 

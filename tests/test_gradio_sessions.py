@@ -1,11 +1,15 @@
 """explorer/gradio_sessions.py: a session's block configurations made when read, the same as Gradio makes them."""
 import json
+import subprocess
+import sys
 
 import gradio as gr
 import pytest
 from gradio import state_holder
 
 from explorer import gradio_sessions
+
+from .conftest import ROOT
 
 
 @pytest.fixture
@@ -54,3 +58,17 @@ def test_another_gradio_is_left_as_it_is(monkeypatch):
     monkeypatch.setattr(state_holder, "SessionState", Other)
     assert not gradio_sessions.lazy_session_configs()
     assert Other.__init__ is not gradio_sessions._init
+
+
+def test_the_app_says_in_its_log_and_footer_when_the_patch_did_not_apply():
+    """app.py started against another Gradio's SessionState (its digest changed here): the log's warning and the
+    footer's note, and the sessions left as Gradio makes them."""
+    code = ("import explorer.gradio_sessions as sessions\nsessions.KNOWN_INIT = 'another gradio'\nimport app\n"
+            "from explorer.page import decoding_path\nfrom explorer.text import literal\n"
+            "footer = decoding_path(None, app.registry, app.ui.startup_notes)\n"
+            "print(app.ui.startup_notes == [sessions.NOT_PATCHED], literal(sessions.NOT_PATCHED) in footer,\n"
+            "      app.sessions_patched, sessions.state_holder.SessionState.__init__ is sessions._init)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True", "False", "False"]
+    assert "Gradio's session patch did not apply" in done.stderr

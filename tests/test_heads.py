@@ -30,9 +30,9 @@ def without_heads(model, heads_off):
     """A copy whose output projections ignore the masked heads: their input columns are zeroed, which removes
     exactly those heads' contributions. An independent way to switch a head off."""
     surgery = copy.deepcopy(model)
-    hs = model.config.head_dim
     with torch.no_grad():
         for kind, layer, head in heads_off:
+            hs = model.config.stack_of(kind).head_dim
             attention_module(surgery, kind, layer).out_proj.weight[:, head * hs:(head + 1) * hs] = 0
     return surgery
 
@@ -221,7 +221,7 @@ def test_masking_keeps_gradients_flowing_through_the_other_heads(model):
     model.train()
     with heads_masked(model, [("cross", 1, 0)]):
         model(src, tgt).sum().backward()
-    hs = model.config.head_dim
+    hs = model.config.decoder.head_dim
     gradient = model.decoder_layers[1].cross_attention.out_proj.weight.grad
     assert gradient[:, :hs].abs().max() == 0  # the masked head's columns feed nothing: multiplied by exact zeros
     assert gradient[:, hs:].abs().max() > 0

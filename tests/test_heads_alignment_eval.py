@@ -18,8 +18,6 @@ from transformer.analysis.alignment import (
 from transformer.analysis.alignment_eval import (
     PieceSentence,
     Reading,
-    aligner_lines,
-    aligner_token,
     diagonal_alignment,
     main,
     piece_sentences,
@@ -28,6 +26,7 @@ from transformer.analysis.alignment_eval import (
     teacher_forced_cross,
     words_of,
 )
+from transformer.analysis.alignment_reference import aligner_lines, aligner_token
 from transformer.analysis.norms import transported_norms
 from transformer.analysis.symmetrize import grow_diag_final, intersection
 from transformer.corpus.data import read_parallel

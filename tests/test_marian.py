@@ -24,11 +24,15 @@ from transformer.convert_marian import ConversionError, convert, main  # noqa: E
 from transformer.core.capture import capture_attention  # noqa: E402
 from transformer.core.fused_step import why_not_fused  # noqa: E402
 
+# a distilled OPUS-MT student's shape in miniature: each stack its own layers, heads and feed-forward width
+UNEQUAL_STACKS = dict(activation="swish", share=True, tie=True, logits_bias=True, encoder_layers=4, decoder_layers=2,
+                      encoder_attention_heads=4, decoder_attention_heads=2, encoder_ffn_dim=96, decoder_ffn_dim=48)
 VARIANTS = {  # activation, one matrix for both embeddings, output tied to it, nonzero final_logits_bias
     "swish-tied-zero-bias": dict(activation="swish", share=True, tie=True, logits_bias=False),
     "swish-tied-bias": dict(activation="swish", share=True, tie=True, logits_bias=True),
     "relu-untied-bias": dict(activation="relu", share=False, tie=False, logits_bias=True),
     "relu-separate-tied-zero-bias": dict(activation="relu", share=False, tie=True, logits_bias=False),
+    "deep-encoder-shallow-decoder": UNEQUAL_STACKS,
 }
 SOURCES = sentences(ENGLISH, 6, seed=7) + ["Zebra ünd Ωmega € 😀!", "the cat, the dog; and... the tree?!"]
 

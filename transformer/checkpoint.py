@@ -18,6 +18,7 @@ from safetensors.torch import load_file, save_file
 from .core.attention import stack_separate_projections
 from .core.config import ModelConfig
 from .core.model import Transformer
+from .json_files import read_json
 from .marian_tokenizer import MarianTokenizer
 from .tokenizer import Tokenizer
 
@@ -70,24 +71,9 @@ def save_checkpoint(directory, model: Transformer, tokenizer_file, extra_config:
     return directory
 
 
-def read_json(path: Path, error: type[Exception] = CheckpointError) -> dict:
-    """The JSON object in `path`; a missing, unreadable or malformed file, or one holding another JSON value, is an
-    `error` (a CheckpointError unless the caller reads another kind of file) that names the file."""
-    path = Path(path)
-    if not path.is_file():
-        raise error(f"{path}: file is missing")
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as fault:
-        raise error(f"{path}: not valid JSON ({fault})") from None
-    if not isinstance(value, dict):
-        raise error(f"{path}: expected a JSON object")
-    return value
-
-
 def read_config(directory) -> tuple[dict, ModelConfig]:
     path = Path(directory) / CONFIG_FILE
-    config = read_json(path)
+    config = read_json(path, CheckpointError)
     if "model" not in config:
         raise CheckpointError(f"{path}: has no 'model' section")
     try:
@@ -178,4 +164,4 @@ def load_tokenizer(directory: Path, config: dict, model_config: ModelConfig):
 
 def read_metrics(directory) -> dict | None:
     path = Path(directory) / METRICS_FILE
-    return read_json(path) if path.is_file() else None
+    return read_json(path, CheckpointError) if path.is_file() else None

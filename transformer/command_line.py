@@ -17,6 +17,7 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
+from .json_files import read_json
 from .numbers import NumberError, parsed_number
 
 
@@ -71,23 +72,19 @@ def add_threads(parser: argparse.ArgumentParser) -> None:
 
 
 @contextmanager
-def answered(parser: argparse.ArgumentParser):
-    """Inside it, an error the package raises for a bad checkpoint, corpus, setting or input file ends the program
-    through `parser.error`: one line naming the file or value, exit status 2."""
-    from .checkpoint import CheckpointError
-    from .corpus.data import CorpusError
-
+def answered(parser: argparse.ArgumentParser, *errors: type[Exception]):
+    """Inside it, a bad input file or number (InputError, NumberError), or any of `errors` (the kinds the caller's
+    work raises for what it loads: a CheckpointError, a CorpusError), ends the program through `parser.error`: one
+    line naming the file or value, exit status 2."""
     try:
         yield
-    except (CheckpointError, CorpusError, InputError, NumberError) as error:
+    except (InputError, NumberError, *errors) as error:
         parser.error(str(error))
 
 
 def read_json_input(path) -> dict:
     """A JSON object read from `path` for a command line (a report beside the weights); a missing, unreadable or
     malformed file is an InputError naming it."""
-    from .checkpoint import read_json
-
     return read_json(path, InputError)
 
 

@@ -29,104 +29,22 @@ from pathlib import Path
 
 import torch
 
-from .checkpoint import CheckpointError, read_json, save_checkpoint
+from .checkpoint import CheckpointError, save_checkpoint
 from .command_line import CommandParser
 from .core.config import ModelConfig
 from .core.model import Transformer
+from .decoding.translator import Translator
+from .marian_config import (
+    ConversionError,
+    languages_of,
+    license_of,
+    model_config_of,
+    read_json_object,
+    recorded_decoding,
+)
 from .marian_tokenizer import SOURCE_FILE, TARGET_FILE, VOCAB_FILE, MarianTokenizer
 
 TOKENIZER_FILES = (SOURCE_FILE, TARGET_FILE, VOCAB_FILE)
-ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "swish": "swish", "silu": "silu"}  # Hugging Face name -> ours
-# config.json flags of the Bart family that change the arithmetic, with the one value Marian (and our model) has
-FIXED_FLAGS = {
-    "normalize_before": False,  # pre-norm layers: Marian is post-norm
-    "add_final_layer_norm": False,  # a final LayerNorm per stack
-    "normalize_embedding": False,  # a LayerNorm on the embeddings
-    "layernorm_embedding": False,
-    "static_position_embeddings": True,  # learned positions instead of the sinusoids
-    "add_bias_logits": False,
-    "is_encoder_decoder": True,
-    "is_decoder": False,
-    "scale_attention": True,
-}
-# config.json keys read into ModelConfig (or checked against each other)
-READ_KEYS = {
-    "model_type", "architectures", "vocab_size", "decoder_vocab_size", "d_model", "encoder_layers", "decoder_layers",
-    "encoder_attention_heads", "decoder_attention_heads", "encoder_ffn_dim", "decoder_ffn_dim",
-    "max_position_embeddings", "activation_function", "scale_embedding", "pad_token_id", "eos_token_id",
-    "decoder_start_token_id", "share_encoder_decoder_embeddings", "tie_word_embeddings", "dropout",
-    "attention_dropout", "num_hidden_layers", "separate_vocabs",
-}
-# keys that do not change a translation's numbers: training-only settings, generation defaults (generation_config.json
-# is read for those), label maps and bookkeeping
-INERT_KEYS = {
-    "_name_or_path", "_num_labels", "transformers_version", "torch_dtype", "dtype", "activation_dropout",
-    "encoder_layerdrop", "decoder_layerdrop", "init_std", "use_cache", "gradient_checkpointing", "classif_dropout",
-    "classifier_dropout", "id2label", "label2id", "num_labels", "bos_token_id", "forced_eos_token_id",
-    "bad_words_ids", "num_beams", "max_length", "min_length", "length_penalty", "early_stopping",
-    "no_repeat_ngram_size", "num_return_sequences", "output_attentions", "output_hidden_states", "return_dict",
-    "extra_pos_embeddings", "output_past", "model_max_length", "tokenizer_class", "prefix", "task_specific_params",
-    "chunk_size_feed_forward", "problem_type", "pruned_heads", "torchscript", "use_return_dict",
-    "renormalize_logits", "do_sample", "temperature", "top_k", "top_p", "repetition_penalty", "num_beam_groups",
-    "diversity_penalty", "tf_legacy_loss", "use_bfloat16",
-}
-
-
-class ConversionError(Exception):
-    """Something the converter does not support or cannot read; its message is one line naming it."""
-
-
-def read_json_object(path: Path) -> dict:
-    return read_json(path, ConversionError)
-
-
-def model_config_of(hf: dict, path: Path, vocabulary: dict[str, int]) -> ModelConfig:
-    """Our ModelConfig for a Marian config.json, or a ConversionError naming what it does not support."""
-    if hf.get("model_type") != "marian":
-        raise ConversionError(f"{path}: model_type is {hf.get('model_type')!r}; only Marian models ('marian') convert")
-    unknown = sorted(set(hf) - READ_KEYS - INERT_KEYS - set(FIXED_FLAGS))
-    if unknown:
-        raise ConversionError(f"{path}: unsupported config key {unknown[0]!r} (this converter does not know whether it "
-                              f"changes the arithmetic)")
-    for flag, value in FIXED_FLAGS.items():
-        if flag in hf and hf[flag] != value:
-            raise ConversionError(f"{path}: unsupported {flag}={json.dumps(hf[flag])} (our Transformer computes "
-                                  f"Marian's {flag}={json.dumps(value)})")
-    activation = hf.get("activation_function", "gelu")
-    if activation not in ACTIVATIONS:
-        raise ConversionError(f"{path}: unsupported activation_function {activation!r}; "
-                              f"supported: {sorted(ACTIVATIONS)}")
-    for encoder, decoder in (("encoder_layers", "decoder_layers"), ("encoder_ffn_dim", "decoder_ffn_dim"),
-                             ("encoder_attention_heads", "decoder_attention_heads")):
-        if hf.get(encoder) != hf.get(decoder):
-            raise ConversionError(f"{path}: unsupported {encoder}={hf.get(encoder)} != {decoder}={hf.get(decoder)} "
-                                  "(our Transformer's two stacks have one shape)")
-    vocab_size = hf.get("vocab_size")
-    if hf.get("separate_vocabs") or hf.get("decoder_vocab_size") not in (None, vocab_size):
-        raise ConversionError(f"{path}: unsupported separate source and target vocabularies (decoder_vocab_size "
-                              f"{hf.get('decoder_vocab_size')} != vocab_size {vocab_size})")
-    if vocab_size != len(vocabulary):
-        raise ConversionError(f"{path}: vocab_size {vocab_size} does not match vocab.json's {len(vocabulary)} pieces")
-    eos = hf.get("eos_token_id")
-    try:
-        return ModelConfig(
-            src_vocab_size=vocab_size, tgt_vocab_size=vocab_size, d_model=hf.get("d_model"),
-            n_heads=hf.get("encoder_attention_heads"), n_layers=hf.get("encoder_layers"),
-            d_ff=hf.get("encoder_ffn_dim"),
-            dropout=float(hf.get("dropout", 0.1)), attention_dropout=float(hf.get("attention_dropout", 0.0)),
-            max_len=hf.get("max_position_embeddings"), norm="post", final_norm=False, pos_encoding="sinusoidal",
-            sinusoidal_layout="halves", activation=ACTIVATIONS[activation],
-            scale_embedding=bool(hf.get("scale_embedding", False)),
-            share_embeddings=bool(hf.get("share_encoder_decoder_embeddings", True)),
-            tie_output=bool(hf.get("tie_word_embeddings", True)),
-            pad_id=hf.get("pad_token_id"), unk_id=vocabulary["<unk>"],
-            decoder_start_id=hf.get("decoder_start_token_id"),
-            eos_id=eos[0] if isinstance(eos, list) and len(eos) == 1 else eos,
-        )
-    except (TypeError, ValueError) as error:
-        raise ConversionError(f"{path}: {error}") from None
-
-
 def load_hf_model(folder: Path):
     """MarianMTModel from `folder`, float32, every tensor read from the file (none left at its random start)."""
     from transformers import MarianMTModel  # noqa: PLC0415  (only the converter needs transformers)
@@ -175,13 +93,14 @@ def our_state(hf_model, config: ModelConfig) -> dict[str, torch.Tensor]:
         for field in ("weight", "bias"):
             state[f"{ours}.{field}"] = hf[f"{theirs}.{field}"]
 
-    for i in range(config.n_layers):
+    for i in range(config.encoder.layers):
         ours, theirs = f"encoder_layers.{i}", f"model.encoder.layers.{i}"
         attention(f"{ours}.self_attention", f"{theirs}.self_attn")
         copy(f"{ours}.attention_residual.norm", f"{theirs}.self_attn_layer_norm")
         copy(f"{ours}.feed_forward.fc1", f"{theirs}.fc1")
         copy(f"{ours}.feed_forward.fc2", f"{theirs}.fc2")
         copy(f"{ours}.feed_forward_residual.norm", f"{theirs}.final_layer_norm")
+    for i in range(config.decoder.layers):
         ours, theirs = f"decoder_layers.{i}", f"model.decoder.layers.{i}"
         attention(f"{ours}.self_attention", f"{theirs}.self_attn")
         copy(f"{ours}.self_attention_residual.norm", f"{theirs}.self_attn_layer_norm")
@@ -204,56 +123,6 @@ def shared_as_loaded(hf_model, config: ModelConfig) -> ModelConfig:
                    tie_output=torch.equal(decoder, output))
 
 
-def recorded_decoding(generation: dict, config: ModelConfig, path: Path) -> dict:
-    """metrics.json's "decoding" from generation_config.json: its beam size and length limit, pad never produced."""
-    banned = generation.get("bad_words_ids") or []
-    never_produced = {config.pad_id, config.decoder_start_id}
-    if any(not isinstance(ids, list) or len(ids) != 1 or ids[0] not in never_produced for ids in banned):
-        raise ConversionError(f"{path}: unsupported bad_words_ids {banned} (our decoding forbids only the pad and "
-                              f"start tokens, id {config.pad_id})")
-    beams = generation.get("num_beams", 1)
-    if not isinstance(beams, int) or not 1 <= beams <= 8:
-        raise ConversionError(f"{path}: num_beams must be an integer in [1, 8], got {beams!r}")
-    max_length = generation.get("max_length", config.max_len)
-    if not isinstance(max_length, int) or max_length < 2:
-        raise ConversionError(f"{path}: max_length must be an integer >= 2, got {max_length!r}")
-    decoding = {"strategy": "beam", "beam_size": beams} if beams > 1 else {"strategy": "greedy"}
-    # Hugging Face counts the start token in max_length; ours counts output tokens (</s> included)
-    decoding["max_length"] = min(max_length - 1, config.max_len)
-    if beams > 1:
-        # Hugging Face divides a beam's score by length^penalty; ours is GNMT's ((5 + length) / 6)^alpha, so the
-        # same number is close, not equal
-        decoding["length_penalty"] = float(generation.get("length_penalty", 1.0))
-    return decoding
-
-
-def languages_of(src: str, folder: Path, source_lang: str | None, target_lang: str | None) -> dict:
-    tokenizer_config = folder / "tokenizer_config.json"
-    recorded = read_json_object(tokenizer_config) if tokenizer_config.is_file() else {}
-    named = re.search(r"opus-mt-([a-z]{2,3})-([a-z]{2,3})\b", src)
-    src_lang = source_lang or recorded.get("source_lang") or (named and named.group(1))
-    tgt_lang = target_lang or recorded.get("target_lang") or (named and named.group(2))
-    for flag, code in (("--source-lang", src_lang), ("--target-lang", tgt_lang)):
-        if not code:
-            raise ConversionError(f"{src}: the languages are not recorded (tokenizer_config.json) or in the name; "
-                                  f"pass {flag}")
-        if not re.fullmatch(r"[A-Za-z]{2,8}([-_][A-Za-z0-9]{1,8})*", str(code)):
-            raise ConversionError(f"{flag} must be a language code such as 'en' or 'pt_BR', got {code!r}")
-    return {"src": str(src_lang), "tgt": str(tgt_lang)}
-
-
-def license_of(folder: Path, given: str | None) -> str:
-    if given:
-        return given
-    card = folder / "README.md"
-    if card.is_file():
-        front = re.match(r"---\n(.*?)\n---", card.read_text(encoding="utf-8", errors="replace"), re.S)
-        found = front and re.search(r"^license:\s*(\S+)", front.group(1), re.M)
-        if found:
-            return found.group(1)
-    return "not stated in the source folder"
-
-
 def model_card(name: str, origin: dict, config: ModelConfig, decoding: dict, parameters: int) -> str:
     return "\n".join([
         f"# {name}", "",
@@ -261,8 +130,8 @@ def model_card(name: str, origin: dict, config: ModelConfig, decoding: dict, par
         f"from Hugging Face `{origin['source']}` by `python -m transformer.convert_marian` (transformers "
         f"{origin['transformers']}).", "",
         f"- **License**: {origin['license']} (the original model's; see its model card for attribution).",
-        f"- **Architecture**: {config.n_layers} + {config.n_layers} post-norm layers, d_model {config.d_model}, "
-        f"{config.n_heads} heads, feed-forward {config.d_ff} ({config.activation}), sinusoidal positions (halves "
+        f"- **Architecture**: post-norm, {config.stacks_text()} ({config.activation}), d_model {config.d_model}, "
+        f"sinusoidal positions (halves "
         f"layout), vocabulary {config.tgt_vocab_size:,}, {parameters:,} parameters.",
         f"- **Recorded decoding** (from generation_config.json): {json.dumps(decoding)}.",
         "- **Equivalence**: tests/test_marian.py holds this conversion's logits, greedy output, tokenizer and "
@@ -341,8 +210,7 @@ def convert(src: str, out, source_lang: str | None = None, target_lang: str | No
                         {"origin": origin, "parameters": model.num_parameters(), "decoding": decoding})
         (staging / "README.md").write_text(model_card(out.name, origin, config, decoding, model.num_parameters()),
                                            encoding="utf-8")
-        from .decoding.translator import Translator  # noqa: PLC0415  (the folder must load as ours before it is moved)
-        try:
+        try:  # the folder must load as ours before it is moved into place
             Translator.from_pretrained(staging)
         except CheckpointError as error:
             raise ConversionError(f"the converted folder does not load: {error}") from None

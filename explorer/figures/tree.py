@@ -5,6 +5,8 @@ from __future__ import annotations
 import html
 import math
 
+from transformer.core.head_ref import shown
+
 COLUMN_WIDTH, ROW_HEIGHT, MARGIN = 84, 24, 16  # COLUMN_WIDTH: the narrowest; a column widens to its longest piece
 CHARACTER_WIDTH = 7  # px of one character at font-size 11, generously
 MAX_NODES_PER_STEP = 12  # beyond this, a step's lowest-scoring pruned nodes are hidden (and counted)
@@ -51,8 +53,9 @@ def tree_svg(tree, selected: int | None = None) -> str:
                     f'stroke="{WINNER_COLOR if on_path else "#d1d5db"}" stroke-width="{2.5 if on_path else 1}"/>'
                 )
             color = WINNER_COLOR if node.id in winner else STATUS_COLORS.get(node.status, "#9ca3af")
-            tip = (f"{node.token} · step {node.depth + 1} · p {math.exp(node.log_prob):.3f} · score {node.score:.2f} · "
-                   f"normalised {node.normalized_score:.2f} · {node.status}{' · winner' if node.id in winner else ''}")
+            tip = (f"{node.token} · step {shown(node.depth)} · p {math.exp(node.log_prob):.3f} · "
+                   f"score {node.score:.2f} · normalised {node.normalized_score:.2f} · {node.status}"
+                   f"{' · winner' if node.id in winner else ''}")
             ring = ' stroke="#111827" stroke-width="2"' if node.id == selected else ""
             labels.append(
                 f'<g class="tree-node" data-node="{node.id}" style="cursor:pointer">'

@@ -1,4 +1,4 @@
-// The live view's data work, pure functions of the payload (explorer/views/live_payload.py) and nothing else:
+// The live view's data work, pure functions of the payload (explorer/live_payload.py) and nothing else:
 // the weights inflated from bytes, norm-based attention from them, one head or the mean over heads, the prefix at a
 // decoding step, and pieces merged to words with the groups and labels the payload carries
 // (transformer/decoding/words.py made them).
@@ -29,12 +29,13 @@ async function decodeWeights(payload) {  // {kind: Float32Array (L, H, rows, col
 // reads on the weights' colour scale: the share of what the query received that came from each key.
 // {kind: Float32Array} like decodeWeights.
 async function weightedNorms(payload, weights) {
-  const out = {}, LH = payload.layers * payload.heads;
+  const out = {};
   const kinds = Object.entries(payload.kinds).filter(([, map]) => map.norms);  // ALTI+ has no such reading
   const allNorms = await Promise.all(kinds.map(([, map]) => unpack(map.norms)));
   kinds.forEach(([kind, map], index) => {
     const norms = allNorms[index];
     const R = map.rows.length, C = map.cols.length, w = weights[kind], values = new Float32Array(w.length);
+    const LH = map.layers * map.heads;  // each kind its own stack's shape
     for (let lh = 0; lh < LH; lh++) for (let r = 0; r < R; r++) {
       const row = (lh * R + r) * C;
       let sum = 0;
@@ -49,7 +50,7 @@ async function weightedNorms(payload, weights) {
 // (rows x cols) weights of one head, or the mean over heads ("mean"), cut to the decoding step (1-based; null:
 // the whole output) and, with merge, pieces merged to words: mean over a word's query pieces, sum over its keys
 function matrix(payload, weights, kind, layer, head, step = null, merge = false) {
-  const map = payload.kinds[kind], R = map.rows.length, C = map.cols.length, H = map.heads || payload.heads;
+  const map = payload.kinds[kind], R = map.rows.length, C = map.cols.length, H = map.heads;
   const values = weights[kind];
   const heads = head === "mean" || head >= H ? [...Array(H).keys()] : [head];  // a kind of one "head": that one
   let m = map.rows.map((_, r) => map.cols.map((_, c) =>

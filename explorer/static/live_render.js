@@ -40,6 +40,14 @@ function load() {
   return false;
 }
 
+// the layer and head chosen, kept within the shown kind's stack (the encoder's and the decoder's shapes may differ):
+// a layer beyond it becomes its last layer, a head beyond it the mean over its heads
+function fit() {
+  const map = view.payload.kinds[view.kind];
+  if (view.layer !== "overview" && view.layer >= map.layers) view.layer = map.layers - 1;
+  if (view.head !== "mean" && view.head >= map.heads) view.head = "mean";
+}
+
 function adopt(payload, weights, norms) {  // a decoded payload becomes the view's, opening where it says
   view.payload = payload;
   view.weights = weights;
@@ -47,10 +55,9 @@ function adopt(payload, weights, norms) {  // a decoded payload becomes the view
   const start = payload.start || {};
   const opening = view.layer === null || start.restore;  // the first translation, or a shared link: its view
   view.kind = !opening && payload.kinds[view.kind] ? view.kind : (start.kind || "cross");
-  view.layer = !opening && view.layer !== "overview" && view.layer < payload.layers ? view.layer
-    : (start.layer ?? payload.layers - 1);
+  view.layer = !opening && view.layer !== "overview" ? view.layer : (start.layer ?? payload.kinds[view.kind].layers - 1);
   if (opening && start.head !== undefined) view.head = start.head;
-  if (view.head !== "mean" && view.head >= payload.heads) view.head = "mean";
+  fit();
   view.step = opening && start.step && start.step < payload.tgt.length ? start.step : null;
   view.focus = null;
 }
@@ -86,10 +93,13 @@ function select(label, options, value, onChange, cls) {
 function toolbar(root) {
   const p = view.payload, bar = node("div", {class: "ae-toolbar"});
   bar.appendChild(select("Attention", Object.keys(p.kinds).map(k => [p.kinds[k].title, k]), view.kind,
-    v => { view.kind = v; view.focus = null; draw(); }, "ae-kind"));
-  bar.appendChild(select("Layer", [...p.layer_labels.map((label, l) => [label, l]), ["All layers × heads", "overview"]],
+    v => { view.kind = v; view.focus = null; fit(); draw(); }, "ae-kind"));
+  const shape = p.kinds[view.kind];
+  bar.appendChild(select("Layer", [...p.layer_labels.slice(0, shape.layers).map((label, l) => [label, l]),
+                                   ["All layers × heads", "overview"]],
     view.layer, v => { view.layer = v === "overview" ? v : Number(v); draw(); }, "ae-layer"));
-  bar.appendChild(select("Head", [["Mean over heads", "mean"], ...p.head_labels.map((label, h) => [label, h])],
+  bar.appendChild(select("Head", [["Mean over heads", "mean"],
+                                  ...p.head_labels.slice(0, shape.heads).map((label, h) => [label, h])],
     view.head, v => { view.head = v === "mean" ? v : Number(v); draw(); }, "ae-head"));
   if (Object.keys(view.norms).length) {
     bar.appendChild(select("Show", MEASURES, view.measure, v => { view.measure = v; draw(); }, "ae-measure"));
@@ -97,7 +107,7 @@ function toolbar(root) {
   const modes = node("span", {class: "ae-modes"});
   for (const [text, mode] of [["Heatmap", "heatmap"], ["Lines", "lines"]]) {
     const b = node("button", {type: "button", class: "ae-mode" + (view.mode === mode ? " ae-on" : ""), "data-mode": mode}, text);
-    b.addEventListener("click", () => { view.mode = mode; if (view.layer === "overview") view.layer = p.layers - 1; draw(); });
+    b.addEventListener("click", () => { view.mode = mode; if (view.layer === "overview") view.layer = shape.layers - 1; draw(); });
     modes.appendChild(b);
   }
   bar.appendChild(modes);
@@ -125,14 +135,16 @@ function heatmap(root) {
   const map = view.payload.kinds[view.kind];
   const cell = Math.max(14, Math.min(28, Math.floor(560 / Math.max(cols.length, 1))));
   const left = 8 + 7 * Math.max(...rows.map(r => r.length), 4), top = 8 + 6 * Math.max(...cols.map(c => c.length), 4);
-  const svg = node("svg", {width: left + cols.length * cell + 8, height: top + rows.length * cell + 8, class: "ae-heatmap",
+  const width = left + cols.length * cell + 8, height = top + rows.length * cell + 8;
+  // the viewBox lets a narrow screen scale the whole map down (live_view.css) rather than cut its last columns
+  const svg = node("svg", {width, height, viewBox: `0 0 ${width} ${height}`, class: "ae-heatmap",
                            role: "img", "aria-label": "attention heatmap"}, null, true);
   cols.forEach((c, j) => {
     const x = left + j * cell + cell / 2;
     svg.appendChild(node("text", {x, y: top - 6, transform: `rotate(-60 ${x} ${top - 6})`, class: "ae-col-label"}, c, true));
   });
   // one head's pieces: a row label opens the query·key breakdown of that query (the page's Query · key tab)
-  const breakable = typeof trigger === "function" && view.head !== "mean" && !view.merge && !map.heads;  // not ALTI+
+  const breakable = typeof trigger === "function" && view.head !== "mean" && !view.merge && !map.alti;
   rows.forEach((r, i) => {
     const text = node("text", {x: left - 6, y: top + i * cell + cell * 0.7, "text-anchor": "end",
                                class: "ae-row-label" + (breakable ? " ae-breakable" : "")}, r, true);
@@ -152,8 +164,8 @@ function heatmap(root) {
     if (cellNode) tip.textContent = `query ${rows[cellNode.dataset.row]} → key ${cols[cellNode.dataset.col]}: ${cellNode.dataset.weight}`;
   });
   const p = view.payload;
-  const which = map.heads === 1 ? "every head, through the layers so far" :
-    view.head === "mean" ? `mean of ${p.heads} heads` : p.head_labels[view.head].toLowerCase();
+  const which = map.alti ? "every head, through the layers so far" :
+    view.head === "mean" ? `mean of ${map.heads} heads` : p.head_labels[view.head].toLowerCase();
   root.appendChild(node("div", {class: "ae-title"}, `${map.title}: ${p.layer_labels[view.layer].toLowerCase()}, ${which}` +
     (view.step ? `, step ${view.step}` : "") + (view.merge ? " (words)" : "") +
     (view.measure === "norms" ? " · weighted norms ‖α·f(x)‖, each row scaled to sum to 1" : "")));
@@ -166,7 +178,7 @@ function heatmap(root) {
 }
 
 function lines(root) {
-  const p = view.payload, map = p.kinds[view.kind], H = map.heads || p.heads, gap = 20, width = 420;
+  const p = view.payload, map = p.kinds[view.kind], H = map.heads, gap = 20, width = 420;
   const heads = [...Array(H).keys()];
   const per = heads.map(h => matrix(p, values(), view.kind, view.layer, h, view.step, view.merge));
   const {rows, cols} = per[0];
@@ -220,9 +232,9 @@ function overview(root) {
   const p = view.payload, map = p.kinds[view.kind];
   root.appendChild(node("div", {class: "ae-title"}, `${map.title}: every layer × head (click a tile to open it)` +
     (view.measure === "norms" ? " · weighted norms" : "")));
-  const H = map.heads || p.heads;
+  const H = map.heads;
   const grid = node("div", {class: "ae-grid", style: `grid-template-columns: repeat(${H}, auto)`});
-  for (let l = 0; l < p.layers; l++) for (let h = 0; h < H; h++) {
+  for (let l = 0; l < map.layers; l++) for (let h = 0; h < H; h++) {
     const {m, rows, cols} = matrix(p, values(), view.kind, l, h, view.step, view.merge), cell = Math.max(3, Math.floor(120 / Math.max(cols.length, rows.length)));
     const tile = node("button", {type: "button", class: "ae-tile", "data-layer": l, "data-head": h, title: `${p.layer_labels[l]}, ${p.head_labels[h].toLowerCase()}`});
     tile.appendChild(node("span", {class: "ae-tile-title"}, p.tile_labels[l][h]));
@@ -256,8 +268,8 @@ function save(url, name) {
 function downloads(root) {
   const svg = root.querySelector("svg.ae-heatmap, svg.ae-lines");
   if (!svg) return;
-  const name = `attention-${view.kind}-${view.mode}` + (view.layer === "overview" ? "" : `-layer${view.layer + 1}`) +
-    (view.head === "mean" ? "-mean" : `-head${view.head + 1}`) + (view.measure === "norms" ? "-norms" : "");
+  const name = `attention-${view.kind}-${view.mode}` + (view.layer === "overview" ? "" : `-layer${shown(view.layer)}`) +
+    (view.head === "mean" ? "-mean" : `-head${shown(view.head)}`) + (view.measure === "norms" ? "-norms" : "");
   const bar = node("div", {class: "ae-downloads"}, "Download: ");
   const asSvg = node("button", {type: "button", class: "ae-download", "data-format": "svg"}, "SVG");
   asSvg.addEventListener("click", () => save(URL.createObjectURL(new Blob([svgText(svg)], {type: "image/svg+xml"})), name + ".svg"));
@@ -288,6 +300,9 @@ function draw() {
   if (view.layer === "overview") overview(root); else if (view.mode === "lines") lines(root); else heatmap(root);
   downloads(root);
   root.dataset.state = JSON.stringify({kind: view.kind, layer: view.layer, head: view.head, mode: view.mode, step: view.step});
+  // the same view as a link numbers it, from 1 (share.py's LINK_JS reads it)
+  root.dataset.link = JSON.stringify({kind: view.kind, layer: view.layer === "overview" ? null : shown(view.layer),
+                                      head: view.head === "mean" ? "mean" : shown(view.head), step: view.step});
   delete root.dataset.pending;
   root.dataset.measure = view.measure;
 }

@@ -1,4 +1,5 @@
 """The explorer's views, one file each; the shell makes one tab per entry, in this order."""
+from .atlas import AtlasView
 from .attention import AttentionView
 from .attribution import AttributionView
 from .base import MODEL, TRANSLATION, View, ViewContext, current_translation
@@ -19,7 +20,7 @@ from .walkthrough import WalkEntryView, WalkthroughView
 # the walk-through and the glossary come last: the first screen's buttons open them, and the tabs before them keep
 # their places in the tab row
 VIEWS: list[View] = [WalkEntryView(), LiveView(), StepsView(), AttentionView(), TreeView(), LensView(), HeadsView(),
-                     AttributionView(), QueryKeyView(), TokensView(), PositionalView(), ModelView(), TrainingView(),
-                     ExportView(), WalkthroughView(), GlossaryView()]
+                     AttributionView(), QueryKeyView(), AtlasView(), TokensView(), PositionalView(), ModelView(),
+                     TrainingView(), ExportView(), WalkthroughView(), GlossaryView()]
 
 __all__ = ["MODEL", "TRANSLATION", "VIEWS", "View", "ViewContext", "current_translation"]

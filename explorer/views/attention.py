@@ -12,7 +12,7 @@ from transformer.decoding.words import merge_to_words
 from .. import figures
 from ..components import Radio
 from .base import MODEL, View, current_translation
-from .selection import ALL, OVERVIEW, head_name, select_heads
+from .selection import ALL, OVERVIEW, fit, head_name, select_heads
 
 
 class AttentionView(View):
@@ -43,6 +43,7 @@ def _maybe_merge(weights, rows, cols, merge: bool):
 def attention_figure(recorded, layer: str, head: str, merge: bool):
     weights, rows, cols = recorded.values, recorded.rows, recorded.cols  # (L, H, rows, cols)
     n_layers, n_heads = weights.shape[:2]
+    layer, head = fit(layer, head, n_layers, n_heads)  # the page's choice may be the other stack's
     unit = " (words)" if merge else ""
     if layer == OVERVIEW:
         tiles, titles = [], []

@@ -11,8 +11,7 @@ import numpy as np
 from transformer.analysis.rollout import RESIDUAL_WEIGHT, rollout
 
 from .. import figures
-from ..text import page_error
-from .base import TRANSLATION, View, current_translation, plot_row
+from .base import TRANSLATION, View, plot_row, translated
 
 PROMPT = "Press the button to compute the three readings for the current sentence."
 
@@ -44,9 +43,7 @@ class AttributionView(View):
         c = ui.components
 
         def compute(result, sentence):
-            translation = current_translation(result, {"sentence": sentence})
-            if translation is None:
-                raise page_error("Translate a sentence first.")
+            translation = translated(result, {"sentence": sentence})
             rows, cols = translation.tgt_tokens, translation.src_tokens
             raw = translation.recorded["cross"].values.mean(axis=(0, 1))
             rolled = rollout(translation).source

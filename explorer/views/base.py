@@ -15,6 +15,8 @@ from typing import Any
 
 import gradio as gr
 
+from ..text import page_error
+
 # why a view is asked to render, besides the name of the control that changed
 TRANSLATION = "translation"  # a new result (the shared controls are already valid for it)
 MODEL = "model"  # the chosen model changed (or the page loaded); `result` may be from another model
@@ -66,6 +68,18 @@ def current_translation(result, state: dict):
         return None
     sentence = int(state.get("sentence") or 0)
     return result.translations[min(max(sentence, 0), len(result.translations) - 1)]
+
+
+TRANSLATE_FIRST = "Translate a sentence first."
+
+
+def translated(result, state: dict, then: str = ""):
+    """`current_translation` for an action that needs one: before the first translation, the visitor's message
+    "Translate a sentence first." (with what to do `then`, e.g. ", then export it")."""
+    translation = current_translation(result, state)
+    if translation is None:
+        raise page_error(TRANSLATE_FIRST[:-1] + then + ".")
+    return translation
 
 
 def plot_row(**plots: tuple[str, str]) -> dict:

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import gradio as gr
 
+from transformer.core.head_ref import shown
+
 from ..figures.steps import contrast_bar
 from ..text import literal, page_error
-from .base import current_translation
+from .base import translated
 
 
 def build_panel() -> dict:
@@ -23,7 +25,7 @@ def build_panel() -> dict:
 
 def explained(translation, contrast, foil: str) -> dict:
     """The panel's text and figure for a Contrast of `translation` (analysis/contrastive.py)."""
-    step = contrast.step + 1
+    step = shown(contrast.step)
     chosen = translation.tgt_tokens[contrast.step]
     p_chosen = translation.steps[contrast.step].prob
     prefix = translation.decoder_input_tokens[:step]
@@ -55,9 +57,7 @@ def wire_panel(ui) -> None:
     c = ui.components
 
     def why(result, sentence, step, foil):
-        translation = current_translation(result, {"sentence": sentence})
-        if translation is None:
-            raise page_error("Translate a sentence first.")
+        translation = translated(result, {"sentence": sentence})
         if not foil:
             raise page_error("Choose a candidate to compare with first.")
         step = max(1, min(int(step or 1), len(translation.steps)))

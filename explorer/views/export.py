@@ -5,8 +5,7 @@ from __future__ import annotations
 import gradio as gr
 
 from ..exports import export_files
-from ..text import page_error
-from .base import TRANSLATION, View
+from .base import TRANSLATION, View, translated
 
 
 class ExportView(View):
@@ -26,8 +25,7 @@ class ExportView(View):
 
     def wire(self, ui):
         def export(result):
-            if result is None:
-                raise page_error("Translate a sentence first, then export it.")
+            translated(result, {}, then=", then export it")
             return export_files(result, ui.registry)
 
         ui.components["export_button"].click(export, ui.result_state, ui.components["export_files"],

@@ -18,8 +18,8 @@ from transformer.core.probes import ATTENTION_KINDS, PROBES
 from ..figures.heads import head_grid
 from ..figures.links import alignment_svg
 from ..heads_off import format_heads_off
-from ..text import literal, page_error
-from .base import TRANSLATION, View, current_translation
+from ..text import literal
+from .base import TRANSLATION, View, current_translation, translated
 
 STATISTICS = {"spread": "spread (normalised entropy)", "max_weight": "confidence (mean max weight)",
               "mean_offset": "mean offset (key - query)", "eos_share": "weight on </s>",
@@ -85,9 +85,9 @@ class HeadsView(View):
         out |= alignment_outputs(context.profiles[result.model_key].alignment, translation)
         per_kind = {kind: head_stats(translation.recorded[kind]) for kind in ATTENTION_KINDS}
         statistic = state.get("head_statistic") or "spread"
-        shape = result.translations[0].recorded["cross"].values.shape[:2]
-        out["head_grids"] = grids_figure(per_kind, statistic, shape, "Heads of this sentence")
-        out["head_grids_val"] = split_figure(context.profiles[result.model_key].split_head_stats, statistic, shape)
+        shapes = kind_shapes(context.profiles[result.model_key].config)
+        out["head_grids"] = grids_figure(per_kind, statistic, shapes, "Heads of this sentence")
+        out["head_grids_val"] = split_figure(context.profiles[result.model_key].split_head_stats, statistic, shapes)
         out["head_table"] = pd.DataFrame([
             {**HeadRef(s.kind, s.layer, s.head).numbered(), "role": s.role, "entropy": round(s.entropy, 3),
              "spread": round(s.spread, 3), "confidence": round(s.max_weight, 3), "mean offset": round(s.mean_offset, 2),
@@ -100,9 +100,7 @@ class HeadsView(View):
         boxes = [c[f"off_{kind}"] for kind in ATTENTION_KINDS]
 
         def ablate(result, sentence, *chosen):
-            translation = current_translation(result, {"sentence": sentence})
-            if translation is None:
-                raise page_error("Translate a sentence first.")
+            translation = translated(result, {"sentence": sentence})
             heads_off = [HeadRef.parse(entry) for entries in chosen for entry in entries or []]
             changed = ui.service.rerun(result, translation, heads_off=heads_off)
             drop = (ui.service.output_log_prob(result, translation, heads_off)
@@ -123,38 +121,54 @@ class HeadsView(View):
 
 def head_choices_of(kind: str, config) -> list[tuple[str, str]]:
     """Every head of one kind as a choice: shown "layer 3 head 2", its value the heads_off entry "cross 3 2"."""
-    heads = [HeadRef(kind, layer, head) for layer in range(config.n_layers) for head in range(config.n_heads)]
+    stack = config.stack_of(kind)
+    heads = [HeadRef(kind, layer, head) for layer in range(stack.layers) for head in range(stack.heads)]
     return [(ref.label, ref.entry) for ref in heads]
 
 
-def split_figure(document: dict | None, statistic: str, shape):
+def kind_shapes(config) -> dict[str, tuple[int, int]]:
+    """(layers, heads) of each attention kind: its stack's, the encoder's and the decoder's may differ."""
+    return {kind: (config.stack_of(kind).layers, config.stack_of(kind).heads) for kind in ATTENTION_KINDS}
+
+
+def empty_grid(shapes: dict) -> tuple[np.ndarray, list[list[str]], dict[str, int]]:
+    """The grids of every kind one under another, a blank row between kinds, as wide as the most heads: values
+    (NaN: no such head), texts, and the row of each kind's first layer."""
+    first, row = {}, 0
+    for kind in ATTENTION_KINDS:
+        first[kind] = row
+        row += shapes[kind][0] + 1
+    heads = max(h for _, h in shapes.values())
+    values = np.full((row - 1, heads), np.nan)
+    return values, [[""] * heads for _ in range(values.shape[0])], first
+
+
+def split_figure(document: dict | None, statistic: str, shapes: dict):
     """The checkpoint's head statistics over a split (head_stats.json), drawn like the sentence's."""
     if not document:
         return None
     per_kind = {kind: [SimpleNamespace(**{**h, **HeadRef.from_numbered(h)._asdict()})
                        for h in document["heads"] if h["kind"] == kind] for kind in ATTENTION_KINDS}
-    return grids_figure(per_kind, statistic, shape, f"Over {document['split']} ({document['sentences']:,} sentences)")
+    return grids_figure(per_kind, statistic, shapes, f"Over {document['split']} ({document['sentences']:,} sentences)")
 
 
-def grids_figure(per_kind: dict, statistic: str, shape, title: str) -> object:
-    layers, heads = shape
-    values = np.full((len(ATTENTION_KINDS) * (layers + 1) - 1, heads), np.nan)
-    texts = [[""] * heads for _ in range(values.shape[0])]
-    for k, kind in enumerate(ATTENTION_KINDS):
+def grids_figure(per_kind: dict, statistic: str, shapes: dict, title: str) -> object:
+    values, texts, first = empty_grid(shapes)
+    for kind in ATTENTION_KINDS:
         for s in per_kind[kind]:
-            row = k * (layers + 1) + s.layer
+            row = first[kind] + s.layer
             values[row, s.head] = getattr(s, statistic)
             texts[row][s.head] = s.role
-    return head_grid(values, texts, grid_rows(layers), f"{title}, coloured by {STATISTICS[statistic]}",
+    return head_grid(values, texts, grid_rows(shapes), f"{title}, coloured by {STATISTICS[statistic]}",
                      STATISTICS[statistic])
 
 
-def grid_rows(layers: int) -> list[str]:
+def grid_rows(shapes: dict) -> list[str]:
     """One row label per (kind, layer), a blank (but distinct) one between kinds."""
     names = {"encoder_self": "encoder self", "decoder_self": "decoder self", "cross": "cross"}
     rows = []
     for k, kind in enumerate(ATTENTION_KINDS):
-        rows += [f"{names[kind]} · {layer_label(layer)}" for layer in range(layers)]
+        rows += [f"{names[kind]} · {layer_label(layer)}" for layer in range(shapes[kind][0])]
         if k < len(ATTENTION_KINDS) - 1:
             rows.append(" " * (k + 1))
     return rows
@@ -164,15 +178,14 @@ def importance_figure(profile):
     importance = getattr(profile, "head_importance", None)
     if not importance:
         return None
-    layers, heads = profile.config.n_layers, profile.config.n_heads
-    values = np.full((len(ATTENTION_KINDS) * (layers + 1) - 1, heads), np.nan)
-    texts = [[""] * heads for _ in range(values.shape[0])]
+    shapes = kind_shapes(profile.config)
+    values, texts, first = empty_grid(shapes)
     for entry in importance.get("heads", []):  # numbered from 1 in the file
         ref = HeadRef.from_numbered(entry)
-        row, head = ATTENTION_KINDS.index(ref.kind) * (layers + 1) + ref.layer, ref.head
+        row, head = first[ref.kind] + ref.layer, ref.head
         values[row, head] = entry["bleu_drop"]
         texts[row][head] = f"{entry['bleu_drop']:+.2f}"
-    return head_grid(values, texts, grid_rows(layers), "Val BLEU drop when each head alone is switched off "
+    return head_grid(values, texts, grid_rows(shapes), "Val BLEU drop when each head alone is switched off "
                      "(this checkpoint)", "BLEU drop", "Reds")
 
 

@@ -7,7 +7,7 @@ import gradio as gr
 
 from ..figures.lens import lens_grid
 from ..text import page_error
-from .base import TRANSLATION, View, current_translation
+from .base import TRANSLATE_FIRST, TRANSLATION, View, current_translation, translated
 
 
 class LensView(View):
@@ -27,9 +27,9 @@ class LensView(View):
         return {"lens_plot": lens_figure(translation)}
 
     def at_step(self, ui, result, state, step):
-        translation = current_translation(result, state)
-        if translation is None or translation.logit_lens is None:
-            raise page_error("Translate a sentence first.")
+        translation = translated(result, state)
+        if translation.logit_lens is None:
+            raise page_error(TRANSLATE_FIRST)
         return {"lens_plot": lens_figure(translation, step)}
 
 

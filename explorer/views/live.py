@@ -5,16 +5,11 @@ static/live_render.js, the drawing)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import gradio as gr
 
+from ..assets import LIVE_CSS, LIVE_JS
+from ..live_payload import live_payload
 from .base import TRANSLATION, View, current_translation
-from .live_payload import live_payload
-
-STATIC = Path(__file__).resolve().parent.parent / "static"
-# the data module (pure functions, tested under node) first, then the drawing that uses them
-LIVE_JS = "\n".join((STATIC / name).read_text(encoding="utf-8") for name in ("live_data.js", "live_render.js"))
 
 
 class LiveView(View):
@@ -24,7 +19,7 @@ class LiveView(View):
 
     def build(self, context):
         return {"live_attention": gr.HTML(None, html_template='<div class="ae-live"></div>',
-                                          css_template=(STATIC / "live_view.css").read_text(encoding="utf-8"),
+                                          css_template=LIVE_CSS,
                                           js_on_load=LIVE_JS,
                                           elem_id="live-attention", min_height=320)}
 

@@ -34,8 +34,7 @@ def card_markdown(profile) -> str:
     lines = [
         f"**{profile.parameters:,} trainable parameters** — {check} the closed-form count "
         f"{profile.closed_form_parameters:,}.",
-        f"{config.n_layers} encoder + {config.n_layers} decoder layers, d_model {config.d_model}, "
-        f"{config.n_heads} heads of size {config.head_dim}, feed-forward {config.d_ff:,}, {config.norm}-norm, "
+        f"{config.stacks_text()}, d_model {config.d_model}, {config.norm}-norm, "
         f"{config.pos_encoding} positions, "
         f"vocabulary {config.tgt_vocab_size:,}{', shared embeddings' if config.share_embeddings else ''}"
         f"{', output tied to the target embedding' if config.tie_output else ''}.",

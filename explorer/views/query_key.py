@@ -11,7 +11,7 @@ from transformer.core.probes import PROBES
 
 from ..figures.query_key import query_key_figure
 from ..text import literal, page_error
-from .base import MODEL, TRANSLATION, View, current_translation
+from .base import MODEL, TRANSLATION, View, current_translation, translated
 
 KINDS = [(PROBES[kind].title.split(" (")[0], kind) for kind in ("encoder_self", "decoder_self", "cross")]
 PROMPT = "Choose a query and press the button, or click a row of the live heatmap (one head, pieces)."
@@ -43,9 +43,7 @@ class QueryKeyView(View):
         return {}
 
     def show(self, ui, result, sentence, kind: str, layer: int, head: int, query: int) -> dict:
-        translation = current_translation(result, {"sentence": sentence})
-        if translation is None:
-            raise page_error("Translate a sentence first.")
+        translation = translated(result, {"sentence": sentence})
         try:
             breakdown = ui.service.query_key(result, translation, kind, layer, head, query)
         except ValueError as error:
@@ -85,9 +83,7 @@ class QueryKeyView(View):
             # first the tab, the kind and the query; the figure follows (a plot sent to a tab in the same response
             # that opens it is not drawn)
             kind, query = evt.kind, int(evt.query)
-            translation = current_translation(result, {"sentence": sentence})
-            if translation is None:
-                raise page_error("Translate a sentence first.")
+            translation = translated(result, {"sentence": sentence})
             result.rendered_views.add(self.name)  # drawn here: opening the tab must not draw it over again
             return {ui.result_state: result, c["tabs"]: gr.Tabs(selected=self.name), c["qk_kind"]: kind,
                     c["qk_text"]: "Computing…",

@@ -7,14 +7,14 @@ import time
 import gradio as gr
 import pandas as pd
 
-from transformer.core.head_ref import head_label, layer_label
+from transformer.core.head_ref import from_shown, head_label, layer_label
 
 from .. import figures
 from ..components import Slider
 from ..request import MAX_OUTPUT_TOKENS
 from ..text import literal, page_error
 from . import contrast, whatif
-from .base import MODEL, TRANSLATION, View, current_translation
+from .base import MODEL, TRANSLATION, View, current_translation, translated
 from .selection import MEAN, select_heads, single_layer_and_head
 
 PLAY_DELAY_S = 0.5  # every frame redraws text and figures together, so they always show the same step
@@ -52,7 +52,7 @@ class StepsView(View):
         if changed in (TRANSLATION, "sentence"):  # a new output opens at its first step
             step = 1
             out["step"] = gr.update(minimum=1, maximum=len(translation.steps), value=1)
-        current = translation.steps[max(1, min(int(step), len(translation.steps))) - 1]
+        current = translation.steps[from_shown(max(1, min(int(step), len(translation.steps))))]
         out["whatif_choice"] = gr.update(choices=whatif.alternatives(current), value=None)
         out["contrast_foil"] = gr.update(choices=whatif.alternatives(current), value=None)
         return out | step_outputs(translation, step, state["layer"], state["head"])
@@ -68,9 +68,7 @@ class StepsView(View):
     def wire(self, ui):
         def play(result, *values):
             state = ui.state_from(values)
-            translation = current_translation(result, state)
-            if translation is None:
-                raise page_error("Translate a sentence first.")
+            translation = translated(result, state)
             for frame in self.play_frames(translation, state["layer"], state["head"]):
                 yield ui.by_component(frame)
 
@@ -78,16 +76,14 @@ class StepsView(View):
         c["play_button"].click(play, ui.state_inputs, ui.outputs_of(self), api_visibility="private")
 
         def what_if(result, sentence, step, layer, head, candidate, typed):
-            translation = current_translation(result, {"sentence": sentence})
-            if translation is None:
-                raise page_error("Translate a sentence first.")
+            translation = translated(result, {"sentence": sentence})
             step = max(1, min(int(step or 1), len(translation.steps)))
             continuation = [candidate] if candidate else ui.service.pieces(result, typed or "")
             if not continuation:
                 raise page_error("Choose another candidate or type a continuation first.")
             try:
                 alternative = ui.service.rerun(
-                    result, translation, prefix=translation.tgt_tokens[: step - 1] + continuation
+                    result, translation, prefix=translation.tgt_tokens[: from_shown(step)] + continuation
                 )
             except ValueError as error:
                 raise page_error(str(error)) from error
@@ -105,13 +101,13 @@ class StepsView(View):
 def step_outputs(translation, step, layer: str, head: str) -> dict:
     """The step view of 1-based `step`: text, candidates, source attention, hypotheses."""
     step = max(1, min(int(step), len(translation.steps)))
-    current = translation.steps[step - 1]
+    current = translation.steps[from_shown(step)]
     prefix = " ".join(literal(t) for t in translation.decoder_input_tokens[:step])
     markdown = (f"**Step {step} of {len(translation.steps)}.** Decoder input so far: {prefix}  \n"
                 f"Chose **{literal(current.token)}** with probability {current.prob:.1%}.")
     cross = translation.recorded["cross"]
-    layer_index, head_value = single_layer_and_head(layer, head, cross.values.shape[0])
-    weights = select_heads(cross.values[:, :, step - 1 : step], layer_index, head_value)[0]
+    layer_index, head_value = single_layer_and_head(layer, head, cross.values.shape[:2])
+    weights = select_heads(cross.values[:, :, from_shown(step): step], layer_index, head_value)[0]  # this step's row
     which = "mean over heads" if head_value == MEAN else head_label(int(head_value))
     return {
         "step_text": markdown,

@@ -14,7 +14,7 @@ from .. import figures
 from ..components import Radio, Slider
 from ..text import literal
 from .base import MODEL, View, plot_row
-from .selection import ALL, MEAN, OVERVIEW, head_name, select_heads
+from .selection import MEAN, OVERVIEW, head_name, select_heads, single_layer_and_head
 
 NO_TIMELINE = ("This checkpoint ships no training timeline. Train with `python -m transformer.train` (it records one "
                "after every epoch) to see attention form epoch by epoch.")
@@ -61,8 +61,8 @@ class TrainingView(View):
             f"{literal(timeline.sentences[sentence])} → **{literal(output['text']) or '(empty)'}**"
         )
         weights, rows, cols = timeline.attention(epoch, sentence, state.get("timeline_kind") or "cross")
-        layer = weights.shape[0] - 1 if state.get("layer") in (None, OVERVIEW) else int(state["layer"])
-        head = MEAN if state.get("head") in (None, ALL, MEAN) else state["head"]
+        layer, head = single_layer_and_head(state.get("layer") or OVERVIEW, state.get("head") or MEAN,
+                                            weights.shape[:2])
         kind_title = PROBES[state.get("timeline_kind") or "cross"].title
         out["timeline_attention"] = figures.attention_heatmap(
             select_heads(weights, layer, head), rows, cols,

@@ -7,12 +7,12 @@ import math
 
 import gradio as gr
 
-from transformer.core.head_ref import head_label, layer_label
+from transformer.core.head_ref import from_shown, head_label, layer_label, shown
 
 from .. import figures
 from ..figures.tree import tree_svg
 from ..text import literal, page_error
-from .base import TRANSLATION, View, current_translation, plot_row
+from .base import TRANSLATION, View, current_translation, plot_row, translated
 from .selection import MEAN, select_heads, single_layer_and_head
 
 CLICK_TO_SELECT = """
@@ -51,24 +51,24 @@ class TreeView(View):
         path = tree.path_to(node_id)
         node, prefix = tree.nodes[node_id], [tree.nodes[i].token_id for i in path[:-1]]
         step = ui.service.step_after(result, translation, prefix)
-        layer, head = single_layer_and_head(state["layer"], state["head"], step.cross.shape[0])
+        layer, head = single_layer_and_head(state["layer"], state["head"], step.cross.shape[:2])
         weights = select_heads(step.cross[:, :, None, :], layer, head)[0]
         hypothesis = " ".join(literal(tree.nodes[i].token) for i in path)
         which = "mean over heads" if head == MEAN else head_label(int(head))
         return {
             "search_tree": tree_svg(tree, selected=node_id),
             "node_text": (
-                f"**Step {node.depth + 1}, {node.status}{' (winning path)' if node_id in tree.winner else ''}.** "
+                f"**Step {shown(node.depth)}, {node.status}{' (winning path)' if node_id in tree.winner else ''}.** "
                 f"Hypothesis: {hypothesis}  \nThis token: probability {math.exp(node.log_prob):.1%}, "
                 f"cumulative log-probability {node.score:.3f}, length-normalised {node.normalized_score:.3f}."
             ),
             "node_candidates": figures.candidates_bar(
-                step.topk, node.token, f"Step {node.depth + 1}: what this hypothesis weighed next"
+                step.topk, node.token, f"Step {shown(node.depth)}: what this hypothesis weighed next"
             ),
             "node_source": figures.source_attention_bar(
                 weights,
                 translation.src_tokens,
-                f"Step {node.depth + 1}: cross-attention ({layer_label(layer)}, {which})",
+                f"Step {shown(node.depth)}: cross-attention ({layer_label(layer)}, {which})",
             ),
         }
 
@@ -77,8 +77,7 @@ class TreeView(View):
         outputs = [c[name] for name in ("search_tree", "node_text", "node_candidates", "node_source")]
 
         def on_click(result, sentence, layer, head, evt: gr.EventData):
-            if result is None:
-                raise page_error("Translate a sentence first.")
+            translated(result, {"sentence": sentence})
             node = getattr(evt, "node", None)
             if not isinstance(node, int):
                 raise page_error(f"node must be a whole number, got {node!r}")
@@ -90,8 +89,6 @@ class TreeView(View):
 
     def at_step(self, ui, result, state, step):
         """The step's node in the tree, selected, with its panel: the step view's jump lands here."""
-        translation = current_translation(result, state)
-        if translation is None:
-            raise page_error("Translate a sentence first.")
+        translation = translated(result, state)
         step = max(1, min(step, len(translation.steps)))
-        return self.node_panel(ui, result, state, translation.steps[step - 1].node)
+        return self.node_panel(ui, result, state, translation.steps[from_shown(step)].node)

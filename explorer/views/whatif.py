@@ -30,8 +30,7 @@ def comparison(original, alternative, layer: str, head: str) -> dict:
     def marked(tokens):
         return " ".join(f"**[{literal(t)}]**" if i + 1 == part else literal(t) for i, t in enumerate(tokens))
 
-    n_layers = original.recorded["cross"].values.shape[0]
-    layer_index, head_value = single_layer_and_head(layer, head, n_layers)
+    layer_index, head_value = single_layer_and_head(layer, head, original.recorded["cross"].values.shape[:2])
     return {
         "whatif_text": (f"They part at **step {part}** (bracketed).  \n**As translated:** {literal(original.text)}  \n"
                         f"{marked(original.tgt_tokens)}  \n**What if:** {literal(alternative.text)}  \n"

@@ -17,7 +17,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from explorer.views.live_payload import live_payload  # noqa: E402
+from explorer.live_payload import live_payload  # noqa: E402
 from transformer import Translator  # noqa: E402
 from transformer.analysis.alti import add_contributions  # noqa: E402
 from transformer.analysis.norms import add_norms  # noqa: E402

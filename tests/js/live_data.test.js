@@ -18,7 +18,7 @@ test.before(async () => {
 
 test("the bytes decode to one weight per layer, head, row and column", () => {
   for (const [kind, map] of Object.entries(payload.kinds)) {
-    assert.equal(weights[kind].length, payload.layers * (map.heads || payload.heads) * map.rows.length * map.cols.length, kind);
+    assert.equal(weights[kind].length, map.layers * map.heads * map.rows.length * map.cols.length, kind);
   }
 });
 

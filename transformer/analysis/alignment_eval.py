@@ -22,21 +22,18 @@ links, so AER = 1 - 2 |A & S| / (|A| + |S|).
 """
 from __future__ import annotations
 
-import os
 import sys
 import time
-import unicodedata
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 from tqdm import tqdm
 
+from ..checkpoint import CheckpointError
 from ..command_line import (
     CommandParser,
-    InputError,
     answered,
     check_writable,
     command_text,
@@ -45,69 +42,30 @@ from ..command_line import (
     write_json_atomically,
 )
 from ..core.capture import record
-from ..core.head_ref import shown
+from ..core.head_ref import layer_label, shown
 from ..corpus.data import (
-    REPOSITORY,
-    ParallelCorpus,
     pad,
     read_parallel_or_exit,
 )
-from ..corpus.scoring import EncodedCorpus
+from ..corpus.parallel import CorpusError
 from ..decoding.translator import Translator
-from ..decoding.words import word_groups, word_label
-from ..tokenizer import Tokenizer
 from .alignment import (
-    BOUNDARY_TOKENS,
     Alignment,
     align,
     best,
     diagonal_alignment,
     format_pharaoh,
-    parse_pharaoh,
     scored,
     shift_align,
 )
+from .alignment_reference import PieceSentence, eflomal_reference, piece_sentences, read_reference, words_of
 from .cli import add_checkpoint_and_data, add_hardware, check_data_dir, use_threads
 from .norms import weighted_norms
-from .statistical_aligner import AlignerMissing, EflomalSettings, eflomal_links, eflomal_version
+from .statistical_aligner import AlignerMissing, eflomal_version
 from .symmetrize import SYMMETRIZATIONS
 
 RESULT_FILE = "alignment.json"
 READERS = {"attention": align, "shift": shift_align}
-
-
-def words_of(pieces: Sequence[str]) -> list[str]:
-    """The words of a piece sequence that alignments index: word groups without <s> and </s>, as
-    analysis/alignment.py's `word_attention` keeps them."""
-    return [word_label(list(pieces), group) for group in word_groups(list(pieces))
-            if not (len(group) == 1 and pieces[group[0]] in BOUNDARY_TOKENS)]
-
-
-def aligner_token(word: str) -> str:
-    """What eflomal sees for one of our words: one whitespace-free token, punctuation stripped from the ends
-    (unless nothing else is left), so "Zaun." and "Zaun" share their statistics."""
-    token = "".join(word.split())
-    stripped = token.strip("".join({c for c in token if unicodedata.category(c).startswith("P")}))
-    return stripped or token
-
-
-@dataclass
-class PieceSentence:
-    """One (source, reference) pair as the model reads it teacher-forced."""
-
-    src_ids: list[int]  # ends with </s>
-    tgt_ids: list[int]  # <s> reference </s>
-    src_pieces: list[str]
-    tgt_pieces: list[str]  # what each cross-attention row predicted: the reference pieces, then </s>
-
-
-def piece_sentences(tokenizer: Tokenizer, sources: Sequence[str], targets: Sequence[str], max_len: int
-                    ) -> list[PieceSentence]:
-    """Encoded and cut exactly as training and the log-likelihood in importance.py encode them."""
-    encoded = EncodedCorpus.build(ParallelCorpus(list(sources), list(targets), Path(), Path()), tokenizer, max_len)
-    piece = tokenizer.id_to_piece
-    return [PieceSentence(src, tgt, [piece(i) for i in src], [piece(i) for i in tgt[1:]])
-            for src, tgt in zip(encoded.source, encoded.target)]
 
 
 @torch.no_grad()
@@ -171,7 +129,7 @@ def score_readings(model, sentences: Sequence[PieceSentence], reference: Sequenc
     """One row per reading: its AER, precision and recall over the corpus against `reference` (sure links)."""
     if len(reference) != len(sentences):
         raise ValueError(f"{len(reference)} reference alignments for {len(sentences)} sentences")
-    table = readings(model.config.n_layers, model.config.n_heads)
+    table = readings(model.config.decoder.layers, model.config.decoder.heads)  # the cross-attention's heads
     predicted: list[list[Alignment]] = [[] for _ in table]
     for index, (sentence, (cross, norms)) in enumerate(
         zip(sentences, teacher_forced_cross(model, sentences, batch_size))
@@ -190,46 +148,7 @@ def diagonal_row(sentences: Sequence[PieceSentence], reference: Sequence[Alignme
     return scored(alignments, reference, reading="diagonal baseline", layer=None, head=None, method=None)
 
 
-def read_reference(path, sentences: Sequence[PieceSentence], split: str) -> list[Alignment]:
-    """The --reference file: one Pharaoh line per sentence of the split, every link on an existing word; a file
-    that is missing, malformed, of another length or made on other words is an InputError naming it."""
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise InputError(f"{path}: the reference alignment file is missing") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(f"{path}: the reference alignment file cannot be read as text ({error})") from None
-    reference = []
-    for number, line in enumerate(lines, start=1):
-        try:
-            reference.append(parse_pharaoh(line))
-        except ValueError as error:
-            raise InputError(f"{path}, line {number}: {error}") from None
-    if len(reference) != len(sentences):
-        raise InputError(f"{path} has {len(reference)} lines; {split} has {len(sentences)} sentences")
-    try:
-        check_reference(reference, sentences)
-    except ValueError as error:
-        raise InputError(f"{path}: {error}") from None
-    return reference
-
-
-def check_reference(reference: Sequence[Alignment], sentences: Sequence[PieceSentence]) -> None:
-    """Every link must point at an existing word of its sentence, or the words do not line up."""
-    for number, (links, sentence) in enumerate(zip(reference, sentences), start=1):
-        n_source, n_target = len(words_of(sentence.src_pieces)), len(words_of(sentence.tgt_pieces))
-        bad = [(i, j) for i, j in links if not (0 <= i < n_source and 0 <= j < n_target)]
-        if bad:
-            raise ValueError(f"reference line {number} links {bad[:3]}, outside its {n_source} source and "
-                             f"{n_target} target words: the reference was made on other words")
-
-
-def aligner_lines(sentences: Sequence[PieceSentence]) -> tuple[list[str], list[str]]:
-    return ([" ".join(aligner_token(w) for w in words_of(s.src_pieces)) for s in sentences],
-            [" ".join(aligner_token(w) for w in words_of(s.tgt_pieces)) for s in sentences])
-
-
-def main(argv=None) -> None:
+def build_parser() -> CommandParser:
     parser = CommandParser(prog="python -m transformer.analysis.alignment_eval", description=__doc__)
     add_checkpoint_and_data(parser)
     parser.add_argument("--split", default="test_2016_flickr",
@@ -250,12 +169,17 @@ def main(argv=None) -> None:
     )
     add_hardware(parser)
     parser.add_argument("--out", help=f"write the JSON here instead of CHECKPOINT/{RESULT_FILE}")
+    return parser
+
+
+def main(argv=None) -> None:
+    parser = build_parser()
     args = parser.parse_args(argv)
     check_data_dir(parser, args)
 
     started = time.perf_counter()
     use_threads(args)
-    with answered(parser):
+    with answered(parser, CheckpointError, CorpusError):
         translator = Translator.from_pretrained(args.checkpoint, device=args.device)
         out = check_writable(args.out if args.out else translator.source / RESULT_FILE)
         if args.reference_out:
@@ -271,41 +195,32 @@ def main(argv=None) -> None:
     sentences = piece_sentences(translator.tokenizer, evaluated.source, evaluated.target, max_len)
 
     if args.reference:
-        with answered(parser):
+        with answered(parser, CheckpointError, CorpusError):
             reference = read_reference(args.reference, sentences, args.split)
         described = {"what": f"alignments read from {args.reference}", "file": str(args.reference)}
     else:
-        settings = EflomalSettings()
-        version = eflomal_version()
-        extra = [
-            read_parallel_or_exit(args.data_dir, split, src, tgt) for split in args.aligner_splits.split(",") if split
-        ]
-        extra_sentences = [s for corpus in extra
-                           for s in piece_sentences(translator.tokenizer, corpus.source, corpus.target, max_len)]
-        source_lines, target_lines = aligner_lines([*extra_sentences, *sentences])
-        tqdm.write(f"eflomal {version}: aligning {len(source_lines)} sentence pairs in both directions")
-        forward, reverse = eflomal_links(source_lines, target_lines, settings)
-        symmetrize = SYMMETRIZATIONS[args.symmetrization]
-        reference = [symmetrize(f, r) for f, r in zip(forward[len(extra_sentences):], reverse[len(extra_sentences):])]
-        described = {
-            "what": "a statistical word aligner's output, not human annotation",
-            "aligner": "eflomal", "version": version, "settings": asdict(settings),
-            "trained_on": [os.path.relpath(path, REPOSITORY) for corpus in [*extra, evaluated]
-                           for path in (corpus.source_file, corpus.target_file)],
-            "sentence_pairs": len(source_lines),
-            "symmetrization": args.symmetrization,
-            "words": "our tokenizer's sentencepiece word groups (decoding/words.py), given to eflomal one token "
-                     "per word with punctuation stripped from the ends; eflomal lowercases them",
-        }
-        check_reference(reference, sentences)
+        extra = [read_parallel_or_exit(args.data_dir, split, src, tgt)
+                 for split in args.aligner_splits.split(",") if split]
+        reference, described = eflomal_reference(translator.tokenizer, sentences, extra, evaluated, max_len,
+                                                 args.symmetrization)
     if args.reference_out:
         write_atomically(args.reference_out, "".join(format_pharaoh(a) + "\n" for a in reference))
 
     with tqdm(total=len(sentences), unit="sentence", desc=f"{args.split} cross-attention", dynamic_ncols=True) as bar:
         rows = score_readings(translator.model, sentences, reference, args.batch_size,
                               lambda done: bar.update(done - bar.n))
-    result = {
-        "checkpoint": str(args.checkpoint), "direction": f"{src}-{tgt}", "split": args.split,
+    result = report(args, f"{src}-{tgt}", sentences, reference, described, rows) | {
+        "command": command_text("transformer.analysis.alignment_eval", argv),
+        "minutes": round((time.perf_counter() - started) / 60, 2),
+    }
+    write_json_atomically(out, result)
+    print_summary(result, rows, translator.model.config.decoder.layers, out)
+
+
+def report(args, direction: str, sentences, reference, described: dict, rows: list[dict]) -> dict:
+    """alignment.json: what was scored against what, how, and every reading's row."""
+    return {
+        "checkpoint": str(args.checkpoint), "direction": direction, "split": args.split,
         "sentences": len(sentences), "reference_links": sum(map(len, reference)),
         "reference": described,
         "readings": "teacher-forced on (source, reference); attention: each target word to its most-attended source "
@@ -322,18 +237,18 @@ def main(argv=None) -> None:
                                            for method in READERS} for measure in MEASURES},
         "table": rows,
         "baseline": diagonal_row(sentences, reference),
-        "command": command_text("transformer.analysis.alignment_eval", argv),
-        "minutes": round((time.perf_counter() - started) / 60, 2),
     }
-    write_json_atomically(out, result)
+
+
+def print_summary(result: dict, rows: list[dict], layers: int, out) -> None:
     head = result["best_head"]
-    print(f"{args.split}: {len(sentences)} sentences, {result['reference_links']} reference links")
+    print(f"{result['split']}: {result['sentences']} sentences, {result['reference_links']} reference links")
     print(f"best head: cross L{head['layer']} H{head['head']} ({head['method']}), AER {head['aer']}")
-    for layer in range(1, translator.model.config.n_layers + 1):
+    for layer in range(layers):
         averages = {(r["measure"], r["method"]): r["aer"] for r in rows
-                    if r["reading"] == "layer average" and r["layer"] == layer}
+                    if r["reading"] == "layer average" and r["layer"] == shown(layer)}
         print(
-            f"layer {layer} average: AER {averages['weights', 'attention']} "
+            f"{layer_label(layer)} average: AER {averages['weights', 'attention']} "
             f"(shift-att {averages['weights', 'shift']}); "
             f"norm-based {averages['norms', 'attention']} (shift-att {averages['norms', 'shift']})"
         )

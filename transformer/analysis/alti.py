@@ -82,14 +82,11 @@ class Rollout:
 
 
 @torch.no_grad()
-def rollout(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_off=None,
-            dtype: torch.dtype = torch.float64, attention: dict | None = None) -> Rollout:
-    """The pass and the layer-by-layer contributions of ALTI+ for the output `tgt_ids` (no BOS), teacher-forced,
-    computed in `dtype` (float64 by default: the analyses; the app's live view, which shows bytes, takes float32).
-    `attention`: kind -> (L, H, queries, keys) weights of this very output, as decoding recorded them; the pass then
-    records none of its own and runs the fused attention (the weights agree to float32 rounding)."""
-    if model.config.norm != "pre":
-        raise ValueError("alti_plus reads pre-norm layers (x + f(LN(x))); this model is post-norm")
+def recorded_pass(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_off, dtype: torch.dtype,
+                  attention: dict | None) -> tuple[dict, dict]:
+    """One teacher-forced pass, as `rollout` reads it: each residual sub-layer's input and output (and the encoder's
+    normalised output, "memory") in `dtype`, and each attention kind's weights (L, 1, H, Q, K), a switched-off head's
+    set to 0 (it moves nothing)."""
     src = torch.tensor([src_ids], device=model.device)
     tgt = torch.tensor([[model.config.decoder_start_id] + list(tgt_ids[:-1])], device=model.device)
     seen = {}  # residual module -> (its input x, its output y), and the encoder's normalised output
@@ -122,6 +119,19 @@ def rollout(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_of
                for kind in ("encoder_self", "decoder_self", "cross")}  # (L, 1, H, Q, K), copies: zeroed below
     for kind, layer, head in switched_off:  # a switched-off head's weights are recorded, but it moves nothing
         weights[kind][layer, :, head] = 0
+    return seen, weights
+
+
+@torch.no_grad()
+def rollout(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_off=None,
+            dtype: torch.dtype = torch.float64, attention: dict | None = None) -> Rollout:
+    """The pass and the layer-by-layer contributions of ALTI+ for the output `tgt_ids` (no BOS), teacher-forced,
+    computed in `dtype` (float64 by default: the analyses; the app's live view, which shows bytes, takes float32).
+    `attention`: kind -> (L, H, queries, keys) weights of this very output, as decoding recorded them; the pass then
+    records none of its own and runs the fused attention (the weights agree to float32 rounding)."""
+    if model.config.norm != "pre":
+        raise ValueError("alti_plus reads pre-norm layers (x + f(LN(x))); this model is post-norm")
+    seen, weights = recorded_pass(model, src_ids, tgt_ids, heads_off, dtype, attention)
     source, target = len(src_ids), len(tgt_ids)
     moved_by = {kind: [] for kind in ("encoder_self", "decoder_self", "cross")}  # per layer, kept for alti_logit
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..core.head_ref import from_shown
 from ..core.model import Transformer, padding_mask
 from ..decoding.trace import Translation
 from .alti_logit import LogitContrast, alti_logit
@@ -92,9 +93,9 @@ def contrast_analysis(access: ModelAccess, translation: Translation, step: int, 
     foil_id = tokenizer.piece_to_id(foil)
     if tokenizer.id_to_piece(foil_id) != foil:
         raise ValueError(f"{foil!r} is not a piece of this model's vocabulary")
-    contrast = contrastive_input_x_gradient(model, translation.src_ids, translation.tgt_ids, step - 1, foil_id)
+    contrast = contrastive_input_x_gradient(model, translation.src_ids, translation.tgt_ids, from_shown(step), foil_id)
     if model.config.norm == "pre":  # ALTI-Logit reads pre-norm layers, as ALTI+ does
-        contrast.layers = alti_logit(model, translation.src_ids, translation.tgt_ids, step - 1, foil_id)
+        contrast.layers = alti_logit(model, translation.src_ids, translation.tgt_ids, from_shown(step), foil_id)
     return contrast
 
 

@@ -14,10 +14,12 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from ..checkpoint import CheckpointError
 from ..command_line import CommandParser, answered, check_writable, command_text, number_type, write_json_atomically
 from ..core.head_ref import HeadRef
 from ..core.probes import ATTENTION_KINDS
 from ..corpus.data import default_data_dir, read_parallel_or_exit
+from ..corpus.parallel import CorpusError
 from ..decoding.translator import Translator
 from .cli import add_hardware, check_data_dir, use_threads
 from .head_stats import aggregate_head_stats, head_stats
@@ -57,7 +59,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     check_data_dir(parser, args)
     use_threads(args)
-    with answered(parser):
+    with answered(parser, CheckpointError, CorpusError):
         translator = Translator.from_pretrained(args.checkpoint, device=args.device)
         path = check_writable(Path(translator.source) / STATS_FILE)
     languages = translator.languages

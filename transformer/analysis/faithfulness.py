@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from ..checkpoint import CheckpointError
 from ..command_line import (
     CommandParser,
     InputError,
@@ -33,8 +34,10 @@ from ..command_line import (
     read_json_input,
     write_json_atomically,
 )
+from ..core.head_ref import from_shown
 from ..core.model import Transformer
 from ..corpus.data import read_parallel_or_exit
+from ..corpus.parallel import CorpusError
 from ..decoding.trace import Translation
 from ..decoding.translator import Translator
 from ..numbers import NumberError, parsed_number
@@ -128,7 +131,7 @@ def main(argv=None) -> None:
     check_data_dir(parser, args)
     use_threads(args)
     started = time.perf_counter()
-    with answered(parser):
+    with answered(parser, CheckpointError, CorpusError):
         translator = Translator.from_pretrained(args.checkpoint, device=args.device)
         out = check_writable(args.out if args.out else translator.source / RESULT_FILE)
         languages = translator.languages
@@ -160,8 +163,9 @@ def best_head_index(best, config, path) -> tuple[int, int] | None:
     if best is None:
         return None
     try:
-        return (parsed_number("best_head.layer", best["layer"], int, 1, config.n_layers) - 1,
-                parsed_number("best_head.head", best["head"], int, 1, config.n_heads) - 1)
+        # a cross-attention head: the decoder's stack
+        return (from_shown(parsed_number("best_head.layer", best["layer"], int, 1, config.decoder.layers)),
+                from_shown(parsed_number("best_head.head", best["head"], int, 1, config.decoder.heads)))
     except (KeyError, TypeError, NumberError) as error:
         raise InputError(f"{path}: best_head is not a layer and head of this model ({error})") from None
 

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 import torch
 from tqdm import tqdm
 
+from ..checkpoint import CheckpointError
 from ..command_line import CommandParser, answered, check_writable, command_text, number_type, write_json_atomically
 from ..core.head_mask import HeadKey, attention_modules, heads_masked
 from ..core.head_ref import HeadRef, shown
@@ -36,6 +37,7 @@ from ..corpus.data import (
     read_parallel_or_exit,
     token_batches,
 )
+from ..corpus.parallel import CorpusError
 from ..corpus.scoring import EncodedCorpus, batch_loss, score, translate_corpus
 from ..decoding.translator import Translator
 from .cli import add_checkpoint_and_data, add_hardware, check_data_dir, use_threads
@@ -192,7 +194,7 @@ def main(argv=None) -> None:
 
     started = time.perf_counter()
     use_threads(args)
-    with answered(parser):
+    with answered(parser, CheckpointError, CorpusError):
         translator = Translator.from_pretrained(args.checkpoint, device=args.device)
         out = check_writable(args.out if args.out else translator.source / RESULT_FILE)
     languages = translator.languages

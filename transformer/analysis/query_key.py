@@ -41,9 +41,9 @@ def query_key(model: Transformer, src_ids: list[int], tgt_ids: list[int], kind: 
     position for encoder_self, an output step (the position that predicted tgt_ids[query]) otherwise."""
     if kind not in ATTENTION_KINDS:
         raise ValueError(f"kind must be one of {list(ATTENTION_KINDS)}, got {kind!r}")
-    config = model.config
-    if not (0 <= layer < config.n_layers and 0 <= head < config.n_heads):
-        raise ValueError(f"layer and head must be in [0, {config.n_layers - 1}] and [0, {config.n_heads - 1}], "
+    stack = model.config.stack_of(kind)
+    if not (0 <= layer < stack.layers and 0 <= head < stack.heads):
+        raise ValueError(f"layer and head must be in [0, {stack.layers - 1}] and [0, {stack.heads - 1}] for {kind}, "
                          f"got {layer} and {head}")
     queries = len(src_ids) if kind == "encoder_self" else len(tgt_ids)
     if not 0 <= query < queries:

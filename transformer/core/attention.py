@@ -95,7 +95,7 @@ class MultiHeadAttention(nn.Module):
     def __init__(self, config: ModelConfig, kind: str):
         super().__init__()
         d = config.d_model
-        self.n_heads = config.n_heads
+        self.n_heads = config.stack_of(kind).heads
         self.in_proj = nn.Linear(d, 3 * d)
         self.in_proj.stacked_projections = 3  # initialised as three D x D matrices (see Transformer._init_weights)
         self.out_proj = nn.Linear(d, d)

@@ -30,9 +30,9 @@ from .probes import ATTENTION_KINDS, PROBES, TEACHER_FORCED_PROBES, active_recor
 class Recording:
     """Tensors recorded per probe name, in call order (one entry per layer per forward call)."""
 
-    def __init__(self, names: tuple[str, ...], n_layers: int, module_ids: frozenset[int]):
+    def __init__(self, names: tuple[str, ...], layers: dict[str, int], module_ids: frozenset[int]):
         self.names = names
-        self.n_layers = n_layers
+        self.layers = layers  # name -> how many modules record it: one forward pass's calls (stacks may differ)
         self.module_ids = module_ids
         self.calls: dict[str, list[torch.Tensor]] = defaultdict(list)
 
@@ -44,10 +44,10 @@ class Recording:
         calls = self.calls.get(name)
         if not calls:
             return None
-        if len(calls) != self.n_layers:
+        if len(calls) != self.layers.get(name):
             raise RuntimeError(
                 f"{len(calls)} {name} calls were recorded; this view expects one forward pass "
-                f"({self.n_layers} layers). Use take('{name}') to read step-by-step recordings."
+                f"({self.layers.get(name)} layers). Use take('{name}') to read step-by-step recordings."
             )
         return torch.stack(calls)
 
@@ -78,8 +78,8 @@ def record(model: nn.Module, names=ATTENTION_KINDS):
     points = [m for m in model.modules() if getattr(m, "probe", None) in names]
     if not points:
         raise ValueError(f"the model has no modules for the probes {list(names)}")
-    n_layers = max(sum(1 for m in points if m.probe == name) for name in names)
-    recording = Recording(names, n_layers, frozenset(id(m) for m in points))
+    layers = {name: sum(1 for m in points if m.probe == name) for name in names}
+    recording = Recording(names, layers, frozenset(id(m) for m in points))
 
     def hook(module, inputs, output):
         if recording in active_recordings.get():

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
+from typing import NamedTuple
 
 NORM_PLACEMENTS = ("pre", "post")
 POSITIONAL_ENCODINGS = ("sinusoidal", "learned")
@@ -10,6 +11,18 @@ POSITIONAL_ENCODINGS = ("sinusoidal", "learned")
 SINUSOIDAL_LAYOUTS = ("interleaved", "halves")
 # the feed-forward block's nonlinearity; "swish" is Marian's name for SiLU, x * sigmoid(x)
 ACTIVATIONS = ("relu", "gelu", "swish", "silu")
+# each stack's own shape, field by field: (shared default, the encoder's field, the decoder's field)
+STACK_FIELDS = (("n_layers", "encoder_layers", "decoder_layers"), ("n_heads", "encoder_heads", "decoder_heads"),
+                ("d_ff", "encoder_ff", "decoder_ff"))
+
+
+class StackShape(NamedTuple):
+    """One stack's shape: its layers, the heads of each of its attentions and its feed-forward width."""
+
+    layers: int
+    heads: int
+    d_ff: int
+    head_dim: int  # d_model / heads
 
 
 @dataclass
@@ -17,9 +30,18 @@ class ModelConfig:
     src_vocab_size: int
     tgt_vocab_size: int
     d_model: int = 256
-    n_heads: int = 4
-    n_layers: int = 3  # layers in each stack (encoder and decoder)
-    d_ff: int = 1024  # hidden width of the position-wise feed-forward block
+    n_heads: int = 4  # heads of every attention, in each stack whose own count below is unset
+    n_layers: int = 3  # layers in each stack (encoder and decoder) whose own count below is unset
+    d_ff: int = 1024  # hidden width of the position-wise feed-forward block, likewise
+    # Each stack's own shape (a distilled OPUS-MT student has a deep encoder and a shallow decoder): None takes the
+    # shared value above, which is all a checkpoint written before these fields holds. Read them as `config.encoder`
+    # and `config.decoder`; after construction they are always set.
+    encoder_layers: int | None = None
+    encoder_heads: int | None = None
+    encoder_ff: int | None = None
+    decoder_layers: int | None = None
+    decoder_heads: int | None = None
+    decoder_ff: int | None = None
     dropout: float = 0.1  # on embeddings and on every sub-layer's output before the residual add
     attention_dropout: float = 0.0  # on attention probabilities (training only; captured values are pre-dropout)
     max_len: int = 256  # longest sequence the positional table covers
@@ -41,13 +63,23 @@ class ModelConfig:
     eos_id: int = 3  # ends every source and every translation
 
     def __post_init__(self) -> None:
+        for shared, *own in STACK_FIELDS:
+            for name in own:
+                if getattr(self, name) is None:
+                    setattr(self, name, getattr(self, shared))
         problems = []
-        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len"):
+        stacks = (name for group in STACK_FIELDS for name in group)
+        sizes = ("src_vocab_size", "tgt_vocab_size", "d_model", "max_len", *stacks)
+        for name in sizes:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 problems.append(f"{name} must be a positive integer, got {value!r}")
-        if not problems and self.d_model % self.n_heads:
-            problems.append(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+        if not problems:
+            for name in ("n_heads", "encoder_heads", "decoder_heads"):
+                if name != "n_heads" and getattr(self, name) == self.n_heads:
+                    continue  # the shared count, checked (and named) once
+                if self.d_model % getattr(self, name):
+                    problems.append(f"d_model ({self.d_model}) must be divisible by {name} ({getattr(self, name)})")
         for name in ("dropout", "attention_dropout"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 problems.append(f"{name} must be in [0, 1), got {getattr(self, name)!r}")
@@ -78,11 +110,43 @@ class ModelConfig:
             raise ValueError("invalid ModelConfig: " + "; ".join(problems))
 
     @property
-    def head_dim(self) -> int:
-        return self.d_model // self.n_heads
+    def encoder(self) -> StackShape:
+        return StackShape(self.encoder_layers, self.encoder_heads, self.encoder_ff, self.d_model // self.encoder_heads)
+
+    @property
+    def decoder(self) -> StackShape:
+        return StackShape(self.decoder_layers, self.decoder_heads, self.decoder_ff, self.d_model // self.decoder_heads)
+
+    @property
+    def same_stacks(self) -> bool:
+        """Whether the encoder and the decoder have one shape (every model trained here; most Marian models)."""
+        return self.encoder == self.decoder
+
+    def stacks_text(self) -> str:
+        """The stacks' shape as the model cards say it: "3 + 3 layers, 4 heads of size 64, feed-forward 1,024", or
+        each stack's own when they differ."""
+        def shape(stack: StackShape) -> str:
+            return f"{stack.heads} heads of size {stack.head_dim}, feed-forward {stack.d_ff:,}"
+
+        if self.same_stacks:
+            return f"{self.encoder.layers} + {self.decoder.layers} layers, {shape(self.encoder)}"
+        return (f"{self.encoder.layers} encoder layers ({shape(self.encoder)}) + {self.decoder.layers} decoder layers "
+                f"({shape(self.decoder)})")
+
+    def stack_of(self, kind: str) -> StackShape:
+        """The shape of the stack an attention kind or a probe belongs to: "encoder_..." the encoder's, every other
+        ("decoder_...", "cross") the decoder's."""
+        return self.encoder if kind.startswith("encoder") else self.decoder
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The fields, a stack's own shape only where it differs from the shared one: a model whose stacks share a
+        shape writes the config.json it always did."""
+        values = asdict(self)
+        for shared, *own in STACK_FIELDS:
+            for name in own:
+                if values[name] == values[shared]:
+                    del values[name]
+        return values
 
     @classmethod
     def from_dict(cls, values: dict) -> "ModelConfig":

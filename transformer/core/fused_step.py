@@ -186,7 +186,7 @@ class FusedStep:
     def __init__(self, model, weights: FusedWeights, memory: torch.Tensor, src_mask: torch.Tensor | None):
         config = model.config
         batch, length, d = memory.shape
-        heads = config.n_heads
+        heads = config.decoder.heads
         shape = (batch, heads, config.max_len, d // heads)
         self.model, self.weights, self.heads, self.length = model, weights, heads, 0
         # what every step reads, looked up once: module attribute lookups cost more than the rest of a step's Python

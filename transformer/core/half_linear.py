@@ -70,7 +70,7 @@ class KernelBuild:
     def _finish_at_exit(self) -> None:
         """A process that ends while the build runs waits for it, so the build is never cut half-way and the next
         run loads it. Ctrl+C stops the build instead."""
-        if self._done.wait(2):  # loading a kernel built earlier takes a moment: nothing to say
+        if self._done.wait(10):  # finding a kernel built earlier takes seconds on a busy machine: nothing to say
             return
         print("attention-explorer: finishing the float16 kernel's build before exiting (once: later runs load it "
               f"from {build_folder()}; Ctrl+C stops it)...", file=sys.stderr, flush=True)

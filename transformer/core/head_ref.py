@@ -12,12 +12,12 @@ from .probes import ATTENTION_KINDS
 
 
 def shown(index: int) -> int:
-    """The number people read for a 0-based layer or head index."""
+    """The number people read for a 0-based layer, head, decoding step or token index."""
     return index + 1
 
 
 def from_shown(number: int) -> int:
-    """The 0-based index of a layer or head numbered from 1."""
+    """The 0-based index of a layer, head, decoding step or token numbered from 1."""
     return number - 1
 
 

@@ -27,8 +27,9 @@ class FeedForward(nn.Module):
 
     def __init__(self, config: ModelConfig, side: str = "encoder"):
         super().__init__()
-        self.fc1 = nn.Linear(config.d_model, config.d_ff)
-        self.fc2 = nn.Linear(config.d_ff, config.d_model)
+        width = config.stack_of(side).d_ff
+        self.fc1 = nn.Linear(config.d_model, width)
+        self.fc2 = nn.Linear(width, config.d_model)
         self.activation = ACTIVATION_FUNCTIONS[config.activation]
         self.hidden = Tap(f"{side}_ff_hidden")  # the units after the activation, for the walk-through
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..paths import portable_path
-from .data import CorpusError, read_parallel
+from .parallel import CorpusError, read_parallel
 
 MIX_FILE = "mix.json"
 MIXED_SPLITS = ("train", "val")

@@ -12,6 +12,7 @@ import io
 import json
 from dataclasses import asdict
 
+from ..core.head_ref import shown
 from ..core.probes import ATTENTION_KINDS
 from .trace import Translation
 
@@ -34,7 +35,7 @@ def translation_dict(translation: Translation) -> dict:
         if translation.tree is None
         else {
             "winner": translation.tree.winner,
-            "nodes": [{"step": n.depth + 1, **asdict(n)} for n in translation.tree.nodes],
+            "nodes": [{"step": shown(n.depth), **asdict(n)} for n in translation.tree.nodes],
         },
         "attention": None,
     }
@@ -96,7 +97,7 @@ def attention_csv(translations: list[Translation]) -> str:
                     for q, query in enumerate(recorded.rows):
                         for k, key in enumerate(recorded.cols):
                             norm = "" if norms is None else f"{norms[layer, head, q, k]:.6f}"
-                            writer.writerow([sentence, kind, layer + 1, head + 1, q + 1, query, k + 1, key,
+                            writer.writerow([sentence, kind, shown(layer), shown(head), shown(q), query, shown(k), key,
                                              f"{weights[layer, head, q, k]:.6f}", norm])
     return buffer.getvalue()
 

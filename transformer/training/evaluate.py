@@ -13,10 +13,11 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from ..checkpoint import METRICS_FILE
+from ..checkpoint import METRICS_FILE, CheckpointError
 from ..command_line import CommandParser, add_device, answered, check_writable, number_type, write_atomically
 from ..corpus.data import default_data_dir, read_parallel_or_exit
 from ..corpus.mix import score_name
+from ..corpus.parallel import CorpusError
 from ..corpus.scoring import score, translate_corpus
 from ..decoding.strategies import STRATEGIES, SettingError, all_settings, build_settings
 from ..decoding.translator import Translator
@@ -79,7 +80,7 @@ def main(argv=None) -> None:
     if args.data_dir is None:
         parser.error("no --data-dir given and ../shared/data/multi30k does not exist")
 
-    with answered(parser):
+    with answered(parser, CheckpointError, CorpusError):
         translator = Translator.from_pretrained(args.checkpoint, device=args.device)
         metrics = translator.metrics or {}  # a corrupt metrics.json is said here, before any decoding
         if args.out:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..checkpoint import read_metrics
 from ..command_line import CommandParser
+from ..core.config import ModelConfig
 from ..corpus.mix import corpora_described
 
 
@@ -42,8 +43,8 @@ def model_card(metrics: dict, checkpoint: str) -> str:
     decoding = metrics["decoding"]
     lines = [
         f"### Model card: `{checkpoint}`", "",
-        f"- **Architecture**: encoder-decoder Transformer, {model['n_layers']} + {model['n_layers']} layers, d_model "
-        f"{model['d_model']}, {model['n_heads']} heads, feed-forward {model['d_ff']}, {model['norm']}-norm"
+        f"- **Architecture**: encoder-decoder Transformer, {ModelConfig.from_dict(model).stacks_text()}, d_model "
+        f"{model['d_model']}, {model['norm']}-norm"
         f"{' with a final LayerNorm per stack' if model['final_norm'] else ''}, {model['pos_encoding']} positions, "
         f"dropout {model['dropout']}, {'shared source/target embeddings, ' if model['share_embeddings'] else ''}"
         f"{'output projection tied to the embedding, ' if model['tie_output'] else ''}"

@@ -14,10 +14,11 @@ import sys
 
 from tqdm import tqdm
 
-from ..checkpoint import METRICS_FILE, checkpoint_folder
+from ..checkpoint import METRICS_FILE, CheckpointError, checkpoint_folder
 from ..command_line import CommandParser, add_device, answered, check_writable, number_type, write_atomically
 from ..corpus.data import default_data_dir, read_parallel_or_exit
 from ..corpus.mix import score_name, score_source
+from ..corpus.parallel import CorpusError
 from ..corpus.scoring import score, translate_corpus
 from ..decoding.strategies import SettingError, get_strategy
 from ..decoding.translator import Translator
@@ -83,7 +84,7 @@ def main(argv=None) -> None:
         parser.error(f"--split {args.split}: the length penalty is selected on val, never on a test split")
     if args.data_dir is None:
         parser.error("no --data-dir given and ../shared/data/multi30k does not exist")
-    with answered(parser):
+    with answered(parser, CheckpointError, CorpusError):
         metrics_file = check_writable(checkpoint_folder(args.checkpoint) / METRICS_FILE)
         if not metrics_file.is_file():
             parser.error(f"--checkpoint {args.checkpoint}: no {METRICS_FILE} there to record the choice in")

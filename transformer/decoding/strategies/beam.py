@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -51,19 +51,17 @@ def decode_beam(model, sources, settings: BeamSettings, max_length=None, probes=
 
 
 @torch.inference_mode()
-def beam_search(model: Transformer, sources: list[list[int]], beam_size: int = 4, alpha: float = 0.6,
-                max_length: int | None = None, probes=(), use_cache: bool = True,
-                prefixes: list[list[int]] | None = None) -> list[DecodedSentence]:
+def beam_search(model: Transformer, sources: list[list[int]], beam_size: int = 4, alpha: float = 0.6, max_length=None,
+                probes=(), use_cache: bool = True, prefixes: list[list[int]] | None = None) -> list[DecodedSentence]:
     """`prefixes`: per sentence, target ids forced at the first steps: while forcing, a sentence's beam holds
     that one hypothesis (with the model's own log-probabilities); the search widens from there."""
     device, k = model.device, beam_size
     prefixes = prefixes or [[] for _ in sources]
     limits = length_limits([len(s) for s in sources], max_length, model.config.max_len)
-    finished: list[list[tuple[float, Hypothesis]]] = [[] for _ in sources]
-    trees: list[list[SearchNode]] = [[] for _ in sources]
-    # trace per step: top-k of every row's distribution, and the live hypotheses of every sentence
-    step_topk: list[tuple[list, list]] = []
-    step_live: list[dict[int, list[tuple[list[int], float]]]] = []
+    # per sentence: its finished (normalised score, hypothesis) pairs, and its search tree's nodes
+    finished, trees = [[] for _ in sources], [[] for _ in sources]
+    # trace per step: top-k of every row's distribution (ids, probabilities), and each sentence's live hypotheses
+    step_topk, step_live = [], []
     log = ProbeLog(probes) if probes else None
     with record(model, probes) if probes else contextlib.nullcontext() as recording:
         memory, src_mask = encode_batch(model, sources, device)
@@ -83,43 +81,14 @@ def beam_search(model: Transformer, sources: list[list[int]], beam_size: int = 4
             top_log_probs, top_ids = log_probs.topk(min(TRACE_TOPK, vocab), dim=-1)  # (N, 10), each row's best
             step_topk.append((top_ids.tolist(), top_log_probs.exp().tolist()))
             live_log_probs = torch.tensor([h.log_prob for h in live], device=device)[:, None]
-            forcing = any(step < len(prefixes[s]) for s in active)
-            if forcing or 2 * k > top_ids.size(-1):
-                log_probs = force_prefixes(log_probs, [prefixes[s] for s in active], step, k)
-                cand_scores, cand_index = (live_log_probs + log_probs).view(len(active), k * vocab).topk(2 * k, dim=-1)
-            else:
-                # a row's score adds one number to all its log-probabilities, so a sentence's best 2k candidates are
-                # among its rows' own best: the 2k of its k x 10 instead of its k x V (the same candidates; the
-                # order of exactly equal scores is topk's either way)
-                scores = (live_log_probs + top_log_probs).view(len(active), -1)  # (sentences, k * 10)
-                cand_scores, picked = scores.topk(2 * k, dim=-1)
-                rows_in_beam = picked // top_ids.size(-1)
-                tokens = top_ids.view(len(active), -1).gather(1, picked)
-                cand_index = rows_in_beam * vocab + tokens  # as the k x V view numbers them
-            cand_scores, cand_index = cand_scores.tolist(), cand_index.tolist()
+            cand_scores, cand_index = best_candidates(log_probs, top_log_probs, top_ids, live_log_probs,
+                                                      [prefixes[s] for s in active], step, k)
             next_live, next_rows, next_tokens, next_active, live_now = [], [], [], [], {}
             for i, sentence in enumerate(active):
-                chosen, tree = [], trees[sentence]
-                for rank, (score, index) in enumerate(zip(cand_scores[i], cand_index[i])):
-                    if score == -math.inf:
-                        break
-                    row, token = i * k + index // vocab, index % vocab
-                    parent = live[row]
-                    node = SearchNode(len(tree), parent.nodes[-1] if parent.nodes else None, step, token,
-                                      score - parent.log_prob, score, score / length_penalty(step + 1, alpha), PRUNED)
-                    tree.append(node)
-                    hypothesis = Hypothesis(parent.token_ids + [token], parent.token_probs + [math.exp(node.log_prob)],
-                                            parent.path + [row], parent.nodes + [node.id], score)
-                    if token == model.config.eos_id:
-                        # as in fairseq, an ending counts only from the top k candidates (so k=1 is greedy)
-                        if rank < k and len(finished[sentence]) < k:
-                            finished[sentence].append((node.normalized_score, hypothesis))
-                            node.status = FINISHED
-                    elif len(chosen) < k:
-                        chosen.append((row, hypothesis))
-                        node.status = KEPT
-                    if len(chosen) == k and len(finished[sentence]) >= k:
-                        break
+                tree = trees[sentence]
+                candidates = [(score, i * k + index // vocab, index % vocab)  # (score, row, token)
+                              for score, index in zip(cand_scores[i], cand_index[i])]
+                chosen = expand(candidates, live, tree, finished[sentence], k, step, alpha, model.config.eos_id)
                 live_now[sentence] = [(h.token_ids, h.log_prob) for _, h in chosen]
                 out_of_room = step + 1 >= limits[sentence]
                 if len(finished[sentence]) >= k or out_of_room or not chosen:
@@ -128,32 +97,83 @@ def beam_search(model: Transformer, sources: list[list[int]], beam_size: int = 4
                             tree[h.nodes[-1]].status = FINISHED
                             finished[sentence].append((h.log_prob / length_penalty(step + 1, alpha), h))
                     continue
-                while len(chosen) < k:  # pad with dead copies so every sentence keeps k rows
-                    row, h = chosen[0]
-                    chosen.append((row, Hypothesis(h.token_ids, h.token_probs, h.path, h.nodes, -math.inf)))
+                # padded with dead copies so every sentence keeps k rows
+                chosen += [(chosen[0][0], replace(chosen[0][1], log_prob=-math.inf)) for _ in range(k - len(chosen))]
                 next_active.append(sentence)
-                for row, h in chosen:
-                    next_rows.append(row)
-                    next_tokens.append(h.token_ids[-1])
-                    next_live.append(h)
+                next_rows += [row for row, _ in chosen]
+                next_tokens += [h.token_ids[-1] for _, h in chosen]
+                next_live += [h for _, h in chosen]
             step_live.append(live_now)
             if next_active:
                 decoder.select_rows(next_rows)
                 decoder.append(torch.tensor(next_tokens, dtype=torch.long, device=device))
             active, live, step = next_active, next_live, step + 1
-    results = []
-    for sentence, candidates in enumerate(finished):
-        score, best = max(candidates, key=lambda c: c[0])
-        steps = []
-        for t, (token, prob, row) in enumerate(zip(best.token_ids, best.token_probs, best.path)):
-            top_ids, top_probs = step_topk[t][0][row], step_topk[t][1][row]
-            steps.append(StepTrace(token, prob, list(zip(top_ids, top_probs)), step_live[t].get(sentence, []),
-                                   forced=t < len(prefixes[sentence])))
-        out = DecodedSentence(best.token_ids, steps, float(score), tree=trees[sentence], winner=best.nodes)
-        if log:
-            out.recorded = log.sentence(sentence, len(sources[sentence]), best.path)
-        results.append(out)
-    return results
+    return [best_of(sentence, candidates, trees[sentence], step_topk, step_live, prefixes[sentence],
+                    log.sentence if log else None, len(sources[sentence]))
+            for sentence, candidates in enumerate(finished)]
+
+
+def best_of(sentence: int, candidates: list, tree: list[SearchNode], step_topk: list, step_live: list,
+            prefix: list[int], recorded, source_length: int) -> DecodedSentence:
+    """A sentence's best finished hypothesis with its trace: each step's candidates and live hypotheses, its tree,
+    and (`recorded`: ProbeLog.sentence) what the probes recorded along its rows."""
+    score, best = max(candidates, key=lambda c: c[0])
+    steps = []
+    for t, (token, prob, row) in enumerate(zip(best.token_ids, best.token_probs, best.path)):
+        top_ids, top_probs = step_topk[t][0][row], step_topk[t][1][row]
+        steps.append(StepTrace(token, prob, list(zip(top_ids, top_probs)), step_live[t].get(sentence, []),
+                               forced=t < len(prefix)))
+    out = DecodedSentence(best.token_ids, steps, float(score), tree=tree, winner=best.nodes)
+    if recorded:
+        out.recorded = recorded(sentence, source_length, best.path)
+    return out
+
+
+def best_candidates(log_probs, top_log_probs, top_ids, live_log_probs, forced: list[list[int]], step: int,
+                    k: int) -> tuple[list, list]:
+    """Each active sentence's best 2k (score, index) candidates, the index numbering its k x V continuations; a
+    sentence still forcing its prefix (`forced`) continues with the forced token only."""
+    sentences, vocab = len(forced), log_probs.size(-1)
+    if any(step < len(prefix) for prefix in forced) or 2 * k > top_ids.size(-1):
+        log_probs = force_prefixes(log_probs, forced, step, k)
+        cand_scores, cand_index = (live_log_probs + log_probs).view(sentences, k * vocab).topk(2 * k, dim=-1)
+    else:
+        # a row's score adds one number to all its log-probabilities, so a sentence's best 2k candidates are among
+        # its rows' own best: the 2k of its k x 10 instead of its k x V (the same candidates; the order of exactly
+        # equal scores is topk's either way)
+        scores = (live_log_probs + top_log_probs).view(sentences, -1)  # (sentences, k * 10)
+        cand_scores, picked = scores.topk(2 * k, dim=-1)
+        rows_in_beam = picked // top_ids.size(-1)
+        tokens = top_ids.view(sentences, -1).gather(1, picked)
+        cand_index = rows_in_beam * vocab + tokens  # as the k x V view numbers them
+    return cand_scores.tolist(), cand_index.tolist()
+
+
+def expand(candidates: list[tuple[float, int, int]], live: list[Hypothesis], tree: list[SearchNode],
+           finished: list, k: int, step: int, alpha: float, eos: int) -> list[tuple[int, Hypothesis]]:
+    """One sentence's candidates (score, row, token), best first, into the search tree: an ending among the top k
+    joins `finished`, the first k others are kept; returns the kept (row, hypothesis) pairs."""
+    chosen = []
+    for rank, (score, row, token) in enumerate(candidates):
+        if score == -math.inf:
+            break
+        parent = live[row]
+        node = SearchNode(len(tree), parent.nodes[-1] if parent.nodes else None, step, token,
+                          score - parent.log_prob, score, score / length_penalty(step + 1, alpha), PRUNED)
+        tree.append(node)
+        hypothesis = Hypothesis(parent.token_ids + [token], parent.token_probs + [math.exp(node.log_prob)],
+                                parent.path + [row], parent.nodes + [node.id], score)
+        if token == eos:
+            # as in fairseq, an ending counts only from the top k candidates (so k=1 is greedy)
+            if rank < k and len(finished) < k:
+                finished.append((node.normalized_score, hypothesis))
+                node.status = FINISHED
+        elif len(chosen) < k:
+            chosen.append((row, hypothesis))
+            node.status = KEPT
+        if len(chosen) == k and len(finished) >= k:
+            break
+    return chosen
 
 
 def force_prefixes(log_probs: torch.Tensor, prefixes: list[list[int]], step: int, k: int) -> torch.Tensor:

@@ -46,18 +46,24 @@ def live_payload(translation, start: dict | None = None) -> dict:
         kinds[kind] = {"title": recorded.title.split(" (")[0], "rows": recorded.rows, "cols": recorded.cols,
                        "row_title": recorded.row_title, "col_title": recorded.col_title,
                        "row_words": words(recorded.rows), "col_words": words(recorded.cols),
+                       # its own stack's shape: the encoder's and the decoder's may differ
+                       "layers": recorded.values.shape[0], "heads": recorded.values.shape[1],
                        "q": packed(recorded.values)}  # (L, H, rows, cols), row-major
         if kind == "decoder_self":  # at a decoding step its keys are cut to the prefix too, from column 0
             kinds[kind]["step_cols"] = 0
         if translation.norms is not None:  # ‖f(x_key)‖ per layer, head and key: the browser weighs α by it
             kinds[kind]["norms"] = packed(relative_norms(translation.norms[kind]))  # (L, H, cols)
-    layers, heads = translation.recorded["cross"].values.shape[:2]
+    # the labels cover the widest stack; each kind reads its own first `layers` and `heads` of them
+    layers = max(kinds[kind]["layers"] for kind in ATTENTION_KINDS)
+    heads = max(kinds[kind]["heads"] for kind in ATTENTION_KINDS)
+    decoder_layers = translation.recorded["cross"].values.shape[0]
     alti = translation.contributions
     if alti is not None:  # one more kind: ALTI+ contributions after each decoder layer, one "head"
         cols = translation.src_tokens + translation.decoder_input_tokens
         kinds["alti"] = {"title": "ALTI+ contributions", "rows": translation.tgt_tokens, "cols": cols,
                          "row_title": "the token it predicted", "col_title": "source pieces, then the decoder inputs",
-                         "row_words": words(translation.tgt_tokens), "col_words": words(cols), "heads": 1,
+                         "row_words": words(translation.tgt_tokens), "col_words": words(cols), "alti": True,
+                         "layers": decoder_layers, "heads": 1,
                          "step_cols": len(translation.src_tokens), "q": packed(alti.layers[:, None])}
     return {"src": translation.src_tokens, "tgt": translation.tgt_tokens, "layers": layers, "heads": heads,
             # per output piece, the share of its prediction that came from the source (ALTI+), or None
@@ -65,4 +71,4 @@ def live_payload(translation, start: dict | None = None) -> dict:
             "layer_labels": [layer_label(layer).capitalize() for layer in range(layers)],
             "head_labels": [head_label(head).capitalize() for head in range(heads)],
             "tile_labels": [[f"L{shown(layer)} H{shown(head)}" for head in range(heads)] for layer in range(layers)],
-            "kinds": kinds, "start": start or {"kind": "cross", "layer": layers - 1}}
+            "kinds": kinds, "start": start or {"kind": "cross", "layer": decoder_layers - 1}}

@@ -1,0 +1,18 @@
+"""The static folder and the browser code and style sheets read from it, once: the page's views and the
+self-contained files (standalone.py) inline the same text."""
+from __future__ import annotations
+
+from pathlib import Path
+
+STATIC = Path(__file__).resolve().parent / "static"
+
+
+def static_text(*names: str) -> str:
+    """The named files of the static folder, joined in that order."""
+    return "\n".join((STATIC / name).read_text(encoding="utf-8") for name in names)
+
+
+PAGE_CSS = static_text("style.css")
+# the numbering for people and the data modules (pure functions, tested under node) first, then the drawing
+LIVE_JS, LIVE_CSS = static_text("head_ref.js", "live_data.js", "live_render.js"), static_text("live_view.css")
+WALK_JS, WALK_CSS = static_text("head_ref.js", "walk_data.js", "walk_render.js"), static_text("walk_view.css")

@@ -1,0 +1,156 @@
+"""The page as the events see it (`Wiring`): its components by name, the stored result and the view state, the
+request its controls describe, and the views rendered into component updates.
+
+Handlers return dicts keyed by component; views return dicts keyed by name (`Wiring.by_component` maps).
+"""
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from collections.abc import Callable
+
+import gradio as gr
+
+from transformer.decoding.strategies import all_settings
+
+from .api import run_request
+from .api_json import summary
+from .language_offer import offer_update
+from .registry import Registry
+from .request import Request
+from .session import ModelService
+from .views import TRANSLATION, View, ViewContext
+from .views.selection import head_choices, layer_choices, valid_head, valid_layer, widest
+
+CHECKED_KEPT = 64  # requests checked and not yet translated, kept at most
+
+
+def checked_key(values: dict) -> str:
+    return json.dumps(values, sort_keys=True, default=repr)
+
+
+TRANSLATE_SHARED_OUTPUTS = ("translation", "summary", "language_offer", "sentence", "layer", "head")  # and the views'
+
+
+class Wiring:
+    """Components by name, the result state, and the view state: what views use to wire their events."""
+
+    def __init__(self, registry: Registry, views: list[View]):
+        self.registry, self.views = registry, views
+        self.service = ModelService(registry)  # the views' one way into the model
+        self.components: dict[str, gr.components.Component] = {}
+        self.view_outputs: dict[str, list[str]] = {}
+        self.result_state: gr.State | None = None
+        self.open_tab: gr.State | None = None  # the tab the visitor has open: drawn at once on Translate
+        self.tabs: dict[str, gr.Tab] = {}
+        self.state_names: list[str] = []
+        self.startup_notes: list[str] = []  # what the server's start-up could not do, for the footer (app.py)
+        # the page's request values -> the Request the check before its Translate built, which that Translate takes:
+        # one Request per Translate (a few, the latest, kept for the visitors translating at the same moment)
+        self.checked: OrderedDict[str, Request] = OrderedDict()
+
+    def add(self, named: dict, owner: str | None = None) -> None:
+        clash = sorted(set(named) & set(self.components))
+        if clash:
+            raise ValueError(f"component names {clash} are used twice; view {owner!r} must choose others")
+        self.components.update(named)
+        if owner:  # a view's buttons start its own events; everything else may be rendered
+            self.view_outputs[owner] = [name for name, c in named.items() if not isinstance(c, gr.Button)]
+
+    @property
+    def state_inputs(self) -> list:
+        """[result state, every view-state control]: the inputs of every re-rendering handler."""
+        return [self.result_state] + [self.components[name] for name in self.state_names]
+
+    def state_from(self, values) -> dict:
+        return dict(zip(self.state_names, values))
+
+    @property
+    def quiet(self) -> dict:
+        """An event's arguments for no progress animation, with its loading status kept on the footer alone. Gradio's
+        page re-reads (snapshots) the value of every component that has ever had a loading status at each status
+        change of any event; an event listing ~100 outputs, as the page's load does, made each later Translate spend
+        tens of milliseconds in the browser copying plots it was not changing."""
+        return {"show_progress": "hidden", "show_progress_on": [self.components["footer"]]}
+
+    def by_component(self, named: dict) -> dict:
+        return {self.components[name]: value for name, value in named.items()}
+
+    def outputs_of(self, view: View) -> list:
+        return [self.components[name] for name in self.view_outputs[view.name]]
+
+    def context(self, model_key: str) -> ViewContext:
+        return ViewContext(model_key, {key: m.profile for key, m in self.registry.models.items()})
+
+    @property
+    def request_names(self) -> list[str]:
+        """The page's request controls by component name (Request.from_page reads them): every strategy's
+        settings are there, each under its namespaced key."""
+        return (["source", "model", "device", "strategy"] + [s.key for s in all_settings()]
+                + ["max_length", "prefix", "heads_off"])
+
+    def request_values(self, values) -> dict:
+        return dict(zip(self.request_names, values))
+
+    def check_request(self, values: dict) -> Request:
+        """The Request of the page's request values (a RequestError names a bad one), kept for `page_request`."""
+        request = Request.from_page(self.registry, values)
+        self.checked[checked_key(values)] = request
+        while len(self.checked) > CHECKED_KEPT:
+            self.checked.popitem(last=False)
+        return request
+
+    def page_request(self, values: dict) -> Request:
+        """The Request the check before this Translate built from the same values; built here where none was."""
+        request = self.checked.pop(checked_key(values), None)
+        return request if request is not None else Request.from_page(self.registry, values)
+
+    @property
+    def translate_output_names(self) -> list[str]:
+        """What a translation updates after the (hidden) result state: the shared outputs, then every view's."""
+        return list(TRANSLATE_SHARED_OUTPUTS) + [
+            name for view in self.views for name in self.view_outputs[view.name]]
+
+    def translate(self, request: Request | Callable[[], Request], only: set[str] | None = None, **state) -> dict:
+        """Runs a request (or builds it first: a bad value then becomes the visitor's message) and renders every
+        view (or those named in `only`) in the view state given by name; what is not given takes its control's
+        default. Returns values by name, with the stored result under "result"."""
+        unknown = sorted(set(state) - set(self.state_names))
+        if unknown:
+            raise TypeError(f"unknown view state {unknown}; the view state is {self.state_names}")
+        state = self.default_state() | state
+        result = run_request(self.service, request if callable(request) else lambda: request)
+        n_layers, n_heads = widest(result.translations[0].recorded)
+        state.update(sentence=0, layer=valid_layer(state["layer"], n_layers), head=valid_head(state["head"], n_heads))
+        named = {
+            "result": result, "translation": "\n".join(t.text for t in result.translations), "summary": summary(result),
+            "language_offer": offer_update(result),
+            "sentence": gr.update(choices=[(f"{i + 1}: {t.text[:60] or '(empty)'}", i)
+                                           for i, t in enumerate(result.translations)], value=0),
+            "layer": gr.update(choices=layer_choices(n_layers), value=state["layer"]),
+            "head": gr.update(choices=head_choices(n_heads), value=state["head"]),
+        }
+        for view in self.views:
+            if only is None or view.name in only:
+                named.update(view.render(result, state, self.context(result.model_key), TRANSLATION))
+                result.rendered_views.add(view.name)
+        return named
+
+    def default_state(self) -> dict:
+        return {name: self.components[name].value for name in self.state_names}
+
+    def view(self, name: str) -> View:
+        return next(v for v in self.views if v.name == name)
+
+    def render_named(self, views, result, state: dict, model_key: str, changed: str) -> dict:
+        named = {}
+        for view in views:
+            named.update(view.render(result, state, self.context(model_key), changed))
+        return named
+
+    def render(self, views, result, state: dict, model_key: str, changed: str) -> dict:
+        return self.unchanged_if_empty(self.by_component(self.render_named(views, result, state, model_key, changed)))
+
+    def unchanged_if_empty(self, updates: dict) -> dict:
+        """Gradio reads an empty dict as one output value: say "nothing changes" with one component instead."""
+        return updates or {self.components["summary"]: gr.update()}

@@ -1,0 +1,204 @@
+"""Building an atlas: corpus -> teacher-forced batches (an engine) -> vectors and records -> indexes -> maps.
+
+Everything is written into a temporary folder beside OUT, renamed to OUT only once atlas.json is complete: a build
+that fails or is interrupted leaves no atlas (and removes its temporary folder where it can).
+"""
+from __future__ import annotations
+
+import datetime
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..checkpoint import SHIPPED_ROOT, WEIGHTS_FILE, checkpoint_folder, load_checkpoint
+from ..command_line import write_json_atomically
+from ..core.probes import ATTENTION_KINDS
+from ..paths import portable_path
+from .corpus import SPLIT, batches, read_corpus, sample_rows, tokenize
+from .engines import ENGINES, run_engine
+from .index import build_index, tune, write_index
+from .maps import PROJECTIONS, head_map, save_maps
+from .store import (
+    FORMAT,
+    MANIFEST,
+    SIDES,
+    AtlasError,
+    file_hash,
+    index_file,
+    map_file,
+    require,
+    sample_file,
+    stack_shape,
+    vectors_file,
+)
+from .writer import AtlasWriter
+
+
+@dataclass
+class BuildSettings:
+    sentences: int | None = None  # the first N pairs; None: all
+    engine: str = "local"  # one of engines.ENGINES
+    batch_size: int = 32  # sentence pairs per teacher-forced batch
+    threads: int | None = None  # torch threads per engine worker (None: torch's choice)
+    sample: int = 10_000  # tokens per side whose queries and keys are kept for the maps (AttentionViz: 5-10k)
+    projection: str = "tsne"  # one of maps.PROJECTIONS
+    recall: float = 0.95  # recall@10 against exact search that the index's nprobe is tuned to reach
+    seed: int = 0  # the sample, the index's training set and t-SNE's start
+    layers: tuple[int, ...] | None = None  # the layers (0-based) whose vectors are stored and indexed; None: all
+    # keep each head's sampled queries and keys: a t-SNE map needs them to place new points, a PCA map does not
+    # (its stored linear map does), so a PCA atlas may leave them out to save space (a shipped atlas does)
+    keep_samples: bool = True
+    # keep the vectors' .npy files beside their indexes; without them (--index-only) the index's float16 copy is
+    # the only one, read back with FAISS's reconstruct: half the size, for shipped atlases
+    keep_vectors: bool = True
+
+    def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise AtlasError(f"--engine must be one of {list(ENGINES)}, got {self.engine!r}")
+        if self.projection not in PROJECTIONS:
+            raise AtlasError(f"--projection must be one of {list(PROJECTIONS)}, got {self.projection!r}")
+        if not self.keep_samples and self.projection != "pca":
+            raise AtlasError("--drop-samples needs --projection pca: a t-SNE map places new points among its samples")
+
+
+def checkpoint_identity(checkpoint) -> dict:
+    """Which checkpoint an atlas belongs to: its folder (a shipped one by name) and the hash of its weights."""
+    folder = checkpoint_folder(checkpoint).resolve()
+    shipped = folder.parent == SHIPPED_ROOT.resolve()
+    return {"name": folder.name, "path": folder.name if shipped else str(folder), "shipped": shipped,
+            "weights_sha256": file_hash(folder / WEIGHTS_FILE)}
+
+
+def indexed_layers(settings: BuildSettings, config) -> tuple[int, ...]:
+    count = stack_shape(config).layers
+    layers = tuple(range(count)) if settings.layers is None else tuple(sorted(set(settings.layers)))
+    if not layers or not all(0 <= layer < count for layer in layers):
+        raise AtlasError(f"--layers must name layers in [1, {count}] (the model's), "
+                         f"got {[layer + 1 for layer in layers]}")
+    return layers
+
+
+def needed_bytes(tokens: int, config, sample: int, layers: int) -> int:
+    """What the atlas will take on disk, roughly: the vectors and their index at each stored layer, the records and
+    the samples."""
+    vectors = tokens * layers * config.d_model * 2
+    index = tokens * layers * (config.d_model * 2 + 8)
+    samples = 2 * len(SIDES) * sample * stack_shape(config).layers * config.d_model * 2
+    return vectors + index + samples + tokens * 40
+
+
+def check_disk(folder: Path, needed: int) -> None:
+    free = shutil.disk_usage(folder).free
+    if free < needed * 1.1:
+        raise AtlasError(f"{folder}: too little disk: the atlas needs about {needed / 1e9:.2f} GB, "
+                         f"{free / 1e9:.2f} GB are free; free some space or build fewer --sentences")
+
+
+def check_out(out: Path) -> Path:
+    if out.exists():
+        raise AtlasError(f"{out}: already exists; remove it or choose another folder (an atlas is never overwritten)")
+    if not out.parent.is_dir():
+        raise AtlasError(f"{out}: its folder {out.parent} does not exist")
+    if not os.access(out.parent, os.W_OK):
+        raise AtlasError(f"{out}: its folder {out.parent} cannot be written to")
+    return out
+
+
+def library_versions(engine: str) -> dict:
+    """The versions of what computed the atlas (read from the installed distributions, without importing them)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    names = ["attention-explorer", "torch", "numpy", "pyarrow", "faiss-cpu", "openTSNE"] + (["ray"] if engine == "ray"
+                                                                                           else [])
+    versions = {}
+    for name in names:
+        try:
+            versions[name] = version(name)
+        except PackageNotFoundError:  # run from a clone without installing it
+            versions[name] = "not installed"
+    return versions
+
+
+def build_indexes(folder: Path, layers: tuple[int, ...], settings: BuildSettings, progress) -> dict:
+    stats = {}
+    for side in SIDES:
+        for layer in layers:
+            vectors = np.load(folder / vectors_file(side, layer), mmap_mode="r")
+            index = build_index(vectors, settings.seed)
+            stats[f"{side}-layer-{layer + 1}"] = tune(index, vectors, settings.recall)
+            write_index(index, folder / index_file(side, layer))
+            if not settings.keep_vectors:
+                del vectors
+                (folder / vectors_file(side, layer)).unlink()
+            progress("indexing", 1)
+    return stats
+
+
+def build_maps(folder: Path, config, settings: BuildSettings, progress) -> None:
+    for kind in ATTENTION_KINDS:
+        queries = np.load(folder / sample_file(kind, "queries"), mmap_mode="r")
+        keys = np.load(folder / sample_file(kind, "keys"), mmap_mode="r")
+        maps = []
+        for layer in range(stack_shape(config).layers):
+            maps.append([])
+            for head in range(stack_shape(config).heads):
+                maps[-1].append(head_map(queries[layer, head], keys[layer, head], settings.projection,
+                                         settings.seed, settings.threads or 1))
+                progress("maps", 1)
+        save_maps(folder / map_file(kind), maps, settings.projection)
+        if not settings.keep_samples:
+            for part in ("queries", "keys"):
+                (folder / sample_file(kind, part)).unlink()
+
+
+def build_atlas(checkpoint, corpus_dir, out, settings: BuildSettings, progress=lambda stage, done: None,
+                command: str = "") -> dict:
+    """Builds the atlas of `checkpoint` over CORPUS_DIR/train.* into `out`; returns its atlas.json. `progress(stage,
+    n)` is told of each step done: ("extracting", sentences), ("indexing", 1) per index, ("maps", 1) per head."""
+    out = check_out(Path(out))
+    for module in ("pyarrow", "faiss", "openTSNE" if settings.projection == "tsne" else "numpy"):
+        require(module)
+    model, tokenizer, config = load_checkpoint(checkpoint)
+    languages = config.get("languages", {"src": "en", "tgt": "de"})
+    source, target = read_corpus(corpus_dir, languages, settings.sentences)
+    corpus = tokenize(tokenizer, source, target, model.config.max_len)
+    layers = indexed_layers(settings, model.config)
+    check_disk(out.parent, needed_bytes(sum(corpus.tokens(s) for s in SIDES), model.config, settings.sample,
+                                        len(layers)))
+    temporary = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".partial"))
+    try:
+        started = time.perf_counter()
+        sampled = sample_rows(corpus, settings.sample, settings.seed)
+        writer = AtlasWriter(temporary, corpus, model.config, sampled, layers)
+        run_engine(settings, checkpoint_folder(checkpoint), model, corpus, batches(corpus, settings.batch_size),
+                   sampled, lambda out: progress("extracting", writer.add(out)))
+        counts = writer.finish(tokenizer)
+        index = build_indexes(temporary, layers, settings, progress)
+        indexed = time.perf_counter()
+        build_maps(temporary, model.config, settings, progress)
+        manifest = {
+            "format": FORMAT, "checkpoint": checkpoint_identity(checkpoint), "model": model.config.to_dict(),
+            "languages": languages,
+            "corpus": {"folder": portable_path(corpus_dir), "split": SPLIT, "sentences": len(corpus)},
+            "counts": counts, "settings": asdict(settings), "indexed_layers": list(layers),
+            "versions": library_versions(settings.engine),
+            "index": {"type": "faiss IndexIVFScalarQuantizer (QT_fp16), L2", "distance": "euclidean",
+                      "per_layer": index},
+            "maps": {"projection": settings.projection, "method": "AttentionViz: keys moved to the queries' "
+                     "centroid, queries and keys scaled to equal mean norm, projected together"},
+            "seconds": {"extraction_and_index": round(indexed - started, 2),
+                        "maps": round(time.perf_counter() - indexed, 2)},
+            "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "command": command,
+        }
+        write_json_atomically(temporary / MANIFEST, manifest)
+        os.rename(temporary, out)
+    except BaseException:
+        shutil.rmtree(temporary, ignore_errors=True)
+        raise
+    return manifest
