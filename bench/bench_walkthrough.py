@@ -12,6 +12,10 @@ Chromium against the app:
   over every stage of the walk, --runs times: the median, the 90th percentile, the slowest single switch, and the
   stage whose median is the highest;
   live_switch_ms: the live view's kind switch on the same page, for comparison.
+- layer_head_switch_ms: the walk's own Layer or Head picker changed on the cross-attention softmax stage (drawn in
+  the browser from the payload), change event to the painted frame, median and slowest; slider_ms: the output
+  stage's temperature slider moved (softmax, top-k and top-p over the whole vocabulary recomputed), input event to
+  the painted frame, median and slowest.
 
     python bench/bench_walkthrough.py [--runs 7]
 """
@@ -63,6 +67,47 @@ NEXT_JS = """async () => {
   }
   return times;
 }"""
+
+
+# a picker or a slider changed, timed until the browser has painted it (two frames)
+PICK_JS = """async ([selector, values, event]) => {
+  const times = [], root = document.querySelector('#walkthrough .wk-walk');
+  for (const value of values) {
+    const control = root.querySelector(selector);
+    const started = performance.now();
+    control.value = value;
+    control.dispatchEvent(new Event(event, {bubbles: true}));
+    await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+    times.push(performance.now() - started);
+  }
+  return times;
+}"""
+
+
+def open_stage(page, numbers, key: str) -> None:
+    for number in numbers:
+        page.locator("#walkthrough select.wk-list").select_option(number)
+        if page.locator("#walkthrough .wk-stage").get_attribute("data-key") == key:
+            return
+    raise ValueError(f"no stage {key}")
+
+
+def pickers(page, runs: int) -> dict:
+    """The walk's Layer and Head pickers on the cross-attention softmax stage, and the output's temperature slider."""
+    numbers = page.evaluate(
+        "() => [...document.querySelectorAll('#walkthrough select.wk-list option')].map(o => o.value)")
+    layer_head = []
+    open_stage(page, numbers, "decoder.cross.softmax")
+    for _ in range(runs):
+        layer_head += page.evaluate(PICK_JS, ["select.wk-layer", ["2", "3", "4", "1"], "change"])
+        layer_head += page.evaluate(PICK_JS, ["select.wk-head", ["2", "3", "4", "1"], "change"])
+    open_stage(page, numbers, "output.softmax")
+    slider = []
+    for _ in range(runs):
+        slider += page.evaluate(PICK_JS, ["input.wk-temperature", ["0.5", "1.5", "2.5", "1"], "input"])
+    return {"layer_head_switch_ms": round(statistics.median(layer_head), 1),
+            "layer_head_switch_ms_slowest": round(max(layer_head), 1),
+            "slider_ms": round(statistics.median(slider), 1), "slider_ms_slowest": round(max(slider), 1)}
 
 
 def sizes(ui) -> dict:
@@ -123,6 +168,7 @@ def browser(url: str, runs: int) -> dict:
         switches = [t for times in by_stage for t in times]
         medians = [statistics.median(times) for times in by_stage]
         slowest = max(range(len(medians)), key=medians.__getitem__)
+        picked = pickers(page, runs)
         page.evaluate("() => document.querySelector('#live-attention').scrollIntoView()")
         live = []
         while len(live) < runs:
@@ -134,7 +180,7 @@ def browser(url: str, runs: int) -> dict:
             "stage_switch_ms_slowest": round(max(switches), 1),
             "stage_switch_ms_p90": round(statistics.quantiles(switches, n=10)[-1], 1),
             "slowest_stage": {"number": slowest + 2, "median_ms": round(medians[slowest], 1)},
-            "live_switch_ms": round(statistics.median(live), 1), "runs": runs}
+            "live_switch_ms": round(statistics.median(live), 1), "runs": runs} | picked
 
 
 def main() -> None:
@@ -145,14 +191,15 @@ def main() -> None:
         parser.error(f"--runs must be at least 1, got {args.runs}")
     import app
 
-    _, url, _ = app.demo.launch(prevent_thread_lock=True, quiet=True, run_history=False, css=app.CSS)
+    _, url, _ = app.demo.launch(**{**app.LAUNCH, "prevent_thread_lock": True, "quiet": True})
     report = {"workers_status": app.after_launch().wait(120)}
     try:
         report |= sizes(app.ui) | browser(url, args.runs)
     finally:
         with contextlib.redirect_stdout(sys.stderr):  # Gradio prints "Closing server..." to stdout: keep it JSON
             app.demo.close()
-    report["budgets"] = {"stage_switch_ms": 50, "payload_kb": 150, "first_stage_ms": 300}
+    report["budgets"] = {"stage_switch_ms": 50, "layer_head_switch_ms": 50, "slider_ms": 50, "payload_kb": 300,
+                         "first_stage_ms": 300}
     print(json.dumps(report, indent=2))
 
 

@@ -21,10 +21,10 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from load_test import request_plan, unpacked  # noqa: E402
 
+from explorer.live_payload import live_payload  # noqa: E402
 from explorer.registry import discover  # noqa: E402
 from explorer.request import Request  # noqa: E402
 from explorer.session import ALTI, NORMS, run  # noqa: E402
-from explorer.views.live_payload import live_payload  # noqa: E402
 from transformer.core.half_linear import KERNEL  # noqa: E402
 
 

@@ -121,19 +121,27 @@ def query_key_endpoint(ui):
 def walkthrough_endpoint(ui):
     def walkthrough(text: str, token: int = 1, step: int = 1, head: int = 1, sentence: int = 1, model: str = None,
                     device: str = "cpu", strategy: str = None, settings: dict = None,
-                    max_length: int = DEFAULT_MAX_LENGTH, prefix: str = None, heads_off: str = None) -> dict:
+                    max_length: int = DEFAULT_MAX_LENGTH, prefix: str = None, heads_off: str = None,
+                    layer: int = 1) -> dict:
         """Translate, then walk through how the model computed line `sentence`'s translation: every stage of the forward
-        pass for source piece `token`, decoding step `step` and head `head` (all counted from 1), each with its named,
-        labelled numbers, its text, formula and the package module it comes from."""
-        for name, value in (("token", token), ("step", step), ("head", head)):
+        pass for source piece `token` and decoding step `step`, each with its named, labelled numbers, its text,
+        formula and the package module it comes from. `stages` are at layer `layer` and head `head`; a stage that
+        differs by layer or head carries `variants` at every layer and head. All counted from 1."""
+        for name, value in (("token", token), ("step", step), ("head", head), ("layer", layer)):
             counted(name, value)  # the kind and sign, before translating
         result, translation = one_translation(ui, sentence, text, model, device, strategy, settings, max_length,
                                               prefix, heads_off)
+        config = ui.registry.get(result.model_key).translator.model.config
         token = counted("token", token, len(translation.src_ids), " for this translation")
         step = counted("step", step, len(translation.tgt_ids), " for this translation")
-        config = ui.registry.get(result.model_key).translator.model.config
-        head = counted("head", head, min(config.encoder.heads, config.decoder.heads))  # one head in every attention
-        walk = ui.service.walkthrough(result, translation, from_shown(token), from_shown(step), from_shown(head))
+        # the walk-through draws one layer and head of both stacks at once: it needs them of one shape
+        head = counted("head", head, min(config.encoder.heads, config.decoder.heads))
+        layer = counted("layer", layer, min(config.encoder.layers, config.decoder.layers))
+        try:
+            walk = ui.service.walkthrough(result, translation, from_shown(token), from_shown(step), from_shown(head),
+                                          from_shown(layer))
+        except ValueError as error:
+            raise page_error(str(error)) from error
         return walk_json(walk)
 
     return walkthrough

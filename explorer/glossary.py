@@ -11,8 +11,8 @@ GLOSSARY: dict[str, str] = {
          "it. A piece without it continues the word before.",
     "id": "A piece's number in the vocabulary: the model sees ids, never letters.",
     "vocabulary": "The fixed list of pieces the tokenizer knows; every id is a position in it.",
-    "<unk>": "The piece used for anything the vocabulary cannot spell (this tokenizer spells unknown characters in "
-             "bytes instead, so it is rare).",
+    "<unk>": "The piece used for anything the vocabulary cannot spell. A tokenizer with byte fallback spells unknown "
+             "characters in bytes instead, so there it is rare.",
     "byte piece": "A piece like <0xCE>: one UTF-8 byte, used to spell a character the vocabulary lacks.",
     "<s>": "The start symbol: the decoder's first input, before it has produced anything.",
     "</s>": "The end symbol: it closes the source sentence, and the translation ends when the decoder produces it.",
@@ -20,7 +20,8 @@ GLOSSARY: dict[str, str] = {
     "word": "Pieces joined back into the word they spell (the pieces after one that starts with ▁).",
     # the model
     "embedding": "A learned vector per vocabulary piece: row i of the embedding matrix is the vector of id i.",
-    "d_model": "The width of every vector inside the model (the embedding size); the shipped model uses 256.",
+    "d_model": "The width of every vector inside the model (the embedding size); the walk-through's stages give the "
+               "model's own.",
     "positional encoding": "A vector added to each embedding that says where the piece sits in the sentence: the "
                            "paper's fixed sines and cosines, or a learned table.",
     "layer": "One block of the encoder or decoder: attention, then a feed-forward network, each with a residual add "
@@ -83,6 +84,12 @@ GLOSSARY: dict[str, str] = {
     "temperature": "Divides the logits before the softmax: below 1 sharpens the distribution, above 1 flattens it.",
     "top-k": "Sampling only among the k most probable pieces.",
     "top-p": "Sampling only among the most probable pieces whose probabilities add up to p (nucleus sampling).",
+    "layer picker": "The walk-through's own Layer and Head lists: they choose which layer and head its stages show, "
+                    "and change them in place, keeping the stage.",
+    "pin": "Pin a head in the walk-through to keep it on screen, then pick another: the two are drawn side by side "
+           "on every stage of one head.",
+    "predict first": "A classroom mode of the walk-through: before a softmax shows its answer, the walk asks the room "
+                     "to guess, then reveals it.",
     "search tree": "Every expansion a search made: which candidates were kept, finished or pruned at each step.",
     "forced start": "A prefix the translation must begin with; the model continues from it (a what-if).",
     "heads switched off": "Heads whose output is replaced by zeros (head masking), to see what the translation does "

@@ -184,10 +184,11 @@ class ModelService:
         return self.analyse(result, translation, QUERY_KEY, kind=kind, layer=layer, head=head, query=query)
 
     def walkthrough(self, result: RunResult, translation: Translation, token: int, step: int,
-                    head: int = 0) -> Walkthrough:
-        """Every operation of the forward pass for source position `token`, decoding step `step` and head `head` (all
-        0-based), read from one teacher-forced pass with the result's heads switched off as it was translated."""
-        return self.analyse(result, translation, WALKTHROUGH, token=token, step=step, head=head)
+                    head: int = 0, layer: int = 0) -> Walkthrough:
+        """Every operation of the forward pass for source position `token` and decoding step `step`, at every layer and
+        head, its stages at `layer` and `head` (all 0-based), read from one teacher-forced pass with the result's heads
+        switched off as it was translated."""
+        return self.analyse(result, translation, WALKTHROUGH, token=token, step=step, head=head, layer=layer)
 
     def attribute(self, result: RunResult, translation: Translation) -> Attribution:
         """Input x gradient of the translation's own output over its source."""

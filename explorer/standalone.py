@@ -72,7 +72,7 @@ def walk_html(payload: dict, run: dict) -> str:
     """The walk-through of one translation (views/walkthrough_payload.py's payload) as one file with the page's
     browser code and style sheet inlined: every stage moves offline. `run` says what produced it."""
     note = (f"{payload['source']} → {payload['translation']} · source piece {payload['token']} "
-            f"“{payload['token_piece']}”, step {payload['step']}, head {payload['head']} · model {run.get('model')}, "
+            f"“{payload['token_piece']}”, step {payload['step']}, every layer and head · model {run.get('model')}, "
             f"{run.get('strategy')} {json.dumps(run.get('settings'), ensure_ascii=False)}, Attention Explorer "
             f"{run.get('app_version')}")
     title = f"How it computed this: {payload['source']}"

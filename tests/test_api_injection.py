@@ -21,7 +21,7 @@ REQUEST_STRINGS = ("model", "device", "strategy", "prefix", "heads_off")
 ENDPOINTS = {"/translate": {}, "/translate_trace": {}, "/translate_details": {},
              "/why_not": {"foil": "▁Katze"}, "/query_key": {"kind": "cross"}, "/walkthrough": {}}
 OWN_NUMBERS = {"/why_not": ("step", "sentence"), "/query_key": ("layer", "head", "query", "sentence"),
-               "/walkthrough": ("token", "step", "head", "sentence")}
+               "/walkthrough": ("token", "step", "head", "layer", "sentence")}
 EVIL_TAGS = {"form", "input", "img", "svg", "a", "script", "iframe"}
 
 

@@ -1,10 +1,11 @@
-"""The walk-through in the browser on the shipped model: opened from the first screen, every stage walked with Next
-at 1400 px and at 390 px, the numbers shown agreeing with /walkthrough, no request between stages; the arrow keys,
-Back and the stage list; the glossary from the first screen; dark mode; and the saved HTML opened from file:// with
-the network refused."""
-import json
+"""The walk-through in the browser on the shipped model, at 1400 px and at 390 px: opened from the first screen, every
+stage walked with Next with the outline, the stage list and the title agreeing and the numbers those of /walkthrough;
+a layer and head change in place on a softmax stage; PageDown left to the page; linked hover; the temperature slider
+against softmax(logits / T) from the API's logits; the glossary from the first screen; dark mode; and the saved HTML
+opened from file:// with the network refused, its pickers in use."""
 import math
 
+import numpy as np
 import pytest
 from gradio_client import Client
 
@@ -13,7 +14,7 @@ from .test_browser import CHROMIUM, SCREENSHOTS, TIMEOUT, browser, open_translat
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium missing (scripts/test.sh installs it)")]
 SENTENCE = "Two dogs are running through the snow."
-
+WALK = "#walkthrough .wk-walk"
 SHOWN_JS = """() => [...document.querySelectorAll('#walkthrough .wk-stage .wk-numbers')].map(box => ({
   name: box.dataset.name, kind: box.dataset.kind,
   values: [...box.querySelectorAll('.wk-value')].map(v => ({index: Number(v.dataset.index), text: v.textContent}))}))"""
@@ -37,7 +38,8 @@ def agrees(shown, sent) -> bool:
     if isinstance(sent, bool) or isinstance(shown, bool):
         return shown == sent
     if isinstance(sent, (int, float)) and isinstance(shown, float):
-        return abs(shown - sent) <= 5e-3 * abs(sent) + 1e-9  # 3 significant digits shown
+        # 3 significant digits shown (5e-3 of the value) of a float16 (2^-11 of it) of what the API sends
+        return abs(shown - sent) <= (5e-3 + 2 ** -11) * abs(sent) + 1e-6
     return str(shown) == str(sent) or shown == sent
 
 
@@ -46,15 +48,14 @@ def flat(values):
 
 
 def watch_events(page) -> list:
-    """The events the page sends from here on: a server round trip starts with one (a POST); the event stream's GET
-    may still carry the answer to the event that opened the walk."""
+    """The events the page sends from here on (a server round trip starts with a POST)."""
     sent = []
     page.on("request", lambda request: sent.append(request.url) if request.method == "POST" else None)
     return sent
 
 
-def stage_number(page) -> int:
-    return int(page.evaluate("() => document.querySelector('#walkthrough .wk-walk').dataset.stage"))
+def walk_data(page, name: str) -> int:
+    return int(page.locator(WALK).get_attribute(f"data-{name}"))
 
 
 def opened_walk(browser, url, width, height=900, **options):  # noqa: F811
@@ -64,108 +65,159 @@ def opened_walk(browser, url, width, height=900, **options):  # noqa: F811
     return page
 
 
+def version(stage, layer: int, head: int) -> dict:
+    """A stage of the API's walk at `layer` and `head` (numbered from 1)."""
+    if not stage["per"]:
+        return stage
+    return next(v for v in stage["variants"] if v["layer"] == layer and v.get("head", head) == head)
+
+
 @pytest.fixture(scope="module")
-def api(server_url):  # noqa: F811
-    """What /walkthrough returns for the walk the button opens: the first source piece, the first step, head 1."""
-    return Client(server_url, verbose=False).predict(SENTENCE, 1, 1, 1, api_name="/walkthrough")
+def client(server_url):  # noqa: F811
+    return Client(server_url, verbose=False)
+
+
+def api_walk(client, token, step):
+    return client.predict(SENTENCE, token, step, 1, api_name="/walkthrough")
+
+
+def check_numbers(page, stage):
+    shown = {box["name"]: box for box in page.evaluate(SHOWN_JS)}
+    for numbers in stage["numbers"]:
+        box = shown[numbers["name"]]
+        values = [numbers["values"]] if numbers["kind"] == "scalar" else flat(numbers["values"])
+        for cell in box["values"]:
+            assert agrees(parse(cell["text"]), values[cell["index"]]), (stage["key"], numbers["name"], cell)
+        if numbers["kind"] in ("row", "tokens", "scalar"):
+            assert len(box["values"]) == len(values), (stage["key"], numbers["name"])
 
 
 @pytest.mark.parametrize("width", [1400, 390])
-def test_every_stage_shows_the_numbers_of_the_api(browser, server_url, api, width):  # noqa: F811
+def test_every_stage_in_order_with_outline_list_and_title_agreeing(browser, server_url, client, width):  # noqa: F811
     page = opened_walk(browser, server_url, width)
+    assert walk_data(page, "step") >= 3  # opened on a step whose masked self-attention has at least 3 keys
+    assert "keys to weigh" in page.locator("#walk-text").inner_text() or walk_data(page, "step") > 3
+    sent = api_walk(client, walk_data(page, "token"), walk_data(page, "step"))
+    if width == 390:  # on a phone the overview folds away, so the stage is on the first screen
+        assert not page.locator("#walkthrough .wk-flow").is_visible()
+        page.locator("#walkthrough .wk-fold").click()
+        assert page.locator("#walkthrough .wk-flow").is_visible()
+        page.locator("#walkthrough .wk-fold").click()
     requests = watch_events(page)
-    stages = api["stages"]
-    for stage in stages:
-        assert stage_number(page) == stage["number"]
+    for stage in sent["stages"]:
+        assert walk_data(page, "stage") == stage["number"]
         panel = page.locator("#walkthrough .wk-stage")
         assert panel.get_attribute("data-key") == stage["key"]
         assert panel.locator(".wk-title").inner_text() == f"{stage['number']}. {stage['title']}"
-        shown = {box["name"]: box for box in page.evaluate(SHOWN_JS)}
-        for numbers in stage["numbers"]:
-            box = shown[numbers["name"]]
-            sent = numbers["values"]
-            values = [sent] if numbers["kind"] == "scalar" else flat(sent)
-            for cell in box["values"]:
-                sent_value = values[cell["index"]]
-                assert agrees(parse(cell["text"]), sent_value), (stage["key"], numbers["name"], cell, sent_value)
-            if numbers["kind"] in ("row", "tokens", "scalar"):
-                assert len(box["values"]) == len(values), (stage["key"], numbers["name"])
-        if stage["number"] < len(stages):
+        assert page.locator("#walkthrough select.wk-list").input_value() == str(stage["number"])  # the menu
+        outline = page.locator("#walkthrough .wk-ops .wk-op.wk-on")  # the overview's outline of the open block
+        assert outline.get_attribute("data-stage") == str(stage["number"])
+        assert page.locator(f"#walkthrough .wk-block.wk-current[data-block='{stage['block']}']").count() == 1
+        check_numbers(page, stage)
+        if stage["number"] < len(sent["stages"]):
             page.locator("#walkthrough .wk-next").click()
+            if width == 390 and stage["number"] >= 20:  # the sticky bar: Next stays on screen
+                box = page.locator("#walkthrough .wk-next").bounding_box()
+                assert 0 <= box["y"] and box["y"] + box["height"] <= 900, box
     assert requests == [], requests  # every stage drawn from the one payload
-    if width == 390:  # nothing wider than the screen but the scrolling figures
-        box = page.locator("#walkthrough .wk-walk").bounding_box()
-        assert box["x"] >= 0 and box["x"] + box["width"] <= 390
+    if width == 390:  # nothing wider than the screen
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
     page.close()
 
 
-def test_keys_back_the_list_and_the_overview_move_between_stages(browser, server_url, api):  # noqa: F811
-    page = opened_walk(browser, server_url, 1400)
+@pytest.mark.parametrize("width", [1400, 390])
+def test_layer_and_head_change_in_place_on_a_softmax_stage(browser, server_url, client, width):  # noqa: F811
+    page = opened_walk(browser, server_url, width)
+    sent = api_walk(client, walk_data(page, "token"), walk_data(page, "step"))
+    stage = next(s for s in sent["stages"] if s["key"] == "decoder.cross.softmax")
+    page.locator("#walkthrough select.wk-list").select_option(str(stage["number"]))
     requests = watch_events(page)
-    page.locator("#walkthrough .wk-walk").focus()
-    page.keyboard.press("ArrowRight")
-    page.keyboard.press("ArrowRight")
-    assert stage_number(page) == 3
-    page.keyboard.press("ArrowLeft")
-    assert stage_number(page) == 2
-    page.locator("#walkthrough .wk-back").click()
-    assert stage_number(page) == 1
-    target = next(s for s in api["stages"] if s["key"] == "decoder.decoder_self.scores")
-    page.locator("#walkthrough select.wk-list").select_option(str(target["number"]))
-    assert stage_number(page) == target["number"]
-    assert "causal mask" in page.locator("#walkthrough .wk-stage").inner_text()
-    # the overview: a block opens into its operations and closes again
-    page.locator("#walkthrough .wk-block[data-block='cross'] .wk-block-title").click()
-    operations = page.locator("#walkthrough .wk-ops[data-block='cross'] .wk-op")
-    assert operations.count() == sum(1 for s in api["stages"] if s["block"] == "cross")
-    assert page.locator("#walkthrough .wk-stage").get_attribute("data-key").startswith("decoder.cross.")
-    page.locator("#walkthrough .wk-block[data-block='cross'] .wk-block-title").click()
-    assert page.locator("#walkthrough .wk-ops").count() == 0  # closed again
-    # an info mark: its title is the glossary's text, and a tap shows it
-    term = page.locator("#walkthrough .wk-term").first
-    from explorer.glossary import definition
-
-    assert term.get_attribute("title") == definition(term.get_attribute("data-term"))
-    term.click()
-    text = definition(term.get_attribute("data-term"))
-    assert page.locator("#walkthrough .wk-definition").inner_text().endswith(text)
+    for layer, head in ((3, 2), (sent["layers"], sent["heads"]), (2, 1)):
+        page.locator("#walkthrough select.wk-layer").select_option(str(layer))
+        page.locator("#walkthrough select.wk-head").select_option(str(head))
+        assert walk_data(page, "stage") == stage["number"]  # the stage stays
+        expected = version(stage, layer, head)
+        title = page.locator("#walkthrough .wk-stage .wk-title").inner_text()
+        assert title == f"{stage['number']}. {expected['title']}"
+        assert title.endswith(f"layer {layer}, head {head}: softmax")
+        check_numbers(page, expected | {"key": stage["key"]})
+    # pin one head, pick another: both drawn side by side
+    page.locator("#walkthrough .wk-pin").click()
+    page.locator("#walkthrough select.wk-head").select_option("3")
+    assert page.locator("#walkthrough .wk-pair .wk-stage").count() == 2
+    page.locator("#walkthrough").screenshot(path=str(SCREENSHOTS / ("walkthrough.png" if width == 1400 else
+                                                                    "walkthrough-phone.png")))
     assert requests == [], requests
     page.close()
 
 
-def test_the_pickers_open_another_piece_and_step(browser, server_url):  # noqa: F811
-    from playwright.sync_api import expect
+@pytest.mark.parametrize("width", [1400, 390])
+def test_page_keys_stay_the_pages_and_arrows_move_stages_in_the_walk(browser, server_url, width):  # noqa: F811
+    page = opened_walk(browser, server_url, width, 700)
+    page.locator("#translation textarea").focus()  # focus outside the walk
+    page.evaluate("() => window.scrollTo(0, 0)")
+    before = walk_data(page, "stage")
+    page.keyboard.press("PageDown")
+    page.wait_for_timeout(300)
+    assert page.evaluate("() => window.scrollY") > 0 or page.evaluate(
+        "() => document.querySelector('.gradio-container').scrollTop") > 0  # the page scrolled
+    page.keyboard.press("ArrowRight")
+    assert walk_data(page, "stage") == before  # not the walk's
+    page.locator(WALK).focus()
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    assert walk_data(page, "stage") == before + 2
+    page.keyboard.press("ArrowLeft")
+    assert walk_data(page, "stage") == before + 1
+    page.close()
 
-    client = Client(server_url, verbose=False)
-    page = opened_walk(browser, server_url, 1400)
-    page.get_by_label("Decoding step (the piece it predicts)").click()
-    page.locator("li[data-testid='dropdown-option']").nth(4).click()
-    head = page.locator("#walkthrough .wk-head")
-    expect(head).to_contain_text("step 5", timeout=TIMEOUT)
-    page.get_by_label("Source piece").click()
-    page.locator("li[data-testid='dropdown-option']").nth(2).click()
-    expect(head).to_contain_text("source piece 3", timeout=TIMEOUT)
-    sent = client.predict(SENTENCE, 3, 5, 1, api_name="/walkthrough")
-    assert f"“{sent['token_piece']}” (source piece 3) · step 5, predicting “{sent['step_piece']}”" in head.inner_text()
+
+@pytest.mark.parametrize("width", [1400, 390])
+def test_hovering_a_score_lights_its_query_and_key(browser, server_url, width, client):  # noqa: F811
+    page = opened_walk(browser, server_url, width)
+    sent = api_walk(client, walk_data(page, "token"), walk_data(page, "step"))
     causal = next(s for s in sent["stages"] if s["key"] == "decoder.decoder_self.scores")
     page.locator("#walkthrough select.wk-list").select_option(str(causal["number"]))
-    row = [cell for cell in page.evaluate(SHOWN_JS) if cell["name"] == "scores"][0]["values"]
-    shown = [parse(cell["text"]) for cell in row]
-    expected = next(n for n in causal["numbers"] if n["name"] == "scores")["values"]
-    assert len(shown) == 5 and all(agrees(a, b) for a, b in zip(shown, expected))
-    page.locator("#walkthrough").screenshot(path=str(SCREENSHOTS / "walkthrough.png"))
-    # the head picker: the same stage for head 3 shows head 3's numbers, as the API gives them
-    page.locator("#walk-head input").click()
-    page.locator("li[data-testid='dropdown-option']").nth(2).click()
-    expect(head).to_contain_text("head 3", timeout=TIMEOUT)
-    other = client.predict(SENTENCE, 3, 5, 3, api_name="/walkthrough")
-    causal = next(s for s in other["stages"] if s["key"] == "decoder.decoder_self.scores")
-    page.locator("#walkthrough select.wk-list").select_option(str(causal["number"]))
-    row = [cell for cell in page.evaluate(SHOWN_JS) if cell["name"] == "scores"][0]["values"]
-    expected = next(n for n in causal["numbers"] if n["name"] == "scores")["values"]
-    assert all(agrees(parse(cell["text"]), value) for cell, value in zip(row, expected))
-    assert expected != next(n for n in next(s for s in sent["stages"] if s["key"] == causal["key"])["numbers"]
-                            if n["name"] == "scores")["values"]  # head 3 is not head 1
+    cell = page.locator("#walkthrough .wk-numbers[data-name='masked_scores'] td.wk-value[data-row='2'][data-col='1']")
+    cell.hover()
+    assert cell.get_attribute("title").startswith("query 3 · key 2")
+    lit = page.locator("#walkthrough .wk-numbers[data-name='masked_scores'] .wk-hl")
+    assert sorted((e.get_attribute("data-ax"), e.get_attribute("data-at")) for e in lit.all()) == [("key", "1"),
+                                                                                                  ("query", "2")]
+    row = page.locator("#walkthrough .wk-numbers[data-name='scores'] td.wk-value[data-col='0']")
+    row.hover()
+    assert page.locator("#walkthrough .wk-query.wk-hl").count() == 1  # the step's query
+    assert page.locator("#walkthrough .wk-numbers[data-name='scores'] th.wk-hl[data-at='0']").count() == 1
+    # a residual add: hovering a feature of the sum lights the same feature of its two inputs
+    residual = next(s for s in sent["stages"] if s["key"] == "decoder.cross.residual")
+    page.locator("#walkthrough select.wk-list").select_option(str(residual["number"]))
+    page.locator("#walkthrough .wk-numbers[data-name='sum'] .wk-value[data-index='2']").hover()
+    lit = {name: page.locator(f"#walkthrough .wk-numbers[data-name='{name}'] .wk-value[data-index='2']")
+           .get_attribute("class") for name in ("in", "added")}
+    assert all("wk-hl" in c for c in lit.values()), lit
+    page.close()
+
+
+@pytest.mark.parametrize("width", [1400, 390])
+def test_the_temperature_slider_recomputes_softmax_over_the_whole_vocabulary(browser, server_url, width, client):  # noqa: F811
+    page = opened_walk(browser, server_url, width)
+    sent = api_walk(client, walk_data(page, "token"), walk_data(page, "step"))
+    stage = next(s for s in sent["stages"] if s["key"] == "output.softmax")
+    page.locator("#walkthrough select.wk-list").select_option(str(stage["number"]))
+    logits = np.array([-np.inf if v == "-inf" else v for v in sent["logits"]], dtype=np.float64)
+    slider = page.locator("#walkthrough input.wk-temperature")
+    for temperature in (0.5, 2.0):
+        slider.fill(str(temperature))
+        scaled = logits / temperature
+        expected = np.exp(scaled - scaled.max()) / np.exp(scaled - scaled.max()).sum()
+        rows = page.locator("#walkthrough .wk-sampling tr[data-id]")
+        assert rows.count() == 20
+        for row in rows.all():
+            shown = parse(row.locator(".wk-p").inner_text())
+            assert shown == pytest.approx(expected[int(row.get_attribute("data-id"))], rel=5e-3, abs=1e-9)
+    page.locator("#walkthrough input.wk-topK").fill("3")
+    assert page.locator("#walkthrough .wk-sampling tr.wk-removed").count() == 17  # all but the 3 most probable
+    page.locator("#walkthrough .wk-sliders").screenshot(path=str(SCREENSHOTS / "walkthrough-sliders.png"))
     page.close()
 
 
@@ -176,16 +228,11 @@ def test_the_glossary_opens_from_the_first_screen(browser, server_url):  # noqa:
 
     page = open_translated(browser, server_url, SENTENCE, 1400, 900)
     assert page.locator("#glossary-open").bounding_box()["y"] < 900
-    # where the terms appear: an info mark with the term's text, the tab's own name unchanged
-    lens = page.get_by_role("tab", name="Logit lens", exact=True)
-    mark = lens.locator(".ae-info")
-    expect(mark).to_have_attribute("title", "logit lens: " + GLOSSARY["logit lens"], timeout=TIMEOUT)
-    mark.click()
-    expect(page.locator(".ae-gloss-box")).to_contain_text(GLOSSARY["logit lens"])
     page.locator("#glossary-open").click()
     listing = page.locator("#glossary-list")
     expect(listing).to_be_visible(timeout=TIMEOUT)
-    for term in ("ALTI+", "logit lens", "AOPC", "weighted norms", "rollout", "cross-attention", "length penalty"):
+    expect(listing).to_be_in_viewport(timeout=TIMEOUT)
+    for term in ("ALTI+", "logit lens", "cross-attention", "length penalty", "layer picker"):
         assert GLOSSARY[term][:40] in listing.inner_text()
     page.close()
 
@@ -199,8 +246,10 @@ def test_dark_mode_reads(browser, server_url):  # noqa: F811
     page.close()
 
 
-def test_the_save_button_writes_the_walk_as_one_file(browser, server_url, tmp_path):  # noqa: F811
-    page = opened_walk(browser, server_url, 1400)
+@pytest.mark.parametrize("width", [1400, 390])
+def test_the_saved_walk_opens_offline_and_its_pickers_work(browser, server_url, width, client, tmp_path):  # noqa: F811
+    page = opened_walk(browser, server_url, width)
+    token, step = walk_data(page, "token"), walk_data(page, "step")
     page.locator("#walk-save").click()
     link = page.locator("#walk-file a[download]")
     link.wait_for(timeout=TIMEOUT)
@@ -208,43 +257,61 @@ def test_the_save_button_writes_the_walk_as_one_file(browser, server_url, tmp_pa
         link.click()
     path = tmp_path / "walk.html"
     download.value.save_as(path)
+    page.close()
     text = path.read_text(encoding="utf-8")
     assert text.startswith("<!doctype html>") and "function drawWalk" in text  # the code inlined, not linked
     assert "<script src" not in text and "<link" not in text and "http://" not in text.split("<script>")[0]
-    assert '"step":1' in text and '"token":1' in text and "resolveRefs" in text
+    offline = browser.new_page(viewport={"width": width, "height": 900})
+    fetched = []
+    offline.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:") else
+                  (fetched.append(route.request.url), route.abort()))
+    offline.goto(path.as_uri())
+    offline.locator("#walkthrough .wk-stage").wait_for(timeout=TIMEOUT)
+    sent = api_walk(client, token, step)
+    stage = next(s for s in sent["stages"] if s["key"] == "encoder.encoder_self.softmax")
+    offline.locator("#walkthrough select.wk-list").select_option(str(stage["number"]))
+    offline.locator("#walkthrough select.wk-layer").select_option("4")
+    offline.locator("#walkthrough select.wk-head").select_option("2")
+    expected = version(stage, 4, 2)
+    assert offline.locator("#walkthrough .wk-stage .wk-title").inner_text() == f"{stage['number']}. {expected['title']}"
+    check_numbers(offline, expected | {"key": stage["key"]})
+    if width == 1400:
+        offline.locator("#walkthrough").screenshot(path=str(SCREENSHOTS / "walkthrough-saved.png"))
+    assert fetched == []
+    offline.close()
+
+
+def test_a_new_step_keeps_the_stage_layer_and_head(browser, server_url, client):  # noqa: F811
+    from playwright.sync_api import expect
+
+    page = opened_walk(browser, server_url, 1400)
+    sent = api_walk(client, walk_data(page, "token"), walk_data(page, "step"))
+    stage = next(s for s in sent["stages"] if s["key"] == "decoder.decoder_self.softmax")
+    page.locator("#walkthrough select.wk-list").select_option(str(stage["number"]))
+    page.locator("#walkthrough select.wk-layer").select_option("2")
+    page.locator("#walkthrough select.wk-head").select_option("3")
+    page.get_by_label("Decoding step (the piece it predicts)").click()
+    page.locator("li[data-testid='dropdown-option']").nth(4).click()
+    expect(page.locator(WALK)).to_have_attribute("data-step", "5", timeout=TIMEOUT)
+    assert page.locator("#walkthrough .wk-stage").get_attribute("data-key") == stage["key"]
+    assert (walk_data(page, "layer"), walk_data(page, "head")) == (2, 3)
+    other = next(s for s in api_walk(client, walk_data(page, "token"), 5)["stages"] if s["key"] == stage["key"])
+    check_numbers(page, version(other, 2, 3) | {"key": stage["key"]})
+    assert len(page.locator("#walkthrough .wk-numbers[data-name='weights'] td.wk-value").all()) == 5  # 5 keys
     page.close()
 
 
-def test_the_saved_walk_opens_from_disk_with_the_network_refused(browser, tmp_path):  # noqa: F811
-    from explorer.registry import discover
-    from explorer.request import Request
-    from explorer.session import ModelService
-    from explorer.standalone import walk_html
-    from explorer.views.walkthrough_payload import walk_json, walk_payload
-
-    from .conftest import ROOT
-
-    registry = discover(ROOT / "checkpoints")
-    service = ModelService(registry)
-    result = service.run(Request.from_api(registry, SENTENCE))
-    translation = result.translations[0]
-    walk = service.walkthrough(result, translation, 2, 3, 1)
-    payload = walk_payload(walk)
-    path = tmp_path / "walk.html"
-    path.write_text(walk_html(payload, {"model": "en-de", "app_version": "test"}), encoding="utf-8")
-    page = browser.new_page(viewport={"width": 1400, "height": 900})
-    fetched = []
-    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:") else
-               (fetched.append(route.request.url), route.abort()))
-    page.goto(path.as_uri())
-    page.locator("#walkthrough .wk-stage").wait_for(timeout=TIMEOUT)
-    sent = walk_json(walk)["stages"]
-    for stage in sent[:12]:
-        assert stage_number(page) == stage["number"]
-        assert page.locator("#walkthrough .wk-stage").get_attribute("data-key") == stage["key"]
-        page.locator("#walkthrough .wk-next").click()
-    page.locator("#walkthrough select.wk-list").select_option(str(len(sent)))
-    assert page.locator("#walkthrough .wk-stage").get_attribute("data-key") == sent[-1]["key"]
-    assert json.loads(json.dumps(payload["token_piece"])) in page.locator("#walkthrough .wk-head").inner_text()
-    assert fetched == []
+def test_predict_first_asks_then_reveals_what_the_model_ranked_first(browser, server_url, client):  # noqa: F811
+    page = opened_walk(browser, server_url, 1400)
+    sent = api_walk(client, walk_data(page, "token"), walk_data(page, "step"))
+    stage = next(s for s in sent["stages"] if s["key"] == "output.softmax")
+    page.locator("#walkthrough .wk-predict").click()
+    page.locator("#walkthrough select.wk-list").select_option(str(stage["number"]))
+    assert "which piece" in page.locator("#walkthrough .wk-ask").inner_text()
+    assert page.locator("#walkthrough .wk-stage .wk-numbers").count() == 0  # the numbers wait for the guess
+    page.locator("#walkthrough .wk-reveal").click()
+    probabilities = next(n for n in stage["numbers"] if n["name"] == "probabilities")
+    top = probabilities["cols"][probabilities["values"].index(max(probabilities["values"]))]
+    assert f"“{top}” first" in page.locator("#walkthrough .wk-answer").inner_text()
+    assert page.locator("#walkthrough .wk-stage .wk-numbers").count() > 0
     page.close()

@@ -48,10 +48,6 @@ INDEX = re.compile(r"\b(layer|head|step|token|query|depth)(_index)?\b")  # an in
 IN_TEXT = re.compile(r"\b(layer|head|step|token|query|depth)(_index)?\)?\s*[-+]\s*1\b(?![.\d])")  # browser code
 CONVERTERS = {"transformer/core/head_ref.py", "explorer/static/head_ref.js"}
 ALLOWED = {
-    # the walk-through's files: its helper is converting them to head_ref; remove these once that lands
-    "transformer/analysis/walkthrough.py": "walk-through", "explorer/views/walkthrough.py": "walk-through",
-    "explorer/views/walkthrough_payload.py": "walk-through", "explorer/static/walk_data.js": "walk-through",
-    "explorer/static/walk_render.js": "walk-through",
     # positions counted in tensor arithmetic (a length through `step`), no number shown to people
     "transformer/analysis/alti_logit.py": "positions 0..step: a length", "transformer/decoding/strategies/beam.py":
         "the output's length after a step",

@@ -134,9 +134,7 @@ def test_the_circle_check_sees_one(tmp_path):
     assert circles(import_graph(tmp_path)) == [["explorer.exports", "explorer.views", "explorer.views.export"]]
 
 
-# the walk-through's files are being rewritten beside this check (its helper moves their import of the exports to
-# the top, which closes no circle now); remove this entry once that lands
-DEFERRED_ALLOWED = {"explorer/views/walkthrough.py"}
+DEFERRED_ALLOWED: set[str] = set()
 PROJECT = {"transformer", "explorer"}
 
 
@@ -177,4 +175,4 @@ def test_the_translate_first_guard_is_written_once():
         translated(None, {}, then=", then export it")
     writers = {str(path.relative_to(ROOT)) for path in (ROOT / "explorer").rglob("*.py")
                if "Translate a sentence first" in path.read_text(encoding="utf-8")}
-    assert writers - DEFERRED_ALLOWED == {"explorer/views/base.py"}  # the walk-through's helper converts its own
+    assert writers == {"explorer/views/base.py"}

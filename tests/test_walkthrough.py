@@ -1,6 +1,7 @@
-"""The walk-through (transformer/analysis/walkthrough.py): each stage recomputed from the previous stage's recorded
-numbers with torch operations written here, for tiny pre-norm and post-norm models with sinusoidal and learned
-positions, tied and untied outputs, with and without a final norm; the walk's logits against decode_step's."""
+"""The walk-through (transformer/analysis/walkthrough/): each stage recomputed from the previous stage's numbers with
+torch operations written here, at every layer (each layer's input is the output recomputed for the layer below), for
+tiny pre-norm and post-norm models with sinusoidal and learned positions, tied and untied outputs, with and without a
+final norm; the walk's logits against decode_step's; the stage order, the words apart from the numbers."""
 import math
 
 import numpy as np
@@ -10,11 +11,13 @@ import torch.nn.functional as F
 
 from transformer import Tokenizer, Transformer, Translator
 from transformer.analysis.walkthrough import record_pass, walkthrough
+from transformer.analysis.walkthrough.text import MODULES, TEXTS
 from transformer.core.capture import record
+from transformer.core.head_ref import head_label, layer_label
 from transformer.core.probes import WALK_PROBES
 from transformer.tokenizer import UNK_ID
 
-from .conftest import tiny_config
+from .conftest import ROOT, tiny_config
 
 SENTENCE = "a man rides a red bike in the park Ω ."  # Ω: not in the vocabulary
 VARIANTS = [  # (norm, positions, tie_output, final_norm, Marian-like: GELU, no embedding scale, sines then cosines)
@@ -47,6 +50,20 @@ def setup(request, tokenizer_file):
     walk = walkthrough(model, tokenizer, translation, token=token, step=step, head=head)
     rec = record_pass(model, translation.src_ids, translation.tgt_ids)
     return model, tokenizer, translation, walk, rec, (token, step, head)
+
+
+def at(walk, layer: int, head: int) -> list:
+    """The walk's stages at `layer` and `head` (0-based), from its variants."""
+    heads = walk.architecture["n_heads"]
+    index = {None: lambda: 0, "layer": lambda: layer, "head": lambda: layer * heads + head}
+    return [v.stages[index[v.per]()] for v in walk.variants]
+
+
+class Layer:
+    """The stages of one layer and head, read like a walk: `numbers(view, key)` works on it."""
+
+    def __init__(self, walk, layer, head):
+        self.stages = at(walk, layer, head)
 
 
 def numbers(walk, key) -> dict:
@@ -182,49 +199,77 @@ def feed_forward_check(model, walk, block, side, residual_module, ff, x_in):
     return residual["sum"] if pre else layer_norm(residual["sum"], residual_module.norm)
 
 
-def all_keys_input(model, rec, kind):
-    """What every key position of the first layer's `kind` is projected from, from the recorded inputs."""
-    pre = model.config.norm == "pre"
+def all_keys_input(model, rec, kind, layer, layer_inputs):
+    """What every key position of layer `layer`'s `kind` is projected from: the recorded norm output (pre-norm), the
+    layer's input (post-norm: `layer_inputs`, every position's, from the recording), or the encoder's output."""
     if kind == "cross":
         return rec["encoder_final"]
-    side = "encoder" if kind == "encoder_self" else "decoder"
-    return rec[f"{kind}_norm"][0] if pre else rec[f"{side}_input"]
+    return rec[f"{kind}_norm"][layer] if model.config.norm == "pre" else layer_inputs
 
 
-def test_one_encoder_layer(setup):
+def recorded_layer_inputs(rec, side, layer):
+    """Every position's input to layer `layer` of `side`, as recorded: the embedding sum or the layer below's output."""
+    return torch.cat([rec[f"{side}_input"][None], rec[f"{side}_hidden"]])[layer]
+
+
+def test_every_encoder_layer(setup):
     model, _, translation, walk, rec, (token, _, head) = setup
-    layer = model.encoder_layers[0]
     x = numbers(walk, "encoder.input")["input"]
-    close(numbers(walk, "encoder.encoder_self.residual")["in"], x)
-    keys_input = all_keys_input(model, rec, "encoder_self")
-    close(keys_input[token], numbers(walk, "encoder.encoder_self.norm")["out"] if model.config.norm == "pre" else x)
-    after = attention_check(model, walk, rec, "encoder_self", "encoder", layer.attention_residual, layer.self_attention,
-                            token, keys_input, head)
-    out = feed_forward_check(model, walk, "encoder", "encoder", layer.feed_forward_residual, layer.feed_forward, after)
     table = numbers(walk, "encoder.layers")["layers"]
-    assert table[0, -1] == pytest.approx(float(out.norm()), rel=1e-5)  # layer 1's output (float32 norms vs float64)
+    for index, layer in enumerate(model.encoder_layers):  # each layer's input: the output recomputed below it
+        view = Layer(walk, index, head)
+        qkv = next(stage for stage in view.stages if stage.key == "encoder.encoder_self.qkv")
+        assert qkv.title.startswith(f"Encoder {layer_label(index)}, {head_label(head)}:")
+        close(numbers(view, "encoder.encoder_self.residual")["in"], x)
+        keys_input = all_keys_input(model, rec, "encoder_self", index, recorded_layer_inputs(rec, "encoder", index))
+        close(keys_input[token], numbers(view, "encoder.encoder_self.norm")["out"] if model.config.norm == "pre" else x)
+        after = attention_check(model, view, rec, "encoder_self", "encoder", layer.attention_residual,
+                                layer.self_attention, token, keys_input, head)
+        x = feed_forward_check(model, view, "encoder", "encoder", layer.feed_forward_residual, layer.feed_forward,
+                               after)
+        # the table follows the same vector (float32 norms against float64)
+        assert table[index, -1] == pytest.approx(float(x.norm()), rel=1e-5)
     # one layer's output feeds the next
     assert table[1:, 0].tolist() == pytest.approx(table[:-1, -1].tolist(), rel=1e-6)  # the same tensors, normed again
-    assert table[0, 0] == pytest.approx(float(x.norm()), rel=1e-5)
+    assert table[0, 0] == pytest.approx(float(numbers(walk, "encoder.input")["input"].norm()), rel=1e-5)
 
 
-def test_the_decoder_at_the_step(setup):
+def test_the_decoder_at_the_step_in_every_layer(setup):
     model, _, translation, walk, rec, (_, step, head) = setup
-    layer = model.decoder_layers[0]
     assert numbers(walk, "decoder.inputs")["inputs"] == (["<s>"] + translation.tgt_tokens)[: step + 1]
-    x = numbers(walk, "decoder.input")["input"]
-    close(numbers(walk, "decoder.decoder_self.residual")["in"], x)
-    after_self = attention_check(model, walk, rec, "decoder_self", "decoder", layer.self_attention_residual,
-                                 layer.self_attention, step, all_keys_input(model, rec, "decoder_self")[: step + 1],
-                                 head)
-    close(numbers(walk, "decoder.cross.residual")["in"], after_self)
     # the memory the cross-attention reads is the encoder's output: its last layer, through the final norm if any
     memory = rec["encoder_final"]
     last = rec["encoder_hidden"][-1]
     close(memory, layer_norm(last, model.encoder_norm) if model.config.final_norm else last, atol=1e-4)  # float32 norm
-    after_cross = attention_check(model, walk, rec, "cross", "decoder", layer.cross_attention_residual,
-                                  layer.cross_attention, step, memory, head)
-    feed_forward_check(model, walk, "decoder", "decoder", layer.feed_forward_residual, layer.feed_forward, after_cross)
+    x = numbers(walk, "decoder.input")["input"]
+    for index, layer in enumerate(model.decoder_layers):
+        view = Layer(walk, index, head)
+        close(numbers(view, "decoder.decoder_self.residual")["in"], x)
+        keys_input = all_keys_input(model, rec, "decoder_self", index, recorded_layer_inputs(rec, "decoder", index))
+        after_self = attention_check(model, view, rec, "decoder_self", "decoder", layer.self_attention_residual,
+                                     layer.self_attention, step, keys_input[: step + 1], head)
+        close(numbers(view, "decoder.cross.residual")["in"], after_self)
+        after_cross = attention_check(model, view, rec, "cross", "decoder", layer.cross_attention_residual,
+                                      layer.cross_attention, step, memory, head)
+        x = feed_forward_check(model, view, "decoder", "decoder", layer.feed_forward_residual, layer.feed_forward,
+                               after_cross)
+    # the last layer's output, recomputed layer by layer in float64: float32 rounding carried through the layers
+    close(rec["decoder_hidden"][-1, step], x, atol=1e-4)
+
+
+def test_every_head_at_every_layer(setup):
+    """The stages of one layer differ by head only where the head is in them: each head's softmax row is that head's
+    recorded attention, and the layer's residual add is the same for every head."""
+    model, _, _, walk, rec, (token, step, _) = setup
+    for layer in range(model.config.n_layers):
+        for head in range(model.config.n_heads):
+            view = Layer(walk, layer, head)
+            close(numbers(view, "encoder.encoder_self.softmax")["weights"], rec["encoder_self"][layer, head, token])
+            close(numbers(view, "decoder.cross.softmax")["weights"], rec["cross"][layer, head, step])
+            close(numbers(view, "decoder.decoder_self.softmax")["all_weights"], rec["decoder_self"][layer, head])
+            close(numbers(view, "decoder.cross.residual")["sum"], numbers(Layer(walk, layer, 0),
+                                                                          "decoder.cross.residual")["sum"],
+                  atol=0)  # the same recorded tensor shown twice: exact
 
 
 def decode_step_logits(model, translation, step):
@@ -275,6 +320,42 @@ def test_stage_order_follows_the_norm_placement(setup):
     assert all(s.text and s.formula and s.module for s in walk.stages)
 
 
+def test_stages_follow_the_architecture(setup):
+    """Blocks in the order the data flows, each block's stages one run, and inside a decoder layer: masked
+    self-attention, then cross-attention, then feed-forward."""
+    _, _, _, walk, _, _ = setup
+    blocks = [s.block for s in walk.stages]
+    runs = [b for i, b in enumerate(blocks) if i == 0 or blocks[i - 1] != b]
+    assert runs == ["text", "input", "encoder", "target", "decoder", "output"]
+    groups = [s.group for s in walk.stages if s.block == "decoder"]
+    firsts = [groups.index(g) for g in ("self", "cross", "ff", "layers")]
+    lasts = [len(groups) - 1 - groups[::-1].index(g) for g in ("self", "cross", "ff")]
+    assert firsts == sorted(firsts) and all(last < following for last, following in zip(lasts, firsts[1:]))
+    assert len({s.key for s in walk.stages}) == len(walk.stages)
+
+
+def test_words_apart_from_numbers(setup):
+    """Every stage's words come from text.py; facts about the model come from its config; every module path named
+    exists and holds the names it lists."""
+    model, _, _, walk, _, _ = setup
+    config = model.config
+    norm = next(s for s in walk.stages if s.key == "encoder.encoder_self.norm")
+    assert f"its {config.d_model} features" in norm.text
+    hidden = next(s for s in walk.stages if s.key == "encoder.encoder_ff.hidden")
+    assert f"{config.d_model} → {config.d_ff} → {config.d_model}" in hidden.text
+    projection = next(s for s in walk.stages if s.key == "output.projection")
+    assert f"({config.tgt_vocab_size} pieces)" in projection.text
+    assert all(s.why and s.why in {t.why for t in TEXTS.values()} | {t.why.format(d_model=config.d_model)
+                                                                      for t in TEXTS.values()} for s in walk.stages)
+    for module in set(MODULES.values()):
+        path, _, names = module.partition(" (")
+        assert (ROOT / path).exists(), module
+        if names and (ROOT / path).is_file():
+            source = (ROOT / path).read_text(encoding="utf-8")
+            for name in names.rstrip(")").replace(" and ", ", ").split(", "):
+                assert name.split(".")[-1] in source, (module, name)
+
+
 def test_recording_changes_nothing_and_leaves_no_hooks(setup):
     model, _, translation, _, _, _ = setup
     src = torch.tensor([translation.src_ids])
@@ -291,7 +372,7 @@ def test_recording_changes_nothing_and_leaves_no_hooks(setup):
 def test_bad_positions_are_refused(setup):
     model, tokenizer, translation, _, _, _ = setup
     for arguments, field in (({"token": len(translation.src_ids)}, "token"), ({"step": -1}, "step"),
-                             ({"head": model.config.n_heads}, "head")):
+                             ({"head": model.config.n_heads}, "head"), ({"layer": model.config.n_layers}, "layer")):
         with pytest.raises(ValueError, match=field):
             walkthrough(model, tokenizer, translation, **arguments)
 
@@ -307,3 +388,31 @@ def test_every_term_a_stage_uses_is_in_the_glossary(setup):
                  "weighted norms", "AOPC"):
         assert 0 < GLOSSARY[term].count(". ") + 1 <= 3, term  # one or two plain sentences
     assert set(page_terms()) and all(page_terms().values())
+    from explorer.views.walkthrough_payload import CONTROL_TERMS
+
+    assert all(definition(term) for term in CONTROL_TERMS)  # the walk's own controls explain themselves
+
+
+@pytest.mark.parametrize("steps, chosen, expected", [(8, 1, 2), (8, 5, 4), (8, 3, 2), (2, 1, 1), (1, 1, 0)])
+def test_the_walk_opens_on_a_step_with_at_least_three_keys(steps, chosen, expected):
+    """The step the walk opens on (0-based) for a translation of `steps` pieces when the Steps view shows `chosen`
+    (from 1): that step when its masked self-attention has 3 keys or more, else step 3, else the middle."""
+    from types import SimpleNamespace
+
+    from explorer.views.walkthrough import opening_step
+
+    index, why = opening_step(SimpleNamespace(tgt_ids=list(range(steps))), chosen)
+    assert index == expected and why
+    assert ("keys to weigh" in why) == (chosen < 3 <= steps)
+
+
+def test_stacks_of_two_shapes_are_refused_with_both_shapes(tokenizer_file):
+    """The walk's Layer and Head pickers choose one layer and head of both stacks: a deep-encoder, shallow-decoder
+    model is refused, naming each stack's shape."""
+    tokenizer = Tokenizer.load(tokenizer_file)
+    config = tiny_config(tokenizer.vocab_size, d_model=16, n_heads=4, n_layers=2, d_ff=32, encoder_layers=3,
+                         decoder_layers=1)
+    model = Transformer(config).eval()
+    translation = Translator(model, tokenizer).translate(SENTENCE, strategy="greedy", max_length=3)
+    with pytest.raises(ValueError, match="encoder has 3 layers of 4 heads .* its decoder 1 of 4"):
+        walkthrough(model, tokenizer, translation)

@@ -1,111 +1,212 @@
-"""The walk-through as JSON: every stage's named, labelled numbers, numbered from 1 (stages, the token, the step and the
-head) like the rest of the API. The API sends them at 6 decimals (`walk_json`); the page gets them at 4 significant
-digits with the overview's blocks and the glossary entries of the terms its stages use (`walk_payload`), everything
-the browser draws, so that moving between stages never asks the server (static/walk_data.js, walk_render.js)."""
+"""The walk-through as JSON: every stage's named, labelled numbers at every layer and head, numbered from 1 (stages,
+the piece, the step, layers and heads) like the rest of the API. The API sends them at 6 decimals (`walk_json`); the
+page gets them compactly (`walk_payload`): every array once, as float16 (float32 where float16 would overflow)
+little-endian bytes in base64, in one pool the stages point into; the step's logits over the whole vocabulary as
+float32; the overview's blocks; and the glossary entries of the terms its stages use. That is everything the browser
+draws (static/walk_data.js, walk_render.js), so moving between stages, layers and heads never asks the server."""
 from __future__ import annotations
 
+import base64
 import math
 
 import numpy as np
 
+from transformer.core.head_ref import shown
+
 from ..glossary import definition
 
-# the overview diagram, in the order the data flows; each stage names its block
-BLOCKS = (("text", "Pieces", "the sentence cut into pieces and ids"),
-          ("input", "Into the model", "embedding × √d_model + positional encoding"),
-          ("encoder", "Encoder layers", "self-attention and feed-forward, every source piece at once"),
-          ("cross", "Cross-attention", "the decoder reads the encoder's output"),
-          ("decoder", "Decoder layers", "masked self-attention and feed-forward, one step at a time"),
-          ("output", "Next-piece probabilities", "final norm, output projection, softmax, the choice"))
-
-# the keys and values of every position (positions x d_k) and every step's attention are drawn as colours, with the
-# value on hover: whole numbers in [-99, 99] times one scale per matrix are enough there, and they are most of the
-# payload
+# the overview: the encoder stack beside the decoder stack, each block's operations (groups) in the model's order
+BLOCKS = (("text", "encoder", "Pieces", "the sentence cut into pieces and ids"),
+          ("input", "encoder", "Into the encoder", "embedding × scale + positional encoding"),
+          ("encoder", "encoder", "Encoder layer", "self-attention, then feed-forward, every source piece at once"),
+          ("target", "decoder", "Into the decoder", "the pieces so far: embedding × scale + positional encoding"),
+          ("decoder", "decoder", "Decoder layer",
+           "masked self-attention, then cross-attention to the encoder's output, then feed-forward"),
+          ("output", "decoder", "Next-piece probabilities", "final norm, output projection, softmax, the choice"))
+GROUPS = {"self": "self-attention", "cross": "cross-attention ← encoder output", "ff": "feed-forward",
+          "layers": "every layer", "final": "final norm", "output": "logits → softmax → choice"}
+CONTROL_TERMS = ("layer picker", "pin", "predict first")  # the walk's own controls: their hover text
+FLOAT16_MAX = 65504.0
+# every position's keys and values (positions x d_k) at every layer and head are most of the payload: they, and any
+# matrix larger than LARGE_MATRIX, go as whole numbers in [-127, 127] times one scale (to within half a step), masked
+# scores as -128
+QUANTISED = ("keys", "values")
 LARGE_MATRIX = 256
-LEVELS = 99
+LEVELS = 127
+MASKED = -128
 
 
-def quantised(rows: list[list]) -> dict:
-    """A large matrix as {"scale": s, "q": whole numbers}: value ≈ q × s, to within s / 2 (s = largest |value| / 99);
-    "-inf" (a masked score) stays as it is. walk_data.js's resolveRefs turns it back into numbers."""
-    finite = [abs(v) for row in rows for v in row if isinstance(v, float)]
-    scale = max(finite, default=0.0) / LEVELS or 1.0
-    return {"scale": float(f"{scale:.6g}"),
-            "q": [[round(v / scale) if isinstance(v, float) else v for v in row] for row in rows]}
-
-
-def rounded(value, digits: int | None, significant: int | None):
-    """A float for JSON: -inf/inf/nan as text ("-inf"), else rounded (decimals `digits`, or `significant` digits)."""
+def rounded(value, digits: int):
+    """A float for JSON: -inf/inf/nan as text ("-inf"), else rounded to `digits` decimals."""
     value = float(value)
     if not math.isfinite(value):
         return "-inf" if value < 0 else ("inf" if value > 0 else "nan")
-    if significant is not None:
-        return float(f"{value:.{significant}g}")
     return round(value, digits)
 
 
-def plain(values, digits: int | None = 6, significant: int | None = None):
+def plain(values, digits: int = 6):
     if isinstance(values, np.ndarray):
-        if values.ndim == 0:
-            return rounded(values, digits, significant)
-        return [plain(v, digits, significant) for v in values]
+        return rounded(values, digits) if values.ndim == 0 else [plain(v, digits) for v in values]
     if isinstance(values, (list, tuple)):
-        return [plain(v, digits, significant) for v in values]
+        return [plain(v, digits) for v in values]
     if isinstance(values, (bool, np.bool_)):
         return bool(values)
     if isinstance(values, (int, np.integer)):
         return int(values)
     if isinstance(values, (float, np.floating)):
-        return rounded(values, digits, significant)
+        return rounded(values, digits)
     return values
 
 
-def walk_json(walk, digits: int | None = 6, significant: int | None = None) -> dict:
-    """A Walkthrough (transformer/analysis/walkthrough.py) as JSON, numbered from 1."""
+def numbers_json(n, encode) -> dict:
+    return {"name": n.name, "label": n.label, "kind": n.kind, "values": encode(n), "rows": n.rows, "cols": n.cols,
+            "axes": list(n.axes), **({"note": n.note} if n.note else {})}
+
+
+def stage_fields(stage, encode) -> dict:
+    return {"title": stage.title, "text": stage.text, "why": stage.why, "ask": stage.ask,
+            "numbers": [numbers_json(n, encode) for n in stage.numbers]}
+
+
+def where(variants, index: int, heads: int) -> dict:
+    """Which layer and head (numbered from 1) version `index` of a stage's variants is."""
+    if variants.per == "layer":
+        return {"layer": shown(index)}
+    layer, head = divmod(index, heads)
+    return {"layer": shown(layer), "head": shown(head)}
+
+
+def walk_header(walk) -> dict:
+    a = walk.architecture
+    return {"source": walk.source, "translation": walk.text, "token": shown(walk.token), "step": shown(walk.step),
+            "layer": shown(walk.layer), "head": shown(walk.head), "layers": a["n_layers"], "heads": a["n_heads"],
+            "token_piece": walk.src_tokens[walk.token], "step_piece": walk.tgt_tokens[walk.step], "architecture": a,
+            "src_tokens": walk.src_tokens, "decoder_inputs": walk.decoder_inputs, "tgt_tokens": walk.tgt_tokens}
+
+
+def walk_json(walk, digits: int = 6) -> dict:
+    """A Walkthrough (transformer/analysis/walkthrough/) as JSON, numbered from 1: `stages` at the chosen layer and
+    head, each with `per` (None, "layer" or "head") and, where it varies, its `variants` at every layer (and head);
+    `logits`, the step's logits over the whole target vocabulary (never-produced pieces "-inf")."""
+    def encode(n):
+        return plain(n.values, digits)
+
+    heads = walk.architecture["n_heads"]
     stages = []
-    for number, stage in enumerate(walk.stages, start=1):
-        stages.append({"number": number, "key": stage.key, "block": stage.block, "title": stage.title,
-                       "text": stage.text, "formula": stage.formula, "module": stage.module, "terms": list(stage.terms),
-                       "numbers": [{"name": n.name, "label": n.label, "kind": n.kind,
-                                    "values": plain(n.values, digits, significant), "rows": n.rows, "cols": n.cols,
-                                    **({"note": n.note} if n.note else {})} for n in stage.numbers]})
-    return {"source": walk.source, "translation": walk.text, "token": walk.token + 1, "step": walk.step + 1,
-            "head": walk.head + 1, "token_piece": walk.src_tokens[walk.token],
-            "step_piece": walk.tgt_tokens[walk.step], "architecture": walk.architecture,
-            "src_tokens": walk.src_tokens, "decoder_inputs": walk.decoder_inputs, "tgt_tokens": walk.tgt_tokens,
-            "stages": stages}
+    for number, (stage, variants) in enumerate(zip(walk.stages, walk.variants), start=1):
+        entry = {"number": number, "key": stage.key, "block": stage.block, "group": stage.group,
+                 "formula": stage.formula, "module": stage.module, "terms": list(stage.terms),
+                 **stage_fields(stage, encode), "per": variants.per}
+        if variants.per:
+            entry["variants"] = [where(variants, i, heads) | stage_fields(s, encode)
+                                 for i, s in enumerate(variants.stages)]
+        stages.append(entry)
+    return walk_header(walk) | {"stages": stages, "logits": plain(walk.logits, digits),
+                              "top_ids": walk.top_ids, "top_pieces": walk.top_pieces}
+
+
+class Pool:
+    """Every numeric array of the payload once, as base64 of little-endian float16 (float32 where a value would
+    overflow float16); a stage's vector, row or matrix holds its index there."""
+
+    def __init__(self):
+        self.arrays: list[dict] = []
+        self.index: dict[tuple, int] = {}
+
+    def __call__(self, n):
+        if n.kind not in ("vector", "row", "matrix"):
+            return plain(n.values)
+        values = np.asarray(n.values, dtype=np.float64)
+        finite = values[np.isfinite(values)]
+        largest = float(np.abs(finite).max()) if finite.size else 0.0
+        if n.kind == "matrix" and (values.size > LARGE_MATRIX or n.name in QUANTISED):
+            scale = float(f"{(largest / LEVELS or 1.0):.6g}")
+            finite_mask = np.isfinite(values)
+            whole = np.where(finite_mask, np.round(np.where(finite_mask, values, 0.0) / scale), MASKED).astype("i1")
+            entry = {"i8": base64.b64encode(whole.tobytes()).decode("ascii"), "scale": scale}
+        elif largest < FLOAT16_MAX:
+            entry = {"f16": base64.b64encode(values.astype("<f2").tobytes()).decode("ascii")}
+        else:
+            entry = {"f32": base64.b64encode(values.astype("<f4").tobytes()).decode("ascii")}
+        entry["shape"] = list(values.shape)
+        key = repr(entry)
+        if key not in self.index:
+            self.index[key] = len(self.arrays)
+            self.arrays.append(entry)
+        return self.index[key]
+
+
+def stage_payload(number: int, stage, variants, pool) -> dict:
+    """One stage for the page: the fields every version shares, and `variants` with what differs from the first."""
+    versions = [stage_fields(s, pool) for s in variants.stages]
+    first = versions[0]
+    return {"number": number, "key": stage.key, "block": stage.block, "group": stage.group, "formula": stage.formula,
+            "module": stage.module, "terms": list(stage.terms), "per": variants.per,
+            "variants": [first] + [difference(version, first) for version in versions[1:]]}
+
+
+def difference(version: dict, first: dict) -> dict:
+    """What a stage's version changes from its first: its words, and its numbers' values alone (as "values", one per
+    number) where nothing but the values changed."""
+    out = {k: v for k, v in version.items() if k != "numbers" and v != first[k]}
+    same_labels = len(version["numbers"]) == len(first["numbers"]) and all(
+        {k: v for k, v in a.items() if k != "values"} == {k: v for k, v in b.items() if k != "values"}
+        for a, b in zip(version["numbers"], first["numbers"]))
+    if not same_labels:
+        out["numbers"] = version["numbers"]
+    elif version["numbers"] != first["numbers"]:
+        out["values"] = [n["values"] for n in version["numbers"]]
+    return out
+
+
+def overview(walk, stages: list[dict]) -> list[dict]:
+    a = walk.architecture
+    layers, pieces, inputs = a["n_layers"], len(walk.src_tokens), shown(walk.step)
+    flowing = {"text": f"{pieces} pieces", "input": f"{pieces} vectors × {a['d_model']}",
+               "encoder": f"× {layers} layers, {pieces} × {a['d_model']}",
+               "target": f"{inputs} input(s) × {a['d_model']}",
+               "decoder": f"× {layers} layers, {inputs} × {a['d_model']}",
+               "output": f"{a['tgt_vocab_size']} probabilities"}
+    blocks = []
+    for key, column, title, note in BLOCKS:
+        numbers = [s["number"] for s in stages if s["block"] == key]
+        groups = []
+        for s in stages:
+            if s["block"] == key and s["group"] in GROUPS:
+                if not groups or groups[-1]["key"] != s["group"]:
+                    groups.append({"key": s["group"], "title": GROUPS[s["group"]], "stages": []})
+                groups[-1]["stages"].append(s["number"])
+        if numbers:
+            blocks.append({"key": key, "column": column, "title": title, "note": note, "data": flowing[key],
+                           "stages": numbers, "groups": groups})
+    return blocks
+
+
+EXACT_LOGITS = 512
+
+
+def compact_logits(logits) -> dict:
+    """The step's logits over the whole vocabulary: the EXACT_LOGITS largest as float32 with their ids ("top",
+    "exact"); every logit as float16 below the largest ("below", largest - logit), whose rounding error (at most
+    2^-11 of the distance) falls on pieces e^distance times less probable than the top one."""
+    logits = np.asarray(logits, dtype=np.float64)
+    largest = float(np.max(logits))
+    top = np.argsort(-logits, kind="stable")[:EXACT_LOGITS]
+    below = np.where(np.isfinite(logits), largest - logits, np.inf)
+    return {"size": int(logits.size), "largest": largest, "top": top.astype("<i4").tolist(),
+            "exact": base64.b64encode(logits[top].astype("<f4").tobytes()).decode("ascii"),
+            "below": base64.b64encode(np.minimum(below, np.inf).astype("<f2").tobytes()).decode("ascii")}
 
 
 def walk_payload(walk) -> dict:
-    """What the page's walk-through draws: the stages at 3 significant digits, the overview's blocks with the
-    numbers of their stages, and the glossary text of every term a stage uses. A vector a stage shows again (the
-    residual add's input, the sum the next norm reads) is sent once: later copies are {"ref": [stage, index]}, the
-    1-based stage number and 0-based index of the first copy in that stage's numbers (walk_data.js resolves them)."""
-    payload = walk_json(walk, digits=None, significant=3)
-    first: dict[tuple, list[int]] = {}
-    for stage in payload["stages"]:
-        for index, numbers in enumerate(stage["numbers"]):
-            if numbers["kind"] == "matrix" and sum(len(row) for row in numbers["values"]) > LARGE_MATRIX:
-                numbers["values"] = quantised(numbers["values"])
-            if numbers["kind"] != "vector":
-                continue
-            seen = first.setdefault(tuple(numbers["values"]), [stage["number"], index])
-            if seen != [stage["number"], index]:
-                numbers["values"] = {"ref": seen}
-    a = walk.architecture
-    layers, pieces, inputs = a["n_layers"], len(walk.src_tokens), walk.step + 1
-    flowing = {"text": f"{pieces} pieces", "input": f"{pieces} vectors × {a['d_model']}",
-               "encoder": f"{pieces} × {a['d_model']} through {layers} layers",
-               "cross": f"reads the {pieces} source vectors", "decoder": f"{inputs} input(s) × {a['d_model']}",
-               "output": f"{a['tgt_vocab_size']} probabilities"}
-    blocks = []
-    for key, title, note in BLOCKS:
-        numbers = [s["number"] for s in payload["stages"] if s["block"] == key]
-        if numbers:
-            if key in ("encoder", "decoder"):
-                title = f"{title} × {layers}"
-            blocks.append({"key": key, "title": title, "note": note, "data": flowing[key], "stages": numbers})
-    terms = sorted({term for s in payload["stages"] for term in s["terms"]})
-    payload["blocks"] = blocks
-    payload["glossary"] = {term: definition(term) for term in terms if definition(term)}
-    return payload
+    """What the page's walk-through draws: every stage at every layer and head (numbers pooled), the step's logits,
+    the overview's blocks, and the glossary text of every term a stage uses."""
+    pool = Pool()
+    stages = [stage_payload(number, stage, variants, pool)
+              for number, (stage, variants) in enumerate(zip(walk.stages, walk.variants), start=1)]
+    terms = sorted({term for s in stages for term in s["terms"]} | set(CONTROL_TERMS))
+    return walk_header(walk) | {
+        "stages": stages, "pool": pool.arrays, "blocks": overview(walk, stages),
+        "logits": compact_logits(walk.logits),
+        "top_ids": walk.top_ids, "top_pieces": walk.top_pieces,
+        "glossary": {term: definition(term) for term in terms if definition(term)}}

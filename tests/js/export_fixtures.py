@@ -13,6 +13,7 @@ import zlib
 from pathlib import Path
 
 import numpy as np
+import torch
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -86,16 +87,37 @@ def main(out: str) -> None:
 
 
 def walk_fixture(translator, translation) -> dict:
-    """The walk-through's payload (repeated vectors sent once, as references) and, for tests/js/walk_data.test.js,
-    every stage's numbers as Python has them before the references are made, and each stage's block."""
+    """The walk-through's payload (every array pooled in float16 or int8) and, for tests/js/walk_data.test.js, what
+    the API sends at full precision for several layers and heads (walk_json, before any pooling), each stage's block,
+    and the softmax of the step's logits over the whole vocabulary at a few temperatures, computed here with numpy."""
     from explorer.views.walkthrough_payload import walk_json, walk_payload
     from transformer.analysis.walkthrough import walkthrough
+    from transformer.decoding.strategies.sampling import SamplingSettings, filtered_distribution
 
     walk = walkthrough(translator.model, translator.tokenizer, translation, token=3, step=4, head=1)
-    payload = walk_payload(walk)
-    plain = walk_json(walk, digits=None, significant=3)
-    return {"payload": payload, "values": [[n["values"] for n in s["numbers"]] for s in plain["stages"]],
-            "blocks": [s["block"] for s in plain["stages"]]}
+    config = translator.model.config
+    sent = walk_json(walk)
+    views = []
+    for layer, head in ((0, 0), (config.n_layers - 1, config.n_heads - 1), (1, 2)):
+        stages = []
+        for stage in sent["stages"]:
+            version = stage
+            if stage["per"]:
+                index = layer if stage["per"] == "layer" else layer * config.n_heads + head
+                version = stage["variants"][index]
+            stages.append({"title": version["title"], "values": [n["values"] for n in version["numbers"]]})
+        views.append({"layer": layer, "head": head, "stages": stages})
+    logits = torch.as_tensor(walk.logits, dtype=torch.float64)[None]
+    sampled = []
+    for temperature, top_k, top_p in ((1.0, 0, 1.0), (0.5, 0, 1.0), (2.0, 5, 1.0), (1.3, 0, 0.6), (0.8, 40, 0.9)):
+        settings = SamplingSettings(temperature=temperature, top_k=top_k, top_p=top_p)
+        probs = filtered_distribution(logits, settings)[0]
+        plain = torch.softmax(logits[0] / temperature, dim=-1)
+        sampled.append({"temperature": temperature, "top_k": top_k, "top_p": top_p,
+                        "ids": walk.top_ids[:20], "probs": [float(probs[i]) for i in walk.top_ids[:20]],
+                        "plain": [float(plain[i]) for i in walk.top_ids[:20]], "kept": int((probs > 0).sum())})
+    return {"payload": walk_payload(walk), "views": views, "blocks": [s["block"] for s in sent["stages"]],
+            "keys": [s["key"] for s in sent["stages"]], "sampled": sampled}
 
 
 if __name__ == "__main__":

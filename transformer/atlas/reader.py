@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from ..checkpoint import WEIGHTS_FILE, CheckpointError, checkpoint_folder
+from ..core.head_ref import shown
 from .index import read_index
 from .maps import HeadMap, load_maps
 from .store import (
@@ -86,7 +87,7 @@ class Atlas:
 
     @lru_cache(maxsize=None)  # noqa: B019 - one Atlas per folder, kept for the program's life
     def index(self, side: str, layer: int):
-        stats = self.manifest["index"]["per_layer"][f"{side}-layer-{layer + 1}"]
+        stats = self.manifest["index"]["per_layer"][f"{side}-layer-{shown(layer)}"]
         return read_index(self.folder / index_file(side, layer), stats["nprobe"])
 
     @cached_property

@@ -52,7 +52,7 @@ ATTENTION_KINDS = tuple(name for name, probe in PROBES.items() if probe.attentio
 # queries and keys, (layers, B, heads, positions, head size) (attention.Vectors, analysis/query_key.py)
 NORM_PROBES = tuple(f"{kind}_norms" for kind in ATTENTION_KINDS)
 VECTOR_PROBES = tuple(f"{kind}_{part}" for kind in ATTENTION_KINDS for part in ("queries", "keys"))
-# every intermediate of the forward pass, for the walk-through of one translation (analysis/walkthrough.py): recorded
+# every intermediate of the forward pass, for the walk-through of one translation (analysis/walkthrough/): recorded
 # in a teacher-forced pass only, by pass-through `Tap` modules (core/tap.py) that run only while a recording listens.
 # name -> what it holds; B batch, T positions, D d_model, H heads, hs head size, F d_ff, V vocabulary. Per-layer
 # probes are recorded once per layer, the others once per pass (read them with Recording.take).

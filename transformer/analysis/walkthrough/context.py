@@ -1,0 +1,103 @@
+"""One teacher-forced pass recorded for the walk-through, and what every stage builder shares: the recordings, the
+chosen piece, step, layer and head, the facts about the model its texts state (read from the checkpoint's config),
+and `add`, which puts a stage's words (text.py) beside its numbers.
+
+Indices are 0-based here: `token` is a source position, `step` the decoding step (0: the first output piece, predicted
+from <s>), `layer` a layer of either stack, `head` a head of every attention kind. Texts number them from 1 through
+core/head_ref.py.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ...core.capture import record
+from ...core.head_mask import heads_masked
+from ...core.head_ref import head_label, layer_label, shown
+from ...core.model import Transformer
+from ...core.probes import ATTENTION_KINDS, SUBLAYERS, VECTOR_PROBES, WALK_PROBES
+from .stage import Numbers, Stage
+from .text import MODULES, stage_ask, stage_text
+
+PER_LAYER = ("encoder_hidden", "decoder_hidden", *ATTENTION_KINDS, *VECTOR_PROBES)
+
+
+def per_layer(name: str) -> bool:
+    """Whether the probe `name` is recorded once per layer (a sub-layer's or an attention kind's), not once per pass."""
+    return name in PER_LAYER or any(name.startswith(f"{owner}_") for owner in (*SUBLAYERS, *ATTENTION_KINDS))
+
+
+def record_pass(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_off=None) -> dict[str, torch.Tensor]:
+    """Every walk-through probe of one teacher-forced pass, batch axis removed: per-layer probes (L, ...), the others
+    (...). The decoder's inputs are its start token (<s>) then tgt_ids[:-1], as decoding fed them."""
+    src = torch.tensor([src_ids], device=model.device)
+    tgt = torch.tensor([[model.config.decoder_start_id] + list(tgt_ids[:-1])], device=model.device)
+    names = (*WALK_PROBES, *PER_LAYER)
+    with torch.no_grad(), heads_masked(model, heads_off), record(model, names) as recording:
+        model(src, tgt)
+    out = {}
+    for name in names:
+        calls = recording.take(name)
+        out[name] = torch.stack(calls)[:, 0].float().cpu() if per_layer(name) else calls[0][0].float().cpu()
+    return out
+
+
+def vector(name: str, label: str, values: torch.Tensor, note: str = "") -> Numbers:
+    return Numbers(name, label, "vector", values.numpy(), note=note, axes=("", "feature"))
+
+
+def norm_of(values: torch.Tensor) -> float:
+    return float(values.double().norm())
+
+
+def is_byte_piece(piece: str) -> bool:
+    """SentencePiece's byte fallback: "<0xCE>" spells one UTF-8 byte of a character the vocabulary lacks."""
+    return len(piece) == 6 and piece.startswith("<0x") and piece.endswith(">")
+
+
+def masked_as_inf(masked: torch.Tensor) -> np.ndarray:
+    """Masked scores with the dtype's lowest value (what masked_fill wrote) as -inf, which is what it stands for."""
+    out = masked.numpy().astype(np.float64)
+    out[masked.numpy() <= np.finfo(np.float32).min] = -np.inf
+    return out
+
+
+def model_facts(config) -> dict:
+    """What the texts say about the model, from its config."""
+    return {"d_model": config.d_model, "d_ff": config.d_ff, "n_heads": config.n_heads, "n_layers": config.n_layers,
+            "d_k": config.d_model // config.n_heads, "vocab": config.tgt_vocab_size}
+
+
+class WalkContext:
+    """The recordings (`rec`) of one pass and the stages built from them, for one layer and one head."""
+
+    def __init__(self, model, translation, rec, token, step, layer, head, start_piece: str):
+        self.model, self.t, self.rec, self.config = model, translation, rec, model.config
+        self.token, self.step, self.layer, self.head = token, step, layer, head
+        self.pre = self.config.norm == "pre"
+        self.hs = self.config.d_model // self.config.n_heads
+        self.src = list(translation.src_tokens)
+        self.inputs = [start_piece] + list(translation.tgt_tokens[:-1])  # what decoding fed the decoder
+        self.decoder_keys = self.inputs[: step + 1]  # what the step's masked self-attention reads: <s>, then its past
+        self.facts = model_facts(self.config)
+        self.stages: list[Stage] = []
+
+    def where(self, side: str) -> str:
+        """The layer a stage of `side`'s stack shows, as its title names it: "Encoder layer 3"."""
+        return f"{side.capitalize()} {layer_label(self.layer)}"
+
+    @property
+    def head_name(self) -> str:
+        return head_label(self.head)
+
+    def position_number(self, position: int) -> int:
+        """A 0-based position as the page and the API count it."""
+        return shown(position)
+
+    def add(self, key: str, block: str, group: str, text: str, module: str, numbers: list[Numbers],
+            terms: tuple[str, ...], **facts) -> None:
+        facts = {**self.facts, **facts}
+        words = stage_text(text, **facts)
+        self.stages.append(Stage(key=key, block=block, group=group, title=words.title, text=words.text,
+                                 why=words.why, formula=words.formula, module=MODULES[module], numbers=numbers,
+                                 terms=terms, ask=stage_ask(text, **facts)))
