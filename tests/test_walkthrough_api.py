@@ -68,13 +68,14 @@ def test_every_stage_numbered_from_1_with_the_recorded_numbers(client, expected)
         for layer in range(1, layers + 1):
             for at_head in range(1, heads + 1):
                 weights = {n["name"]: n["values"] for n in version(stage, layer, at_head, heads)["numbers"]}["weights"]
-                np.testing.assert_allclose(weights, expected.recorded[kind].values[
+                np.testing.assert_allclose(weights, expected.recorded[kind].values[  # the server's pass: as above
                     from_shown(layer), from_shown(at_head), from_shown(query)], atol=1e-4)
     residual = next(s for s in out["stages"] if s["key"] == "decoder.cross.residual")
     assert residual["per"] == "layer" and [v["layer"] for v in residual["variants"]] == list(range(1, layers + 1))
     # the whole vocabulary's logits: their softmax is the chosen piece's probability
     logits = np.array([-np.inf if v == "-inf" else v for v in out["logits"]], dtype=np.float64)
     probs = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
+    # the server's teacher-forced logits against the test's decoding steps: float32 rounding through the layers
     assert probs[expected.tgt_ids[step - 1]] == pytest.approx(expected.steps[step - 1].prob, abs=1e-4)
     chosen = numbers(out, "output.softmax")["chosen_probability"]
     assert chosen == pytest.approx(expected.steps[step - 1].prob, abs=1e-4)  # as the rows above
