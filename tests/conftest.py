@@ -11,6 +11,38 @@ ROOT = Path(__file__).resolve().parent.parent
 MULTI30K = ROOT.parent / "shared" / "data" / "multi30k"
 SHIPPED = ROOT / "checkpoints" / "en-de"
 
+# Floats that torch's own kernels computed along two routes (another process, another thread or thread count, a
+# batch against one sentence, fused against explicit attention) agree only to rounding: MKL/oneDNN matmuls, softmax
+# and reductions may split and reorder a float32 sum by thread count and CPU (Intel or AMD, AVX2 or AVX-512), and
+# each reordering moves a result by a few ulps (2**-23 ~ 1.2e-7 relative). Carried through a tiny model's two or
+# three layers, a softmax and a log, that stays near 1e-6 relative: rtol=1e-5 leaves a tenfold margin and still
+# fails on any real change; atol=1e-6 serves numbers near 0 (a masked key's weight), where relative error means
+# nothing. Exact equality stays where our code fixes the order of every sum (the float16 kernel), or where the same
+# function runs on the same tensors in the same thread.
+FLOAT32_ROUNDING = dict(rtol=1e-5, atol=1e-6)
+# The API and the exports round weights to 6 decimals (transformer/decoding/export.py): two values within
+# FLOAT32_ROUNDING may round to neighbouring multiples of 1e-6, one more 1e-6 of absolute slack.
+ROUNDED_TO_6 = dict(rtol=1e-5, atol=2e-6)
+
+
+def assert_json_close(got, want, rtol: float, atol: float, where: str = "") -> None:
+    """Two JSON-like trees (dicts, lists, tuples) equal in every key, string, int, bool and None, and in every float
+    within atol + rtol * |want|: for numbers that crossed a process boundary or another route through torch."""
+    if isinstance(want, float) or isinstance(got, float):
+        assert isinstance(got, (int, float)) and isinstance(want, (int, float)), f"{where}: {got!r} != {want!r}"
+        assert abs(got - want) <= atol + rtol * abs(want), f"{where}: {got!r} != {want!r}"
+    elif isinstance(want, dict):
+        assert isinstance(got, dict) and got.keys() == want.keys(), f"{where}: keys {got!r} != {want!r}"
+        for key in want:
+            assert_json_close(got[key], want[key], rtol, atol, f"{where}.{key}")
+    elif isinstance(want, (list, tuple)):
+        assert isinstance(got, (list, tuple)) and len(got) == len(want), f"{where}: {got!r} != {want!r}"
+        for index, (a, b) in enumerate(zip(got, want)):
+            assert_json_close(a, b, rtol, atol, f"{where}[{index}]")
+    else:
+        assert got == want, f"{where}: {got!r} != {want!r}"
+
+
 WORDS = ("a man woman dog child rides runs sits on the in with red blue big small street park ball bike "
          "water near two girl boy plays jumps").split()
 GERMAN = dict(zip(WORDS, ("ein mann frau hund kind fährt läuft sitzt auf der im mit rot blau groß klein straße park "

@@ -65,7 +65,8 @@ def brute_force(attention_module, weights, x_norm, x, y, memory=None):
             if memory is None and j == i:
                 term = term + x[i]
             terms.append(term)
-        # the decomposition is exact: the terms and the output bias rebuild the sub-layer's output
+        # the decomposition is exact: the terms and the output bias rebuild the sub-layer's output (y is the model's
+        # float32 output: float32 rounding on values of order 1)
         np.testing.assert_allclose(
             (sum(terms) + attention_module.out_proj.bias.double()).numpy(), y[i].numpy(), atol=1e-5
         )
@@ -106,12 +107,14 @@ def test_contributions_equal_a_brute_force_rollout(model):
         shares = brute_force(layer.cross_attention, attention.cross[index, 0], None, x, y, memory=seen["memory"])
         rows = shares[:, :1] * rows + shares[:, 1:] @ source_rows
     result = alti_plus(model, SRC, TGT)
+    # float64 on both sides (alti_plus's default): only the order of float64 sums differs (~1e-16 relative), so
+    # 1e-8 and 1e-9 leave room and still fail on any slip in the rollout
     np.testing.assert_allclose(result.matrix, rows, atol=1e-8)
     np.testing.assert_allclose(result.matrix.sum(1), 1, atol=1e-9)
     np.testing.assert_allclose(result.source_share, rows[:, : len(SRC)].sum(1), atol=1e-9)
     assert ((result.source_share > 0) & (result.source_share < 1)).all()
     # a prediction draws on no decoder input after its own position (the causal mask)
-    assert np.allclose(np.triu(result.matrix[:, len(SRC):], k=1), 0)
+    assert np.allclose(np.triu(result.matrix[:, len(SRC):], k=1), 0)  # zero up to float64 rounding (atol 1e-8)
 
 
 def test_a_post_norm_model_is_refused():
@@ -124,6 +127,7 @@ def test_in_float32_as_the_app_runs_it_the_contributions_stay_within_1e_5_of_flo
     exact = alti_plus(model, SRC, TGT)
     fast = alti_plus(model, SRC, TGT, dtype=torch.float32)
     assert fast.matrix.dtype == np.float32 and exact.matrix.dtype == np.float64
+    # float32 rounding (~1.2e-7 relative) carried through the rollout's products of shares <= 1
     np.testing.assert_allclose(fast.matrix, exact.matrix, atol=1e-5)
     np.testing.assert_allclose(fast.layers, exact.layers, atol=1e-5)
 
@@ -146,6 +150,8 @@ def test_a_translation_reads_its_own_recorded_attention_as_the_pass_would(random
     add_contributions(random_translator.model, translation, torch.float32)
     reference = alti_plus(random_translator.model, translation.src_ids, translation.tgt_ids,
                           translation.settings.get("heads_off") or None, torch.float64)
+    # float32 (and the decoding's own float32 weights) against float64: shares <= 1 within 2e-5; the norms, of order
+    # 1-10, within 1e-4 relative
     np.testing.assert_allclose(translation.contributions.layers, reference.layers, atol=2e-5)
     for kind, norms in reference.norms.items():
         np.testing.assert_allclose(translation.norms[kind], norms, rtol=1e-4, atol=1e-5)

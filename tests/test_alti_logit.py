@@ -74,7 +74,9 @@ def brute_force(model, step, foil):
 
 def test_the_parts_add_up_to_the_models_own_log_odds(model):
     result = alti_logit(model, SRC, TGT, STEP, FOIL)
+    # alti_logit runs in float64, log_odds reads the model's float32 logits: float32 rounding on log-odds of order 1
     assert result.log_odds == pytest.approx(log_odds(model, STEP, FOIL), abs=1e-5)
+    # the parts add up by construction, in float64: only float64 rounding (~1e-16 relative) separates them
     assert result.source.sum() + result.prefix.sum() + result.biases == pytest.approx(result.log_odds, abs=1e-9)
     assert result.source.shape == (len(SRC),) and result.prefix.shape == (STEP + 1,)
 
@@ -82,6 +84,7 @@ def test_the_parts_add_up_to_the_models_own_log_odds(model):
 @pytest.mark.parametrize("step, foil", [(0, 10), (STEP, FOIL), (4, 3)])
 def test_each_score_equals_the_brute_force_computation(model, step, foil):
     result = alti_logit(model, SRC, TGT, step, foil)
+    # float64 on both sides, sums in other orders: float64 rounding, far below 1e-9
     np.testing.assert_allclose(np.concatenate([result.source, result.prefix]), brute_force(model, step, foil),
                                atol=1e-9)
 
@@ -89,14 +92,15 @@ def test_each_score_equals_the_brute_force_computation(model, step, foil):
 def test_with_every_cross_attention_head_off_the_source_carries_nothing(model):
     off = [("cross", layer, head) for layer in range(model.config.n_layers) for head in range(model.config.n_heads)]
     result = alti_logit(model, SRC, TGT, STEP, FOIL, heads_off=off)
-    np.testing.assert_allclose(result.source, 0, atol=1e-12)
-    assert result.log_odds == pytest.approx(log_odds(model, STEP, FOIL, off), abs=1e-5)
+    np.testing.assert_allclose(result.source, 0, atol=1e-12)  # silent heads: zero up to float64 rounding
+    assert result.log_odds == pytest.approx(log_odds(model, STEP, FOIL, off), abs=1e-5)  # float32 logits, as above
     assert result.prefix.sum() + result.biases == pytest.approx(result.log_odds, abs=1e-9)
     assert np.abs(alti_logit(model, SRC, TGT, STEP, FOIL).source).max() > 1e-3  # and with them on, it does
 
 
 def test_alti_plus_with_every_cross_attention_head_off_gives_the_source_no_share(model):
     off = [("cross", layer, head) for layer in range(model.config.n_layers) for head in range(model.config.n_heads)]
+    # silent heads move nothing: zero up to float64 rounding
     np.testing.assert_allclose(alti_plus(model, SRC, TGT, off).source_share, 0, atol=1e-12)
     assert alti_plus(model, SRC, TGT).source_share.min() > 1e-3
 

@@ -17,6 +17,11 @@ from .conftest import SHIPPED, recorded
 
 pytestmark = pytest.mark.slow
 
+# The server computes in gradio's worker threads (or worker processes), where torch's kernels may split their sums
+# otherwise than in the test's thread, and its JSON rounds to 6 decimals (transformer/decoding/export.py,
+# explorer/api.py): numbers it sends agree with the local computation within float32 rounding plus 5e-7, never to
+# the bit. Tokens and translations are discrete and compared exactly.
+
 
 @pytest.fixture(scope="module")
 def server():
@@ -65,13 +70,14 @@ def test_details_hold_the_numbers_behind_the_plots(server, reference):
     expected = reference.translate(SENTENCE, capture=True, **recorded(reference))
     assert sentence["tgt_tokens"] == expected.tgt_tokens and sentence["src_tokens"] == expected.src_tokens
     for kind in ("encoder_self", "decoder_self", "cross"):
-        np.testing.assert_allclose(
+        np.testing.assert_allclose(  # weights <= 1: float32 rounding and 6 decimals, inside 1e-5
             np.array(sentence["attention"][kind]["weights"]), getattr(expected.attention, kind), atol=1e-5
         )
     assert [s["token"] for s in sentence["steps"]] == expected.tgt_tokens
     # ALTI+: each prediction's contributions over the source and the decoder inputs (tests/test_alti.py checks them)
     alti = sentence["contributions"]
     assert alti["cols"] == expected.src_tokens + expected.decoder_input_tokens and alti["rows"] == expected.tgt_tokens
+    # rows of ~20 entries, each rounded to 6 decimals (+-5e-7): their sums within 1e-5 of 1
     np.testing.assert_allclose(np.array(alti["matrix"]).sum(1), 1, atol=1e-5)
     np.testing.assert_allclose(alti["source_share"], np.array(alti["matrix"])[:, : len(expected.src_tokens)].sum(1),
                                atol=1e-5)
@@ -81,6 +87,8 @@ def test_details_hold_the_numbers_behind_the_plots(server, reference):
     vectors = independent_vectors(reference.model, expected.src_ids, expected.tgt_ids)
     for kind in ("encoder_self", "decoder_self", "cross"):
         norms = np.array(sentence["attention"][kind]["norms"])
+        # float32 norms of order 1-10 against an independent float64 rebuild (tests/test_norms.py): 1e-4 relative;
+        # the weighted norms multiply them by weights <= 1, so 1e-4 absolute
         np.testing.assert_allclose(norms, np.linalg.norm(vectors[kind], axis=-1), rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(sentence["attention"][kind]["weighted_norms"],
                                    getattr(expected.attention, kind) * norms[:, :, None, :], atol=1e-4)
@@ -103,6 +111,8 @@ def test_the_trace_is_what_the_page_draws_within_one_byte_of_the_full_numbers(se
         for kind in ("encoder_self", "decoder_self", "cross"):
             weights = getattr(translation.attention, kind)
             assert payload["kinds"][kind]["rows"] == sentence["attention"][kind]["rows"]
+            # one byte per weight in 1/255 steps rounds by at most 1/510; 1e-6 more for the server's float32 rounding,
+            # which may put a weight on the other side of a step's midpoint
             assert np.abs(unpacked(payload["kinds"][kind]["q"], weights.shape) - weights).max() <= 1 / 510 + 1e-6
             # norms go relative to each head's largest: the same ratios as the full-precision norms
             norms = np.array(sentence["attention"][kind]["norms"])
@@ -111,6 +121,7 @@ def test_the_trace_is_what_the_page_draws_within_one_byte_of_the_full_numbers(se
         matrix = np.array(sentence["contributions"]["matrix"])  # ALTI+ after the last layer is the full matrix
         alti = unpacked(payload["kinds"]["alti"]["q"], (-1, len(translation.tgt_tokens), matrix.shape[1]))
         assert np.abs(alti[-1] - matrix).max() <= 1 / 510 + 1e-6
+        # the trace rounds source shares to 3 decimals (explorer/views/live_payload.py): 5e-4, and the details' 6
         np.testing.assert_allclose(payload["source_share"], sentence["contributions"]["source_share"], atol=1e-3)
     # the compact trace is several times smaller than the same numbers at full precision
     assert len(json.dumps(trace["traces"][0])) * 4 < len(json.dumps(details[0]))
@@ -140,6 +151,7 @@ def test_rendering_never_runs_the_model(server, monkeypatch):
         assert ui.render_named(ui.views, result, state, "en-de", changed) is not None
     for kind in ("encoder_self", "decoder_self", "cross"):
         named = ui.render_named(ui.views, result, state | {"kind": kind, "layer": "0", "head": "1"}, "en-de", "kind")
+        # the figure rounds to 4 decimals (explorer/figures/theme.py DECIMALS): 5e-5 and float32 rounding
         np.testing.assert_allclose(np.asarray(named["attention_plot"].data[0].z, dtype=np.float32),
                                    result.translations[0].recorded[kind].values[0, 1], atol=1e-4)
     named = ui.render_named(ui.views, result, state | {"layer": "1", "head": "all", "step": 2}, "en-de", "step")
@@ -202,7 +214,9 @@ def test_a_prefix_forces_the_start_on_both_endpoints(server, reference):
     lens = sentence["logit_lens"]
     assert np.array(lens["chosen_prob"]).shape == (reference.model.config.n_layers, len(sentence["tgt_tokens"]))
     final = np.array(lens["chosen_prob"])[-1]
-    np.testing.assert_allclose(final, [s["prob"] for s in sentence["steps"]], atol=1e-4)  # last layer = the output
+    # last layer = the output: the lens's teacher-forced pass against the decoder's steps (maybe our float16 kernel),
+    # float32 rounding through the layers (tests/test_fused_step.py bounds it at 3e-5) and 6 decimals
+    np.testing.assert_allclose(final, [s["prob"] for s in sentence["steps"]], atol=1e-4)
     with pytest.raises(Exception, match=r"prefix is \d+ pieces long; the maximum output length is 3"):
         client.predict(SENTENCE, max_length=3, prefix="Eine Katze sitzt auf dem Tisch", api_name="/translate_details")
 
@@ -276,14 +290,17 @@ def test_why_not_explains_a_step_against_a_candidate(server, reference):
     assert out["chosen"] == expected.tgt_tokens[step - 1] and out["foil"] == foil and out["step"] == step
     assert [s["token"] for s in out["source"]] == expected.src_tokens
     assert [p["token"] for p in out["prefix"]] == expected.decoder_input_tokens[:step]
-    np.testing.assert_allclose([s["score"] for s in out["source"]], contrast.source, atol=1e-5)
+    np.testing.assert_allclose([s["score"] for s in out["source"]], contrast.source, atol=1e-5)  # as /translate
+    # the step's own recorded probabilities: /why_not's teacher-forced float32 pass against the decoder's step
+    # (maybe our float16 kernel); a log-ratio of probabilities as small as a foil's magnifies their float32 rounding
     assert out["log_odds"] == pytest.approx(np.log(expected.steps[step - 1].prob) - np.log(
-        dict(expected.steps[step - 1].topk)[foil]), abs=1e-3)  # the step's own recorded probabilities
+        dict(expected.steps[step - 1].topk)[foil]), abs=1e-3)
     # read through the layers: ALTI-Logit's shares (tests/test_alti_logit.py checks them by brute force) and the
     # biases add up to the same log-odds
     layers = out["alti_logit"]
     assert [s["token"] for s in layers["source"]] == expected.src_tokens
     total = sum(s["score"] for s in layers["source"] + layers["prefix"]) + layers["biases"]
+    # ~20 parts rounded to 6 decimals, and ALTI-Logit's float64 over float32 activations against the float32 pass
     assert total == pytest.approx(out["log_odds"], abs=1e-4)
     with pytest.raises(Exception, match=r"step must be in \[1, \d+\]"):
         client.predict(SENTENCE, foil, 999, api_name="/why_not")
@@ -299,9 +316,12 @@ def test_query_key_takes_one_weight_apart_on_the_api(server, reference):
     _, client = server
     expected = reference.translate(SENTENCE, capture=True, **recorded(reference))
     out = client.predict(SENTENCE, "decoder_self", 2, 3, 4, api_name="/query_key")
+    # the server's breakdown recomputes the row from its vectors (another route, another thread): float32 rounding
     np.testing.assert_allclose(out["weights"], expected.recorded["decoder_self"].values[1, 2, 3, :4], atol=1e-4)
     scores = np.array(out["scores"])
+    # scores and weights each rounded to 6 decimals: their softmax agrees within a few 1e-6
     np.testing.assert_allclose(np.exp(scores) / np.exp(scores).sum(), out["weights"], atol=1e-5)
+    # a sum of head-size products each rounded to 6 decimals (+-5e-7), then float32 rounding on scores of order 1-10
     np.testing.assert_allclose(np.array(out["products"]).sum(-1) / np.sqrt(len(out["query_vector"])), scores, atol=1e-4)
     assert out["query_token"] == expected.tgt_tokens[3] and out["key_tokens"] == expected.decoder_input_tokens[:4]
     layers = reference.model.config.n_layers

@@ -76,7 +76,7 @@ def test_records_equal_a_forward_pass(built):
         argmax = np.array([records["target"]["cross_argmax"][r] for r in rows]).reshape(len(rows), layers, heads)
         entropy = np.array([records["target"]["cross_entropy"][r] for r in rows]).reshape(len(rows), layers, heads)
         weights = cross.permute(2, 0, 1, 3).double()  # (T, L, H, S)
-        np.testing.assert_array_equal(argmax, weights.argmax(-1).numpy())
+        np.testing.assert_array_equal(argmax, weights.argmax(-1).numpy())  # discrete, like a token's choice
         expected = -(weights * weights.log()).sum(-1).numpy()  # no masked keys in an unpadded pair
         np.testing.assert_allclose(entropy, expected, rtol=1e-4, atol=1e-5)  # float32 in the atlas
 
@@ -98,6 +98,8 @@ def test_nearest_neighbour_is_itself_and_the_index_equals_exact_search(built, si
         distances, rows = exact_neighbours(vectors, 10)
         unique = np.unique(vectors, axis=0, return_counts=True)[1].max() == 1
         assert unique, "the tiny corpus has no two tokens with one vector"
+        # float16-exact vectors: their squares and dot products are exact in float64, so each row's distance to
+        # itself is exactly 0
         np.testing.assert_array_equal(rows[:, 0], np.arange(len(vectors)))
         assert np.all(distances[:, 0] == 0)
         index = read_index(folder / index_file(side, layer), nprobe=1)
@@ -283,4 +285,5 @@ def test_a_converted_opus_mt_model_gets_an_atlas(tmp_path, capsys):
     sentence = (corpus / "train.en").read_text().splitlines()[4]
     main(["neighbours", str(tmp_path / "atlas"), "--sentence", sentence, "--token", "1", "--layer", "1", "--k", "1"])
     first = json.loads(capsys.readouterr().out)["neighbours"][0]
+    # FAISS's float32 |x|^2 + |y|^2 - 2 x.y leaves a residue ~1e-6 |x|^2 for a vector and itself: its root ~1e-3 |x|
     assert (first["sentence"], first["position"], first["distance"]) == (5, 1, pytest.approx(0, abs=1e-2))

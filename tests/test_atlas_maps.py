@@ -32,7 +32,7 @@ def test_the_planted_head_attends_to_the_previous_token(planted):
     src = torch.tensor([[5, 9, 12, 7, 30, 3]])
     with torch.no_grad():
         q, k, _ = model.encoder_layers[0].self_attention.project_self(model.embed(src, model.src_embed))
-    assert torch.equal((q[0, 0] @ k[0, 0].T)[1:].argmax(-1), torch.arange(5))
+    assert torch.equal((q[0, 0] @ k[0, 0].T)[1:].argmax(-1), torch.arange(5))  # argmaxes of a planted margin: exact
 
 
 @pytest.mark.parametrize("projection", ["pca", "tsne"])
@@ -71,6 +71,7 @@ def test_a_map_point_placed_again_lands_on_itself():
     rng = np.random.default_rng(1)
     queries, keys = rng.normal(size=(60, 6)).astype(np.float32), rng.normal(size=(70, 6)).astype(np.float32)
     pca_map = head_map(queries, keys, "pca")
+    # the same float32 projection applied again, to other arrays: float32 rounding on coordinates of order 1
     np.testing.assert_allclose(place(pca_map, queries, "queries", "pca"), pca_map.coordinates[:60], atol=1e-4)
     np.testing.assert_allclose(place(pca_map, keys, "keys", "pca"), pca_map.coordinates[60:], atol=1e-4)
 
@@ -118,5 +119,5 @@ def test_similar_heads_rank_a_turned_copy_of_a_map_first():
     maps = [[plain(points), plain(rng.normal(size=(300, 2)))], [plain(rng.normal(size=(300, 2))),
                                                                   plain(3 * points @ turn.T + 5)]]
     order = ranked(similarity_matrix(maps), 0, 2)
-    assert order[0][:2] == (1, 1) and order[0][2] == pytest.approx(1.0)
+    assert order[0][:2] == (1, 1) and order[0][2] == pytest.approx(1.0)  # a share of counted neighbours
     assert max(share for _, _, share in order[1:]) < 0.2  # unrelated maps share ~10/299 of each neighbourhood

@@ -13,6 +13,9 @@ from .test_browser import CHROMIUM, SCREENSHOTS, TIMEOUT, browser, open_translat
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium missing (scripts/test.sh installs it)")]
 SENTENCE = "Two dogs are running through the snow."
+# What the page shows against the test's own computation: the trace carries one byte per weight (1/255 steps, at most
+# 1/510 off), the cells show 3 decimals (5e-4 more), and the server computes in its own thread, whose float32
+# rounding may move a weight across a step's midpoint: within 1 / 255 + 1e-3. Shares are sent with 3 decimals.
 
 
 def translated_page(browser, url, width, height, **options):  # noqa: F811

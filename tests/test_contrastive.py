@@ -44,6 +44,7 @@ def log_odds(model, step, foil, side=None, position=None, eps=0.0) -> float:
 @pytest.mark.parametrize("step, foil", [(0, 3), (2, 9), (4, 1)])
 def test_each_score_is_the_log_odds_change_when_that_embedding_is_scaled(model, step, foil):
     contrast = contrastive_input_x_gradient(model, SRC, TGT, step, foil)
+    # a float64 model: the same log-odds by another pass, far inside approx's 1e-6 relative
     assert contrast.chosen_id == TGT[step] and contrast.log_odds == pytest.approx(log_odds(model, step, foil))
     assert contrast.source.shape == (len(SRC),) and contrast.prefix.shape == (step + 1,)
     eps = 1e-5
@@ -52,6 +53,7 @@ def test_each_score_is_the_log_odds_change_when_that_embedding_is_scaled(model, 
             (log_odds(model, step, foil, side, p, eps) - log_odds(model, step, foil, side, p, -eps)) / (2 * eps)
             for p in range(len(scores))
         ]
+        # a float64 central difference: O(eps^2) = 1e-10 relative, plus float64 rounding / eps ~ 1e-11
         np.testing.assert_allclose(scores, differences, rtol=1e-5, atol=1e-7)
 
 

@@ -72,6 +72,7 @@ def test_recorded_attention_is_that_of_the_produced_output(strategy):
         expected = teacher_forced_attention(model, src_ids, out.token_ids)
         for got, want in zip((out.recorded[kind] for kind in ATTENTION_KINDS), expected):
             assert got.shape == want.shape
+            # step by step against one float64 pass: the recording stores float32 (~6e-8 on weights <= 1)
             np.testing.assert_allclose(got, want, atol=1e-6)
 
 
@@ -90,7 +91,8 @@ def test_beam_returns_the_best_finished_hypothesis_of_its_tree(beam_size, alpha)
     sources = [torch.randint(4, 12, (n,)).tolist() + [EOS_ID] for n in (4, 8, 3)]
     for out in beam(model, sources, beam_size, alpha, max_length=12):
         nodes = out.tree
-        # every node's score is its parent's score plus its own token's log-probability
+        # every node's score is its parent's score plus its own token's log-probability (Python floats: float64
+        # rounding, far below 1e-9)
         for node in nodes:
             parent_score = 0.0 if node.parent is None else nodes[node.parent].score
             assert node.score == pytest.approx(parent_score + node.log_prob, abs=1e-9)
@@ -103,7 +105,8 @@ def test_beam_returns_the_best_finished_hypothesis_of_its_tree(beam_size, alpha)
         finished = [n for n in nodes if n.status == FINISHED]
         best = max(finished, key=lambda n: n.normalized_score)
         assert out.winner[-1] == best.id and out.score == pytest.approx(best.normalized_score)
-        # the probabilities in the step trace are those of the tree
+        # the probabilities in the step trace are those of the tree (exp of a float32 log-probability: float32
+        # rounding, inside pytest.approx's 1e-6 relative)
         assert [s.prob for s in out.steps] == pytest.approx([np.exp(nodes[i].log_prob) for i in out.winner])
 
 
@@ -135,6 +138,7 @@ def test_batched_beam_equals_one_at_a_time():
     for src_ids, out in zip(sources, batched):
         alone = beam(model, [src_ids], beam_size=4, max_length=12)[0]
         assert out.token_ids == alone.token_ids
+        # a batch against one sentence: other shapes, other sums (and float32 logits); 1e-6 relative covers it
         assert out.score == pytest.approx(alone.score)
 
 
@@ -153,6 +157,8 @@ def test_candidates_from_each_rows_best_equal_those_of_the_whole_vocabulary(beam
     whole = beam(model, sources, beam_size=beam_size, max_length=14)
     for fast, full in zip(shortcut, whole):
         assert fast.token_ids == full.token_ids
+        # exact: both read the log-probabilities of the same step on the same batch in the same thread; only the
+        # choice of candidates differs
         assert fast.score == full.score
         assert [(n.parent, n.token_id, n.log_prob, n.status) for n in fast.tree] == \
                [(n.parent, n.token_id, n.log_prob, n.status) for n in full.tree]
@@ -167,7 +173,7 @@ def test_step_trace_is_consistent():
     path = greedy(model, [src_ids], max_length=8)[0]
     for step, token in zip(path.steps, path.token_ids):
         assert step.token_id == token == step.topk[0][0]  # greedy picks the top candidate
-        assert step.prob == pytest.approx(step.topk[0][1])
+        assert step.prob == pytest.approx(step.topk[0][1])  # one float32 probability, read twice
         assert all(a[1] >= b[1] for a, b in zip(step.topk, step.topk[1:]))
     for step, token in zip(out.steps, out.token_ids):
         assert step.token_id == token
@@ -191,6 +197,7 @@ def test_sampling_is_deterministic_per_seed_and_batch_independent():
 
 
 def test_top_k_and_top_p_filters():
+    # float32 through log, softmax and one renormalising division: assert_close's float32 defaults (1.3e-6 relative)
     logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]]))
     top_k = filtered_distribution(logits, SamplingSettings(top_k=2))
     torch.testing.assert_close(top_k, torch.tensor([[0.625, 0.375, 0.0, 0.0]]))
@@ -220,6 +227,7 @@ def test_the_nucleus_equals_sorting_every_token(spread, top_p):
     torch.manual_seed(int(spread * 10))
     probs = (torch.randn(3, 3000, dtype=torch.float64) * spread).softmax(dim=-1)
     kept = nucleus(probs, top_p)
+    # float64, the reference sums in another order: assert_close's float64 defaults (1e-7) are ample
     torch.testing.assert_close(kept, sorted_nucleus(probs, top_p))
     assert ((kept > 0).sum(dim=-1) > 0).all()
 
@@ -242,5 +250,5 @@ def test_package_uncached_path_matches_cached(search):
         cached, uncached = (greedy(model, sources, 9, capture=True, use_cache=c) for c in (True, False))
     for a, b in zip(cached, uncached):
         assert a.token_ids == b.token_ids
-        for kind in ATTENTION_KINDS:
+        for kind in ATTENTION_KINDS:  # a float64 model: cached and uncached ~1e-16 apart, then stored as float32
             np.testing.assert_allclose(a.recorded[kind], b.recorded[kind], atol=1e-9)

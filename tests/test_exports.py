@@ -54,7 +54,7 @@ def test_the_bertviz_export_renders_through_bertviz(exported):
     layers, heads = translation.recorded["cross"].values.shape[:2]
     assert len(attention["cross"]) == layers
     assert tuple(attention["cross"][0].shape) == (1, heads, len(translation.tgt_tokens), len(translation.src_tokens))
-    torch.testing.assert_close(
+    torch.testing.assert_close(  # the export rounds weights <= 1 to 6 decimals: 5e-7
         attention["decoder"][1][0], torch.from_numpy(translation.recorded["decoder_self"].values[1]), atol=1e-6, rtol=0
     )
     assert data["decoder_tokens"] == translation.decoder_input_tokens
@@ -77,12 +77,14 @@ def test_the_exports_carry_norm_based_attention_beside_the_weights(exported):
     vectors = independent_vectors(model, translation.src_ids, translation.tgt_ids)
     for kind, entry in data["attention"].items():
         norms, weights = np.array(entry["norms"]), np.array(entry["weights"])
+        # float32 norms of order 1-10 against a float64 rebuild (1e-4 relative); the weighted norms against the
+        # product of two numbers each rounded to 6 decimals, of order 10 (2e-5)
         np.testing.assert_allclose(norms, np.linalg.norm(vectors[kind], axis=-1), rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(entry["weighted_norms"], weights * norms[:, :, None, :], atol=2e-5)
     rows = list(csv.DictReader(io.StringIO(files["attention.csv"].read_text(encoding="utf-8"))))
     first = rows[0]
     expected = data["attention"][first["kind"]]["weighted_norms"][0][0][0][0]
-    assert float(first["weighted_norm"]) == pytest.approx(expected, abs=2e-6)
+    assert float(first["weighted_norm"]) == pytest.approx(expected, abs=2e-6)  # both rounded to 6 decimals
 
 
 def test_the_standalone_live_view_is_one_small_file_that_names_its_run(exported):

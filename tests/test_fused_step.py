@@ -67,6 +67,7 @@ def test_packed_weights_give_the_product(kernel, rows, outputs, width):
     torch.manual_seed(rows * outputs + width)
     x, weight, bias = torch.randn(rows, width), torch.randn(outputs, width).half(), torch.randn(outputs)
     expected = torch.nn.functional.linear(x.double(), weight.double(), bias.double())
+    # float32 sums of up to 256 products against float64: ~sqrt(width) ulps of values of order 10, well inside 1e-5
     torch.testing.assert_close(kernel.packed_linear(x, pack(weight), bias).double(), expected, rtol=1e-5, atol=1e-5)
 
 
@@ -91,6 +92,8 @@ def test_steps_match_the_python_step_while_rows_move(shape):
         moves = [None, [0, 0, 1, 2, 2], None, [4, 1, 0], [2, 2, 2, 0], None]
         for step, rows in enumerate(moves):
             logits = {fused: decoder.step() for fused, decoder in decoders.items()}
+            # our kernel against torch's F.linear and attention: other orders of float32 sums through the layers,
+            # on logits of order 10 (2e-5 absolute, 1e-5 relative)
             torch.testing.assert_close(logits[True], logits[False], atol=2e-5, rtol=1e-5)
             tokens = logits[False].argmax(dim=-1)
             for decoder in decoders.values():
@@ -110,7 +113,7 @@ def test_translations_and_recordings_match(decode, shape):
     for slow, fast in zip(python, fused):
         assert fast.token_ids == slow.token_ids
         assert [s.token_id for s in fast.steps] == [s.token_id for s in slow.steps]
-        for probe in STEP_PROBES:
+        for probe in STEP_PROBES:  # the kernel against the Python step: float32 rounding carried through the layers
             torch.testing.assert_close(torch.as_tensor(fast.recorded[probe]), torch.as_tensor(slow.recorded[probe]),
                                        atol=3e-5, rtol=1e-5)
 
@@ -122,6 +125,7 @@ def test_recording_the_steps_changes_no_number():
     plain = decode_greedy(model, sources(), GreedySettings())
     captured = decode_greedy(model, sources(), GreedySettings(), probes=("decoder_self", "cross", "decoder_hidden"))
     assert [s.token_ids for s in plain] == [s.token_ids for s in captured]
+    # exact: recording only copies what the same ops computed, on the same tensors in the same thread
     assert [[t.prob for t in s.steps] for s in plain] == [[t.prob for t in s.steps] for s in captured]
 
 
@@ -131,7 +135,7 @@ def test_a_changed_norm_is_read_and_a_changed_weight_falls_back():
     with torch.no_grad():
         model.decoder_layers[1].cross_attention_residual.norm.weight.mul_(1.5)  # read in place, no copy to refresh
     python, fused = decode_both(model, lambda: decode_greedy(model, src, GreedySettings(), probes=("cross",)))
-    torch.testing.assert_close(
+    torch.testing.assert_close(  # the kernel against the Python step: float32 rounding, as above
         torch.as_tensor(fused[0].recorded["cross"]), torch.as_tensor(python[0].recorded["cross"]), atol=3e-5, rtol=1e-5
     )
     with torch.no_grad():
@@ -150,6 +154,7 @@ def test_switched_off_heads_run_the_python_step():
     with heads_masked(model, [("cross", 0, 1)]):
         reference = decode_greedy(model, sources()[:1], GreedySettings(), probes=("cross",))
     assert masked[0].token_ids == reference[0].token_ids
+    # exact: both ran the Python step, the same ops on the same tensors in the same thread
     assert torch.equal(torch.as_tensor(masked[0].recorded["cross"]), torch.as_tensor(reference[0].recorded["cross"]))
 
 

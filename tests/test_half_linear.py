@@ -53,6 +53,7 @@ def test_kernel_equals_float32_linear(kernel, rows, width, with_bias):
     x, weight = torch.randn(rows, width), torch.randn(50, width).half()
     bias = torch.randn(50) if with_bias else None
     expected = F.linear(x.double(), weight.double(), bias.double() if with_bias else None)  # independent, float64
+    # float32 sums of up to 256 products against float64: ~sqrt(width) ulps of values of order 10, inside 1e-5
     torch.testing.assert_close(kernel.linear(x, weight, bias).double(), expected, rtol=1e-5, atol=1e-5)
 
 
@@ -135,6 +136,8 @@ def test_decoding_with_half_weights_equals_float32(counted_kernel, norm):
     assert counted_kernel, "the decoding steps never reached the kernel"
     for plain, half in ((plain_greedy, half_greedy), (plain_beam, half_beam)):
         assert half.token_ids == plain.token_ids
+        # the same float16-exact weights through our kernel and through F.linear: only the order of float32 sums
+        # differs, a few ulps per product carried through two layers; probabilities and scores of order 1
         assert half.score == pytest.approx(plain.score, abs=1e-5)
         torch.testing.assert_close([s.prob for s in half.steps], [s.prob for s in plain.steps], atol=1e-5, rtol=0)
         for kind in ATTENTION_KINDS:
@@ -159,6 +162,7 @@ def test_a_weight_changed_after_the_copy_is_read_as_it_is_now(counted_kernel):
         project(x, layer)
         assert len(counted_kernel) == 1
         layer.weight.mul_(3)  # in place, as load_state_dict or an optimizer would
+        # exact: the stale copy is skipped, so project runs F.linear itself on the same tensors in the same thread
         torch.testing.assert_close(project(x, layer), F.linear(x, layer.weight, layer.bias), rtol=0, atol=0)
     assert len(counted_kernel) == 1  # the stale copy was not used
 
@@ -176,7 +180,7 @@ def test_many_rows_and_gradients_use_float32_linear(counted_kernel):
 def test_the_shipped_weights_are_float16_exact_so_every_layer_gets_a_copy():
     translator = Translator.from_pretrained(SHIPPED)
     layers = [m for m in translator.model.modules() if isinstance(m, nn.Linear)]
-    assert all(torch.equal(m.weight.half().float(), m.weight) for m in layers)
+    assert all(torch.equal(m.weight.half().float(), m.weight) for m in layers)  # a rounding, no sum: exact
     assert all(m.half_weight is not None for m in layers)
 
 

@@ -86,6 +86,8 @@ def test_a_masked_head_contributes_nothing_to_the_layer_output(model, fused, kin
                            "cross": (x, memory, src_mask)}[kind]
     with heads_masked(model, [(kind, layer, head) for head in heads]):
         out = module(query, *module.project_keys_values(source), mask)
+    # float64 (2**-52 ~ 2.2e-16 relative): the hand computation sums in another order, ~1e-15 on values of order 1;
+    # 1e-12 leaves room and still catches a masked head that leaks anything
     torch.testing.assert_close(out, hand_attention(module, query, source, mask, heads), atol=1e-12, rtol=0)
     # the other layer of the same kind is untouched, and so is this one once the block has exited
     other = attention_module(model, kind, 0)
@@ -105,7 +107,7 @@ def test_masked_logits_equal_a_model_whose_output_projection_ignores_those_heads
     expected = without_heads(model, heads_off)(src, tgt)
     for fused in (True, False):
         model.use_fused_attention(fused)
-        with heads_masked(model, heads_off):
+        with heads_masked(model, heads_off):  # float64 through two layers: rounding ~1e-14, far below 1e-10
             torch.testing.assert_close(model(src, tgt), expected, atol=1e-10, rtol=0)
     assert not torch.allclose(model(src, tgt), expected)  # the mask made a difference, and it is gone
 
@@ -119,6 +121,8 @@ def test_fused_and_explicit_paths_agree_under_a_mask():
         fused = model(src, tgt)
         model.use_fused_attention(False)
         explicit = model(src, tgt)
+    # float32, fused against explicit attention: torch orders the sums differently; rounding through two layers on
+    # logits of order 1
     torch.testing.assert_close(fused, explicit, atol=1e-5, rtol=0)
 
 
@@ -126,6 +130,7 @@ def test_masking_nothing_is_bit_identical(random_translator, model):
     plain = random_translator.translate(SENTENCE, capture=True, max_length=12)
     for heads_off in (None, []):
         masked = random_translator.translate(SENTENCE, capture=True, max_length=12, heads_off=heads_off)
+        # exact: no mask takes the very same path, the same ops on the same tensors in the same thread
         assert masked.tgt_ids == plain.tgt_ids and masked.score == plain.score
         assert [s.topk for s in masked.steps] == [s.topk for s in plain.steps]
         for kind in ATTENTION_KINDS:
@@ -135,7 +140,7 @@ def test_masking_nothing_is_bit_identical(random_translator, model):
     unmasked = model(src, tgt)
     for heads_off in (None, []):
         with heads_masked(model, heads_off):
-            assert torch.equal(model(src, tgt), unmasked)
+            assert torch.equal(model(src, tgt), unmasked)  # the same path, tensors and thread: bit-identical
 
 
 @pytest.mark.parametrize("strategy", ["greedy", "beam"])
@@ -145,6 +150,8 @@ def test_translating_with_heads_off_equals_translating_with_the_surgically_chang
     reference = Translator(without_heads(random_translator.model, heads_off), random_translator.tokenizer)
     expected = reference.translate(SENTENCE, strategy=strategy, max_length=12)
     assert masked.tgt_ids == expected.tgt_ids
+    # float32, another computation (zeroed weights against a mask): a sum of <= 12 log-probabilities of order 1-10,
+    # each within ~1e-6 relative, stays well inside 1e-4
     assert masked.score == pytest.approx(expected.score, abs=1e-4)
     assert masked.settings["heads_off"] == heads_off
     # the explicit path (capture) and the fused one pick the same output under the mask
@@ -161,6 +168,8 @@ def test_with_every_head_off_it_still_translates_and_no_longer_reads_the_source(
     assert first.tgt_ids and np.isfinite(first.score)
     # with cross-attention silent the decoder cannot tell the sources apart
     assert first.tgt_ids == second.tgt_ids
+    # the decoder runs the same ops on the same inputs; only the silent cross-attention's key count differs, so at
+    # most float32 rounding (~1e-6 per step's log-probability) separates the scores
     assert first.score == pytest.approx(second.score, abs=1e-5)
 
 
@@ -195,14 +204,16 @@ def test_the_mask_stays_in_its_context(model):
     expected = without_heads(model, heads_off)(src, tgt)
     seen_by_other_thread = {}
     with heads_masked(model, heads_off[:1]), heads_masked(model, heads_off[1:]):  # nested blocks add up
-        torch.testing.assert_close(model(src, tgt), expected, atol=1e-10, rtol=0)
+        torch.testing.assert_close(model(src, tgt), expected, atol=1e-10, rtol=0)  # float64 rounding, as above
         thread = threading.Thread(target=lambda: seen_by_other_thread.update(out=model(src, tgt)))
         thread.start()
         thread.join()
-    assert torch.equal(seen_by_other_thread["out"], plain)  # a thread with its own context sees no mask
+    # a thread with its own context sees no mask; that thread may run torch's kernels with another OpenMP team size,
+    # so float64 rounding (as above) rather than the same bits - far below the masked heads' effect
+    torch.testing.assert_close(seen_by_other_thread["out"], plain, atol=1e-10, rtol=0)
     with pytest.raises(RuntimeError, match="boom"), heads_masked(model, heads_off):
         raise RuntimeError("boom")
-    assert torch.equal(model(src, tgt), plain)
+    assert torch.equal(model(src, tgt), plain)  # the same path, tensors and thread: bit-identical
 
 
 def test_masking_keeps_gradients_flowing_through_the_other_heads(model):
@@ -212,5 +223,5 @@ def test_masking_keeps_gradients_flowing_through_the_other_heads(model):
         model(src, tgt).sum().backward()
     hs = model.config.decoder.head_dim
     gradient = model.decoder_layers[1].cross_attention.out_proj.weight.grad
-    assert gradient[:, :hs].abs().max() == 0  # the masked head's columns feed nothing
+    assert gradient[:, :hs].abs().max() == 0  # the masked head's columns feed nothing: multiplied by exact zeros
     assert gradient[:, hs:].abs().max() > 0

@@ -30,6 +30,7 @@ CROSS = np.array([
 def test_pieces_are_merged_into_words_and_boundaries_dropped():
     words = word_attention(CROSS, TARGET, SOURCE)
     assert words.tgt_words == ["the", "dogs", "run"] and words.src_words == ["die", "Hunde", "laufen"]
+    # sums of a few given float64 weights: float64 rounding, inside assert_allclose's default 1e-7 relative
     np.testing.assert_allclose(words.weights, [[0.40, 0.60, 0.00], [0.00, 0.50, 0.15], [0.10, 0.10, 0.30]])
     assert align(CROSS, TARGET, SOURCE) == {(1, 0), (1, 1), (2, 2)}
 
@@ -50,6 +51,7 @@ def test_shift_att_reads_the_step_that_has_the_word_as_input():
 def test_aer_of_a_hand_made_example():
     predicted = {(0, 0), (1, 1), (2, 1)}
     sure = {(0, 0), (1, 1), (2, 2), (3, 3)}
+    # ratios of link counts: exact where they are 0 or 1, float64 rounding (approx's 1e-6 relative) otherwise
     assert alignment_error_rate(predicted, sure) == pytest.approx(1 - 2 * 2 / (3 + 4))  # 3/7
     # (2, 1) marked possible: AER = 1 - (|A&S| + |A&P|) / (|A| + |S|) = 1 - (2 + 3) / 7
     assert alignment_error_rate(predicted, sure, {(2, 1)}) == pytest.approx(2 / 7)

@@ -96,8 +96,10 @@ def test_teacher_forced_cross_attention_equals_decoding_forced_to_the_reference(
         forced = random_translator.translate(source, prefix=reference + "</s>", capture=True)
         recorded = forced.recorded["cross"]
         assert recorded.rows == sentence.tgt_pieces and recorded.cols == sentence.src_pieces
+        # padded teacher-forced batches against forced decoding step by step: float32 rounding on weights <= 1
         np.testing.assert_allclose(cross, recorded.values, atol=1e-5)
-        # padded batches give each sentence the norms of its own source, as one sentence alone does
+        # padded batches give each sentence the norms of its own source, as one sentence alone does (norms of order
+        # 1-10: float32 rounding, relative)
         alone = transported_norms(random_translator.model, sentence.src_ids, sentence.tgt_ids[1:])["cross"]
         np.testing.assert_allclose(norms, alone, rtol=1e-4, atol=1e-5)
 
@@ -114,7 +116,9 @@ def test_layer_average_readings_agree_with_translation_alignment(random_translat
     rows = score_readings(random_translator.model, sentences, reference, batch_size=3)
     layer_two = {r["method"]: r for r in rows
                  if r["reading"] == "layer average" and r["layer"] == 2 and r["measure"] == "weights"}
+    # links are argmaxes, discrete like tokens: the same reading gives the same links, so AER exactly 0
     assert layer_two["attention"]["aer"] == 0.0 and layer_two["attention"]["precision"] == 1.0
+    # the rows round AER to 4 decimals
     assert layer_two["shift"]["aer"] == pytest.approx(corpus_alignment_error_rate(shifted, reference), abs=1e-4)
     assert len(rows) == 2 * 2 * 3 * (4 + 1)  # measures x methods x layers x (heads + their average)
     assert {r["measure"] for r in rows} == {"weights", "norms"}

@@ -8,6 +8,8 @@ from transformer.analysis.corpus_stats import split_head_stats, stats_document
 from transformer.analysis.head_stats import head_stats
 from transformer.decoding.export import to_json
 
+from .conftest import FLOAT32_ROUNDING
+
 SENTENCES = ["a man rides a red bike .", "two dogs run near the water .", "a girl plays with a ball in the park ."]
 
 
@@ -36,7 +38,8 @@ def test_statistics_equal_a_recomputation_from_the_export(random_translator, kin
     exported = json.loads(to_json([translation]))["sentences"][0]["attention"][kind]["weights"]
     entropy, confidence = hand_entropy_and_confidence(exported, kind)
     for stats in head_stats(translation.recorded[kind]):
-        assert stats.entropy == pytest.approx(entropy[stats.layer, stats.head], abs=1e-4)  # export rounds to 1e-6
+        # the export rounds weights to 1e-6: -p log p moves by up to ~1e-5 per tiny weight; the largest weight by 5e-7
+        assert stats.entropy == pytest.approx(entropy[stats.layer, stats.head], abs=1e-4)
         assert stats.max_weight == pytest.approx(confidence[stats.layer, stats.head], abs=1e-5)
 
 
@@ -47,7 +50,10 @@ def test_split_statistics_are_the_mean_over_sentences(random_translator):
         hand = np.mean([hand_entropy_and_confidence(t.recorded[kind].values, kind)[0] for t in translations], axis=0)
         for stats in per_kind[kind]:
             assert stats.sentences == len(SENTENCES)
-            assert stats.entropy == pytest.approx(hand[stats.layer, stats.head], abs=1e-6)
+            # batches of 2 against one batch of 3: other padding, other float32 sums through torch's kernels, so
+            # entropies of order 1 agree to float32 rounding (FLOAT32_ROUNDING), not to a few ulps
+            assert stats.entropy == pytest.approx(hand[stats.layer, stats.head], rel=FLOAT32_ROUNDING["rtol"],
+                                                  abs=FLOAT32_ROUNDING["atol"])
     document = stats_document(per_kind, "val", len(SENTENCES), "cmd", 0.1)
     assert {(h["kind"], h["layer"], h["head"]) for h in document["heads"]} == {
         (kind, layer, head) for kind in ("encoder_self", "decoder_self", "cross") for layer in (1, 2, 3)
@@ -80,4 +86,4 @@ def test_the_heads_view_draws_the_checkpoint_reports(tmp_path):
     z = np.asarray(figure.data[0].z, dtype=np.float64)
     for (kind, layer, head), drop in drops.items():  # row per (kind, layer), a blank row between kinds
         row = ("encoder_self", "decoder_self", "cross").index(kind) * (layers + 1) + layer
-        assert z[row, head] == pytest.approx(drop, abs=1e-4)
+        assert z[row, head] == pytest.approx(drop, abs=1e-4)  # the figure rounds to 4 decimals

@@ -53,6 +53,7 @@ def hand_log_likelihood(translator, corpus, heads_off) -> float:
 def test_log_likelihood_with_a_head_off_matches_a_hand_loop(random_translator, small_val):
     scorer = CorpusScorer(random_translator, small_val, batch_size=4, max_tokens=60)  # several padded batches
     base, masked = scorer.log_likelihood(), scorer.log_likelihood([HEAD])
+    # padded batches of 4 against one sentence at a time: other shapes, other float32 sums, on mean log-probs of order 5
     assert base == pytest.approx(hand_log_likelihood(random_translator, small_val, []), abs=1e-4)
     assert masked == pytest.approx(hand_log_likelihood(random_translator, small_val, [HEAD]), abs=1e-4)
     assert abs(base - masked) > 1e-4  # the mask reaches the teacher-forced pass
@@ -65,11 +66,11 @@ def test_importance_drops_are_base_minus_masked(random_translator, small_val):
     assert len(labels) == 4
     one_by_one = [random_translator.translate(s, heads_off=[HEAD]).text for s in small_val.source]
     masked_bleu = round(sacrebleu.corpus_bleu(one_by_one, [small_val.target]).score, 2)
-    assert result.bleu == masked_bleu
-    assert result.bleu_drop == pytest.approx(base["bleu"] - masked_bleu, abs=1e-9)
+    assert result.bleu == masked_bleu  # BLEU of discrete translations, rounded alike: exact
+    assert result.bleu_drop == pytest.approx(base["bleu"] - masked_bleu, abs=1e-9)  # one rounding to 2 decimals
     hand_base = hand_log_likelihood(random_translator, small_val, [])
     hand_masked = hand_log_likelihood(random_translator, small_val, [HEAD])
-    assert result.log_likelihood_drop == pytest.approx(hand_base - hand_masked, abs=1e-4)
+    assert result.log_likelihood_drop == pytest.approx(hand_base - hand_masked, abs=1e-4)  # batched, as above
 
 
 class KnownScorer:
@@ -95,6 +96,7 @@ def test_pruning_goes_from_least_to_most_important_and_accumulates():
     base, importances = head_importance(scorer, heads)
     assert base == {"bleu": 40.0, "log_likelihood": -1.5}
     assert [i.bleu_drop for i in importances] == [0.5, 3.0, 0.5, -0.3, 8.0]
+    # given numbers, subtracted in float64: exact for the BLEU drops above, float64 rounding for these
     assert [i.log_likelihood_drop for i in importances] == pytest.approx([0.20, 0.10, 0.05, 0.01, 0.90])
     order = pruning_order(importances)
     assert order == [heads[3], heads[2], heads[0], heads[1], heads[4]]
@@ -102,7 +104,7 @@ def test_pruning_goes_from_least_to_most_important_and_accumulates():
     curve = pruning_curve(scorer, order, base["bleu"])
     assert scorer.calls == [order[:k] for k in range(1, 6)]
     assert [p.heads_off for p in curve] == [0, 1, 2, 3, 4, 5]
-    assert [p.bleu for p in curve] == pytest.approx([40.0, 40.3, 39.8, 39.3, 36.3, 28.3])
+    assert [p.bleu for p in curve] == pytest.approx([40.0, 40.3, 39.8, 39.3, 36.3, 28.3])  # given numbers, summed
     data = result_json(base, importances, curve, split="val")
     assert [h["rank"] for h in data["heads"]] == [3, 2, 4, 5, 1]
     assert data["pruning"]["half_pruned"] == {"heads_off": 2, "bleu": 39.8, "bleu_kept": pytest.approx(39.8 / 40)}
@@ -137,6 +139,7 @@ def test_cli_writes_what_the_app_needs(small_checkpoint, corpus_dir, capsys):
     for head in data["heads"]:
         kind, layer, index = head["heads_off_entry"]
         assert (head["kind"], head["layer"], head["head"]) == (kind, layer + 1, index + 1)
+        # the JSON rounds BLEU to 2 decimals and log-likelihoods to 4: differences of rounded numbers
         assert head["bleu_drop"] == pytest.approx(data["base"]["bleu"] - head["bleu"], abs=0.011)
         assert head["log_likelihood_drop"] == pytest.approx(data["base"]["log_likelihood"] - head["log_likelihood"],
                                                             abs=1e-3)
@@ -150,5 +153,5 @@ def test_cli_writes_what_the_app_needs(small_checkpoint, corpus_dir, capsys):
     all_off = [t.text for t in translator.translate_batch(read_parallel(corpus_dir, "val", "en", "de").source[:4],
                                                           heads_off=heads)]
     reference = read_parallel(corpus_dir, "val", "en", "de").target[:4]
-    assert curve[-1]["bleu"] == round(sacrebleu.corpus_bleu(all_off, [reference]).score, 2)
+    assert curve[-1]["bleu"] == round(sacrebleu.corpus_bleu(all_off, [reference]).score, 2)  # discrete: exact
     assert "wrote" in capsys.readouterr().out

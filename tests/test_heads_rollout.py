@@ -28,6 +28,8 @@ def test_one_layer_rollout_is_the_hand_formula(one_layer_translator):
     expected = np.array([[sum(cross[:, t, k].mean() * encoder[k, s] for k in range(n_src)) for s in range(n_src)]
                          for t in range(cross.shape[1])])
     result = rollout(out)
+    # float32 weights <= 1 through a product of two matrices against float64 loops: float32 rounding; each row of
+    # the result sums ~10 such values, hence 1e-5 for the sums
     np.testing.assert_allclose(result.encoder, encoder, atol=1e-6)
     np.testing.assert_allclose(result.source, expected, atol=1e-6)
     np.testing.assert_allclose(result.source.sum(axis=1), 1.0, atol=1e-5)
@@ -37,6 +39,7 @@ def test_one_layer_rollout_is_the_hand_formula(one_layer_translator):
 def test_layers_multiply_latest_on_the_left():
     """Two tokens: layer 1 makes both positions read token 1, layer 2 makes both read position 0.
     A_hat_1 = [[.5, .5], [0, 1]], A_hat_2 = [[1, 0], [.5, .5]]; A_hat_2 A_hat_1 = [[.5, .5], [.25, .75]]."""
+    # halves and quarters are exact in binary floating point: assert_allclose's default 1e-7 relative is ample
     layer_1, layer_2 = np.array([[0.0, 1.0], [0.0, 1.0]]), np.array([[1.0, 0.0], [1.0, 0.0]])
     encoder_self = np.stack([np.stack([layer_1, layer_1]), np.stack([layer_2, layer_2])])  # two identical heads
     np.testing.assert_allclose(encoder_rollout(encoder_self), [[0.5, 0.5], [0.25, 0.75]])
@@ -72,6 +75,7 @@ def test_input_x_gradient_is_the_first_order_change_when_a_source_embedding_is_s
     tgt_ids = torch.randint(4, 11, (4,)).tolist() + [3]
     result = input_x_gradient(model, src_ids, tgt_ids)
     assert result.scores.shape == (len(tgt_ids), len(src_ids))
+    # float64 model, the same teacher-forced pass written apart: float64 rounding (~1e-15 on log-probabilities)
     np.testing.assert_allclose(result.log_probs, log_prob_of_output(model, src_ids, tgt_ids).numpy(), atol=1e-12)
     eps = 1e-5
     weight = model.src_embed.embedding.weight
@@ -85,6 +89,8 @@ def test_input_x_gradient_is_the_first_order_change_when_a_source_embedding_is_s
         with torch.no_grad():
             weight[token] = original
         finite_difference = ((changed[0] - changed[1]) / (2 * eps)).numpy()
+        # a central difference errs by O(eps^2) = 1e-10 relative, plus float64 rounding / eps ~ 1e-11: 1e-5 and
+        # 1e-7 leave room and still fail on a wrong gradient
         np.testing.assert_allclose(result.scores[:, s], finite_difference, atol=1e-7, rtol=1e-5)
     assert np.abs(result.scores).max() > 1e-3  # the check above compared something
 
@@ -96,6 +102,7 @@ def test_attribution_of_a_translation_works_inside_inference_mode_and_is_labelle
     assert result.scores.shape == (len(out.tgt_ids), len(out.src_ids))
     assert result.rows == out.tgt_tokens and result.cols == out.src_tokens
     expected = log_prob_of_output(random_translator.model, out.src_ids, out.tgt_ids).numpy()
+    # a float32 model: the attribution's pass with gradients against a plain forward, float32 rounding on log-probs
     np.testing.assert_allclose(result.log_probs, expected, atol=1e-5)
     assert all(p.grad is None for p in random_translator.model.parameters())
     assert not any(len(m._forward_hooks) for m in random_translator.model.modules())

@@ -31,6 +31,9 @@ def encoder_heads() -> np.ndarray:
                      np.full((n, n), 1 / n), one_hot_rows([4] * n, n), half])[None]
 
 
+# Hand-made heads hold float64 weights like 0.2 and 1/3: the statistics worked out by hand agree to float64 rounding,
+# which pytest.approx's default (1e-6 relative) covers with room; one-hot rows give exact 0.0 and 1.0 (sums of exact
+# zeros and ones, whatever their order).
 def test_hand_made_encoder_heads_have_the_stats_and_roles_worked_out_by_hand():
     previous, following, itself, uniform, sink, half = head_stats_array(encoder_heads(), SOURCE, "encoder_self")
     assert previous.role == "previous token"
@@ -123,7 +126,7 @@ def test_stats_of_a_real_trace_match_a_loop_over_rows(random_translator, kind):
     assert len(stats) == recorded.values.shape[0] * recorded.values.shape[1]
     for s in stats[:: 5]:
         expected = loop_stats(recorded.values.astype(np.float64), recorded.cols, kind, s.layer, s.head)
-        for name, value in expected.items():
+        for name, value in expected.items():  # vectorised float32 against loops in float64: float32 rounding
             assert getattr(s, name) == pytest.approx(value, abs=1e-6), name
 
 
@@ -131,6 +134,7 @@ def test_corpus_stats_average_the_sentences(random_translator):
     outs = [random_translator.translate(s, capture=True, max_length=8) for s in ("a dog runs .", "two girls play .")]
     merged = corpus_head_stats(outs, "cross")
     one, two = head_stats(outs[0].recorded["cross"]), head_stats(outs[1].recorded["cross"])
+    # the same statistics from the same recordings, averaged: float64 rounding, inside approx's 1e-6 relative
     assert merged[7].entropy == pytest.approx((one[7].entropy + two[7].entropy) / 2)
     assert merged[7].role in {"sink on </s>", "sink on <s>", "diagonal / alignment", "broad", "mixed"}
     plain = random_translator.translate("a dog runs .", max_length=8)

@@ -57,8 +57,10 @@ def test_int8_weights_give_the_dequantized_product(avx512, rows, outputs, width)
     weight[0] = 0  # a row of zeros keeps scale 1
     packed, scales = quantize(weight)
     assert packed.dtype == torch.int8 and scales.shape == (outputs,)
+    # rounding to the nearest step errs by half a step at most; 1e-7 more for the float32 division into steps
     assert (weight - dequantized(weight)).abs().max() <= scales.max() / 2 + 1e-7
     expected = torch.nn.functional.linear(x.double(), dequantized(weight).double(), bias.double())
+    # float32 sums of up to 96 products against float64: ~sqrt(width) ulps of values of order 10, inside 1e-5
     torch.testing.assert_close(avx512.packed_linear(x, packed, bias, scales).double(), expected, rtol=1e-5, atol=1e-5)
     with pytest.raises(RuntimeError, match="int8 weights need scales"):
         avx512.packed_linear(x, packed, bias)
@@ -77,6 +79,8 @@ def test_int8_decoding_is_the_python_step_on_dequantized_weights(avx512, decode,
            "beam": lambda m: beam_search(m, batch[:2], 3, probes=STEP_PROBES)}[decode]
     for fast, slow in zip(run(model), run(reference)):
         assert fast.token_ids == slow.token_ids
+        # our kernel against the Python step on the same dequantized weights: other orders of float32 sums through
+        # the layers (as in tests/test_fused_step.py), on probabilities <= 1
         torch.testing.assert_close(
             torch.tensor([s.prob for s in fast.steps]), torch.tensor([s.prob for s in slow.steps]), atol=2e-5, rtol=1e-4
         )
@@ -92,7 +96,7 @@ def test_switching_int8_off_returns_to_the_exact_float16_numbers(avx512):
     [quantized] = decode_greedy(model, sources()[:1], GreedySettings())
     model.int8_decoding = False
     [again] = decode_greedy(model, sources()[:1], GreedySettings())
-    assert [s.prob for s in again.steps] == [s.prob for s in exact.steps]
+    assert [s.prob for s in again.steps] == [s.prob for s in exact.steps]  # the same path, tensors, thread: exact
     assert [s.prob for s in quantized.steps] != [s.prob for s in exact.steps]
 
 

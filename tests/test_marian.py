@@ -80,6 +80,7 @@ def test_teacher_forced_logits_equal_hugging_face(pair):
         actual = ours.model(inputs["input_ids"], decoder_input)
     real = labels != hf_tokenizer.pad_token_id  # padded target positions hold no prediction
     assert real.sum() > 0 and (inputs["attention_mask"] == 0).any()  # padding in the batch is exercised
+    # our model against Hugging Face's, the same weights by other ops: float32 rounding on logits of order 10
     torch.testing.assert_close(actual[real], expected[real], atol=1e-4, rtol=0)
 
 
@@ -120,7 +121,7 @@ def test_recorded_attention_equals_output_attentions(pair):
         theirs = torch.stack(theirs)  # (L, B, H, queries, keys)
         assert recorded[kind].shape == theirs.shape
         rows = real_rows[kind][None, :, None, :].expand(theirs.shape[:-1])
-        torch.testing.assert_close(recorded[kind][rows], theirs[rows], atol=1e-5, rtol=0)
+        torch.testing.assert_close(recorded[kind][rows], theirs[rows], atol=1e-5, rtol=0)  # float32, weights <= 1
 
     translation = ours.translate(SOURCES[0], strategy="greedy", max_length=8, capture=True)
     src = torch.tensor([translation.src_ids])
@@ -131,7 +132,7 @@ def test_recorded_attention_equals_output_attentions(pair):
     for kind, theirs in (("encoder_self", expected.encoder_attentions), ("decoder_self", expected.decoder_attentions),
                          ("cross", expected.cross_attentions)):
         values = torch.from_numpy(translation.recorded[kind].values)  # (L, H, rows, cols)
-        torch.testing.assert_close(values, torch.stack(theirs)[:, 0], atol=1e-5, rtol=0)
+        torch.testing.assert_close(values, torch.stack(theirs)[:, 0], atol=1e-5, rtol=0)  # as above, step by step
 
 
 def test_tokenizer_equals_marian_tokenizer(pair):

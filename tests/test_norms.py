@@ -53,7 +53,7 @@ def model():
 def test_transported_norms_are_the_norms_of_the_value_vectors(model):
     norms = transported_norms(model, SRC, TGT)
     vectors = independent_vectors(model, SRC, TGT)
-    for kind, v in vectors.items():
+    for kind, v in vectors.items():  # other products than the model's over float32 vectors: float32 rounding
         assert norms[kind].shape == v.shape[:3]
         np.testing.assert_allclose(norms[kind], np.linalg.norm(v, axis=-1), rtol=1e-5, atol=1e-6)
 
@@ -62,7 +62,7 @@ def test_weighted_norms_are_the_norms_of_the_weighted_vectors(model):
     vectors = independent_vectors(model, SRC, TGT)["cross"]  # (L, H, S, D)
     weights = np.random.default_rng(0).dirichlet(np.ones(len(SRC)), size=(2, 4, len(TGT)))  # (L, H, T, S)
     expected = np.linalg.norm(np.einsum("lhqk,lhkd->lhqkd", weights, vectors), axis=-1)
-    np.testing.assert_allclose(
+    np.testing.assert_allclose(  # ||w v|| = w ||v||, the two sides rounded otherwise: float32 rounding
         weighted_norms(weights, np.linalg.norm(vectors, axis=-1)), expected, rtol=1e-5, atol=1e-6
     )
 
@@ -79,7 +79,7 @@ def test_a_translations_norms_are_those_it_was_made_with(random_translator):
     with heads_masked(random_translator.model, off):
         masked = independent_vectors(random_translator.model, translation.src_ids, translation.tgt_ids)
     unmasked = transported_norms(random_translator.model, translation.src_ids, translation.tgt_ids)
-    np.testing.assert_allclose(
+    np.testing.assert_allclose(  # the translation's own pass against the rebuild: float32 rounding, as above
         translation.norms["cross"], np.linalg.norm(masked["cross"], axis=-1), rtol=1e-5, atol=1e-6
     )
     assert not np.allclose(translation.norms["cross"], unmasked["cross"])  # the switched-off heads changed them

@@ -70,6 +70,7 @@ def test_last_stage_matches_the_shipped_checkpoint(pair):
     assert (last.init_from and Path(last.init_from).name) == (
         training["init_from"] and Path(training["init_from"]).name
     )
+    # the same decimal numbers, parsed from a command line and from JSON: approx only so ints and floats compare
     for name in ("lr", "warmup", "max_tokens", "label_smoothing", "clip_norm", "seed", "epochs"):
         assert getattr(last, name) == pytest.approx(training[name]), name
     assert last.dropout == pytest.approx(model["dropout"])

@@ -52,7 +52,7 @@ def test_a_request_without_decoding_settings_decodes_as_the_model_card_says(regi
     request = Request.from_api(registry, "A dog runs.", model=model)
     assert {"strategy": request.strategy, **request.settings} == recorded
     sampled = Request.from_api(registry, "A dog runs.", model=model, strategy="sample", settings={"temperature": None})
-    assert sampled.settings["temperature"] == 1.0  # another strategy: its own defaults
+    assert sampled.settings["temperature"] == 1.0  # another strategy: its own defaults (a constant, exact)
 
 
 def test_heads_off_text_is_numbered_from_one_and_kept_from_zero(registry):

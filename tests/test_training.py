@@ -82,6 +82,7 @@ def test_corpus_reader_rejects_files_of_different_lengths(tmp_path):
 def test_averaging_yields_the_mean_of_the_weights():
     states = [{"w": torch.full((2, 3), float(i)), "b": torch.tensor([i, -i], dtype=torch.float32)} for i in (1, 2, 6)]
     averaged = average_state_dicts(states)
+    # means of small integers are exact in float32: assert_close's defaults only guard the dtype and shape
     torch.testing.assert_close(averaged["w"], torch.full((2, 3), 3.0))
     torch.testing.assert_close(averaged["b"], torch.tensor([3.0, -3.0]))
     with pytest.raises(ValueError, match="different tensors"):
@@ -98,6 +99,7 @@ def test_token_batches_cover_every_example_once_within_budget():
 
 def test_learning_rate_warms_up_then_decays_as_inverse_square_root():
     settings = TrainingSettings(lr=1e-3, warmup=100)
+    # a closed formula in float64: approx's 1e-6 relative covers its rounding
     assert learning_rate(50, settings) == pytest.approx(5e-4)
     assert learning_rate(100, settings) == pytest.approx(1e-3)
     assert learning_rate(400, settings) == pytest.approx(5e-4)
@@ -136,7 +138,8 @@ def test_evaluate_cli_scores_a_split(tmp_path, capsys, monkeypatch):
     assert result["sentences"] == 40 and result["bleu"] > 15
     hypotheses = (tmp_path / "hyp.txt").read_text().splitlines()
     references = (folder / "val.de").read_text().splitlines()
-    assert result["bleu"] == round(sacrebleu.corpus_bleu(hypotheses, [references]).score, 2)  # independent scoring
+    # independent scoring of the same discrete hypotheses, rounded alike: exact
+    assert result["bleu"] == round(sacrebleu.corpus_bleu(hypotheses, [references]).score, 2)
     assert json.loads((checkpoint / "metrics.json").read_text())["scores"]["val"]["bleu"] == result["bleu"]
 
 

@@ -34,7 +34,8 @@ def test_the_timeline_holds_every_epoch_of_the_run(trained_root, corpus_dir):
     assert len(timeline.sentences) == 8 and all(len(e["outputs"]) == 8 for e in timeline.epochs)
     weights, rows, cols = timeline.attention(2, 0, "cross")
     assert weights.shape[-2:] == (len(rows), len(cols)) and cols == timeline.epochs[1]["outputs"][0]["src"]
-    np.testing.assert_allclose(weights.sum(axis=-1), 1.0, atol=2e-3)  # float16 rows still sum to one
+    # float16 rows still sum to one: each weight rounded by up to 2**-11 of itself, so a row within ~5e-4 of 1
+    np.testing.assert_allclose(weights.sum(axis=-1), 1.0, atol=2e-3)
     assert sum(p.stat().st_size for p in (trained_root / "toy").glob("timeline.*")) < 5_000_000
 
 
@@ -45,7 +46,8 @@ def test_the_view_draws_the_recorded_maps_and_curves(trained_root):
                                   "layer": "0", "head": "2"}
     named = ui.render_named(ui.views, None, state, "toy", "timeline_epoch")
     expected = timeline.maps["3/1/encoder_self"].float().numpy()[0, 2]
-    np.testing.assert_allclose(np.asarray(named["timeline_attention"].data[0].z, dtype=np.float32), expected, atol=1e-3)
+    # the figure rounds the stored float16 weights to 4 decimals (explorer/figures/theme.py DECIMALS): 5e-5
+    np.testing.assert_allclose(np.asarray(named["timeline_attention"].data[0].z, dtype=np.float32), expected, atol=1e-4)
     assert timeline.epochs[2]["outputs"][1]["text"] in named["timeline_text"]
     curves = named["timeline_curves"].data
     assert list(curves[1].y) == [e["val_bleu"] for e in timeline.epochs]

@@ -67,7 +67,7 @@ def test_the_model_has_each_stacks_shape():
     assert att.decoder_self.shape == (2, 2, 2, 5, 5) and att.cross.shape == (2, 2, 2, 5, 6)
     assert rec["encoder_hidden"].shape == (3, 2, 6, 16) and rec["decoder_hidden"].shape == (2, 2, 5, 16)
     for weights in (att.encoder_self, att.decoder_self, att.cross):  # rows of probabilities, masked keys at 0
-        torch.testing.assert_close(weights.sum(-1), torch.ones(weights.shape[:-1]))
+        torch.testing.assert_close(weights.sum(-1), torch.ones(weights.shape[:-1]))  # float32 sums: the defaults
     assert att.cross[:, 1, :, :, 4:].abs().max() == 0
     # the explicit and fused attention paths, and cached step-by-step decoding, compute the same logits; the
     # tolerance is float32 rounding of sums taken in another order

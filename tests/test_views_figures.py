@@ -48,6 +48,7 @@ def test_heatmap_shows_the_recorded_weights_with_token_labels(translation, kind)
     rows, cols = translation.recorded[kind].rows, translation.recorded[kind].cols
     figure = figures.attention_heatmap(select_heads(weights, 1, "2"), rows, cols, "t")
     trace = heatmap_trace(figure)
+    # figures round what they send to 4 decimals (explorer/figures/theme.py DECIMALS): 5e-5 on weights <= 1
     np.testing.assert_allclose(np.asarray(trace.z, dtype=np.float32), weights[1, 2], atol=1e-4)
     assert [visible(x) for x in trace.x] == escaped(cols) and [visible(y) for y in trace.y] == escaped(rows)
     assert len(set(trace.x)) == len(cols)  # repeated tokens stay separate columns
@@ -57,6 +58,7 @@ def test_heatmap_shows_the_recorded_weights_with_token_labels(translation, kind)
 
 def test_mean_over_heads(translation):
     cross = translation.attention.cross
+    # a mean against a sum divided, in float32: a few ulps on weights <= 1
     np.testing.assert_allclose(select_heads(cross, 0, "mean"), cross[0].sum(axis=0) / cross.shape[1], atol=1e-6)
 
 
@@ -69,7 +71,7 @@ def test_tiled_heatmap_places_every_head(translation):
     n = len(translation.src_tokens)
     for h in range(heads):
         top, left = (h // 2) * (n + 1), (h % 2) * (n + 1)
-        np.testing.assert_allclose(z[top : top + n, left : left + n], weights[2, h], atol=1e-4)
+        np.testing.assert_allclose(z[top : top + n, left : left + n], weights[2, h], atol=1e-4)  # 4 decimals
     assert np.isnan(z[:, n]).all()  # the gap column between tiles
     x = [visible(label) for label in heatmap_trace(figure).x]
     assert (
@@ -94,6 +96,7 @@ def test_merging_pieces_into_words():
     assert row_words == ["ab", "c", "</s>"] and col_words == ["<s>", "xyz", "w"]
     expected_first = [(weights[0, 0] + weights[1, 0]) / 2, (weights[0, 1:4].sum() + weights[1, 1:4].sum()) / 2,
                       (weights[0, 4] + weights[1, 4]) / 2]
+    # float64 sums in another order: assert_allclose's default 1e-7 relative is ample
     np.testing.assert_allclose(merged[0], expected_first)
     np.testing.assert_allclose(merged.sum(axis=1), 1.0)
 
@@ -102,7 +105,7 @@ def test_candidates_bar_marks_the_chosen_token(translation):
     step = translation.steps[0]
     figure = figures.candidates_bar(step.topk, step.token, "t")
     bar = figure.data[0]
-    assert list(bar.x) == pytest.approx([round(p, 4) for _, p in step.topk])
+    assert list(bar.x) == pytest.approx([round(p, 4) for _, p in step.topk])  # the same rounding to 4 decimals
     chosen = [i for i, label in enumerate(figure.layout.yaxis.ticktext) if "chosen" in label]
     assert [step.topk[i][0] for i in chosen] == [step.token]
 
@@ -116,6 +119,7 @@ def test_labels_are_escaped_not_rendered():
 def test_json_export_round_trips_the_attention(translation):
     data = json.loads(to_json([translation]))["sentences"][0]
     assert data["tgt_tokens"] == translation.tgt_tokens and data["src_ids"] == translation.src_ids
+    # the export rounds to 6 decimals: 5e-7 on weights <= 1
     np.testing.assert_allclose(np.array(data["attention"]["cross"]["weights"]), translation.attention.cross, atol=1e-6)
     assert [s["token"] for s in data["steps"]] == translation.tgt_tokens
 
@@ -126,7 +130,8 @@ def test_csv_exports_hold_one_row_per_weight_and_candidate(translation):
     assert len(rows) == expected
     # numbered from 1 as the app numbers them: layer 2, head 1, query 3 is array index [1, 0, 2]
     cross = [r for r in rows if r["kind"] == "cross" and r["layer"] == "2" and r["head"] == "1" and r["query"] == "3"]
-    np.testing.assert_allclose([float(r["weight"]) for r in cross], translation.attention.cross[1, 0, 2], atol=1e-6)
+    np.testing.assert_allclose([float(r["weight"]) for r in cross], translation.attention.cross[1, 0, 2],
+                               atol=1e-6)  # the CSV rounds to 6 decimals, as the JSON
     assert [int(r["key"]) for r in cross] == list(range(1, len(translation.src_tokens) + 1))
     assert [r["key_token"] for r in cross] == translation.src_tokens
     step_rows = list(csv.DictReader(io.StringIO(steps_csv([translation]))))
@@ -136,7 +141,8 @@ def test_csv_exports_hold_one_row_per_weight_and_candidate(translation):
 def test_positional_figures(random_translator):
     table = random_translator.model.positions.table.numpy()
     heatmap = figures.encoding_heatmap(table[:20], "t")
-    np.testing.assert_allclose(np.asarray(heatmap.data[0].z, dtype=np.float32), table[:20], atol=1e-4)
+    np.testing.assert_allclose(np.asarray(heatmap.data[0].z, dtype=np.float32), table[:20], atol=1e-4)  # 4 decimals
+    # dot products of order 10, rounded to 4 decimals, after float32 products summed in another order
     similarity = figures.position_similarity(table[:10], "t")
     np.testing.assert_allclose(np.asarray(similarity.data[0].z, dtype=np.float32), table[:10] @ table[:10].T, atol=1e-3)
     curves = figures.encoding_curves(table, [0, 3], "t")

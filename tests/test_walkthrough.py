@@ -27,7 +27,7 @@ VARIANTS = [  # (norm, positions, tie_output, final_norm, Marian-like: GELU, no 
     ("post", "learned", True, False, False),
     ("post", "sinusoidal", True, True, True),
 ]
-ATOL = 1e-5
+ATOL = 1e-5  # the walk's float32 pass against float64 rebuilds and decode_step: float32 rounding on values of order 1
 
 
 @pytest.fixture(scope="module", params=VARIANTS, ids=lambda v: "-".join(str(x) for x in v))
@@ -75,7 +75,7 @@ def numbers(walk, key) -> dict:
 def close(a, b, atol=ATOL):
     a, b = torch.as_tensor(a, dtype=torch.float64), torch.as_tensor(b, dtype=torch.float64)
     assert a.shape == b.shape, (a.shape, b.shape)
-    assert torch.allclose(a, b, atol=atol, rtol=1e-5), (a - b).abs().max()
+    assert torch.allclose(a, b, atol=atol, rtol=1e-5), (a - b).abs().max()  # rtol: float32 rounding, relative
 
 
 def linear(x, layer: torch.nn.Linear, rows=None):
@@ -116,7 +116,7 @@ def test_into_the_model(setup, side):
     scaled = numbers(walk, f"{side}.scaled")
     scale = math.sqrt(model.config.d_model) if model.config.scale_embedding else 1.0
     close(scaled["embedding_scaled"], row * scale)
-    assert scaled["scale"] == pytest.approx(scale, rel=1e-5)
+    assert scaled["scale"] == pytest.approx(scale, rel=1e-5)  # sqrt(d_model) as float32
     pe = numbers(walk, f"{side}.positions")["positions"]
     d = model.config.d_model
     if model.config.pos_encoding == "sinusoidal":  # the paper's formula, written out here
@@ -126,7 +126,7 @@ def test_into_the_model(setup, side):
             expected = torch.cat([torch.sin(angle), torch.cos(angle)])
         else:
             expected = torch.stack([torch.sin(angle), torch.cos(angle)], dim=-1).reshape(-1)
-        close(pe, expected, atol=1e-4)
+        close(pe, expected, atol=1e-4)  # the table's float32 angles (pos / 10000^(2i/d)) against float64
     else:
         close(pe, model.positions.embedding.weight[position])
     close(numbers(walk, f"{side}.input")["input"], scaled["embedding_scaled"] + pe)
@@ -154,7 +154,7 @@ def attention_check(model, walk, rec, kind, block, layer_module, attention, posi
         close(masked[position, : position + 1], scores)
         softmax = numbers(walk, f"{block}.{kind}.softmax")
         close(softmax["all_weights"], torch.softmax(masked, dim=-1))
-        assert (softmax["all_weights"][upper] == 0).all()
+        assert (softmax["all_weights"][upper] == 0).all()  # exp(-inf) is exactly 0
         row = softmax["weights"]
         close(row, torch.softmax(masked[position, : position + 1], dim=-1))
     else:
@@ -227,9 +227,10 @@ def test_every_encoder_layer(setup):
                                 layer.self_attention, token, keys_input, head)
         x = feed_forward_check(model, view, "encoder", "encoder", layer.feed_forward_residual, layer.feed_forward,
                                after)
-        assert table[index, -1] == pytest.approx(float(x.norm()), rel=1e-5)  # the table follows the same vector
+        # the table follows the same vector (float32 norms against float64)
+        assert table[index, -1] == pytest.approx(float(x.norm()), rel=1e-5)
     # one layer's output feeds the next
-    assert table[1:, 0].tolist() == pytest.approx(table[:-1, -1].tolist(), rel=1e-6)
+    assert table[1:, 0].tolist() == pytest.approx(table[:-1, -1].tolist(), rel=1e-6)  # the same tensors, normed again
     assert table[0, 0] == pytest.approx(float(numbers(walk, "encoder.input")["input"].norm()), rel=1e-5)
 
 
@@ -239,7 +240,7 @@ def test_the_decoder_at_the_step_in_every_layer(setup):
     # the memory the cross-attention reads is the encoder's output: its last layer, through the final norm if any
     memory = rec["encoder_final"]
     last = rec["encoder_hidden"][-1]
-    close(memory, layer_norm(last, model.encoder_norm) if model.config.final_norm else last, atol=1e-4)
+    close(memory, layer_norm(last, model.encoder_norm) if model.config.final_norm else last, atol=1e-4)  # float32 norm
     x = numbers(walk, "decoder.input")["input"]
     for index, layer in enumerate(model.decoder_layers):
         view = Layer(walk, index, head)
@@ -252,7 +253,8 @@ def test_the_decoder_at_the_step_in_every_layer(setup):
                                       layer.cross_attention, step, memory, head)
         x = feed_forward_check(model, view, "decoder", "decoder", layer.feed_forward_residual, layer.feed_forward,
                                after_cross)
-    close(rec["decoder_hidden"][-1, step], x, atol=1e-4)  # the last layer's output, recomputed layer by layer
+    # the last layer's output, recomputed layer by layer in float64: float32 rounding carried through the layers
+    close(rec["decoder_hidden"][-1, step], x, atol=1e-4)
 
 
 def test_every_head_at_every_layer(setup):
@@ -266,7 +268,8 @@ def test_every_head_at_every_layer(setup):
             close(numbers(view, "decoder.cross.softmax")["weights"], rec["cross"][layer, head, step])
             close(numbers(view, "decoder.decoder_self.softmax")["all_weights"], rec["decoder_self"][layer, head])
             close(numbers(view, "decoder.cross.residual")["sum"], numbers(Layer(walk, layer, 0),
-                                                                          "decoder.cross.residual")["sum"], atol=0)
+                                                                          "decoder.cross.residual")["sum"],
+                  atol=0)  # one sum per layer, whatever the head: no absolute slack
 
 
 def decode_step_logits(model, translation, step):
@@ -292,16 +295,18 @@ def test_out_of_the_model(setup, tokenizer_file):
     close(projection["logits"], expected[ids], atol=ATOL)
     final = rec["decoder_final"][step]
     last = rec["decoder_hidden"][-1, step]
-    close(final, layer_norm(last, model.decoder_norm) if model.config.final_norm else last, atol=1e-4)
+    close(final, layer_norm(last, model.decoder_norm) if model.config.final_norm else last, atol=1e-4)  # as the memory
     weight = (model.tgt_embed.weight if model.config.tie_output else model.generator.weight).detach()
-    close(final.double() @ weight.double().T + model.generator.bias.detach().double(), expected, atol=1e-4)
+    close(final.double() @ weight.double().T + model.generator.bias.detach().double(), expected,
+          atol=1e-4)  # float64 against decode_step's float32 logits of order 10
     forbidden = expected.clone()
     forbidden[[model.config.pad_id, model.config.decoder_start_id]] = float("-inf")
     probs = torch.softmax(forbidden, dim=-1)
     softmax = numbers(walk, "output.softmax")
-    close(softmax["probabilities"], probs.topk(len(ids)).values, atol=1e-6)
+    close(softmax["probabilities"], probs.topk(len(ids)).values, atol=1e-6)  # probabilities <= 1: float32 rounding
     assert softmax["chosen_probability"] == pytest.approx(float(probs[translation.tgt_ids[step]]), abs=1e-6)
-    assert softmax["chosen_probability"] == pytest.approx(translation.steps[step].prob, abs=1e-5)  # greedy's own
+    # greedy's own (its cached steps, maybe our float16 kernel): float32 rounding through the layers
+    assert softmax["chosen_probability"] == pytest.approx(translation.steps[step].prob, abs=1e-5)
 
 
 def test_stage_order_follows_the_norm_placement(setup):
@@ -359,6 +364,7 @@ def test_recording_changes_nothing_and_leaves_no_hooks(setup):
         plain = model(src, tgt)
         with record(model, tuple(WALK_PROBES)):
             recorded = model(src, tgt)
+    # recording attention switches to the explicit path, which sums in another order than the fused one
     assert torch.equal(plain, recorded) or torch.allclose(plain, recorded, atol=1e-6)
     assert all(not m._forward_hooks for m in model.modules())
 

@@ -49,6 +49,7 @@ def test_every_stage_numbered_from_1_with_the_recorded_numbers(client, expected)
     assert numbers(out, "text.pieces")["pieces"] == expected.src_tokens
     assert numbers(out, "text.pieces")["ids"] == expected.src_ids
     # the attention rows: what decoding itself recorded (first layer, the chosen head), not only the walk's own pass
+    # (the server's teacher-forced pass, in its own thread, against the test's cached steps: float32 rounding)
     np.testing.assert_allclose(numbers(out, "encoder.encoder_self.softmax")["weights"],
                                expected.recorded["encoder_self"].values[0, head - 1, token - 1], atol=1e-4)
     np.testing.assert_allclose(numbers(out, "decoder.cross.softmax")["weights"],
@@ -67,16 +68,17 @@ def test_every_stage_numbered_from_1_with_the_recorded_numbers(client, expected)
         for layer in range(1, layers + 1):
             for at_head in range(1, heads + 1):
                 weights = {n["name"]: n["values"] for n in version(stage, layer, at_head, heads)["numbers"]}["weights"]
-                np.testing.assert_allclose(weights, expected.recorded[kind].values[
+                np.testing.assert_allclose(weights, expected.recorded[kind].values[  # the server's pass: as above
                     from_shown(layer), from_shown(at_head), from_shown(query)], atol=1e-4)
     residual = next(s for s in out["stages"] if s["key"] == "decoder.cross.residual")
     assert residual["per"] == "layer" and [v["layer"] for v in residual["variants"]] == list(range(1, layers + 1))
     # the whole vocabulary's logits: their softmax is the chosen piece's probability
     logits = np.array([-np.inf if v == "-inf" else v for v in out["logits"]], dtype=np.float64)
     probs = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
+    # the server's teacher-forced logits against the test's decoding steps: float32 rounding through the layers
     assert probs[expected.tgt_ids[step - 1]] == pytest.approx(expected.steps[step - 1].prob, abs=1e-4)
     chosen = numbers(out, "output.softmax")["chosen_probability"]
-    assert chosen == pytest.approx(expected.steps[step - 1].prob, abs=1e-4)
+    assert chosen == pytest.approx(expected.steps[step - 1].prob, abs=1e-4)  # as the rows above
     assert all(s["text"] and s["formula"] and s["module"].startswith("transformer/") for s in out["stages"])
 
 

@@ -28,6 +28,8 @@ def test_a_forced_prefix_starts_the_output_and_keeps_the_model_probabilities(ran
     assert [s.forced for s in out.steps] == [True] * len(forced_ids) + [False] * (len(out.steps) - len(forced_ids))
     probs = teacher_forced_probs(random_translator, out.src_ids, out.tgt_ids)
     if strategy != "sample":  # sampling records its filtered distribution; with no filter it is the model's
+        # the decoder's steps (cached, maybe our float16 kernel) against one teacher-forced pass: float32 rounding
+        # through the layers on probabilities <= 1
         for t in range(len(forced_ids)):
             assert out.steps[t].prob == pytest.approx(float(probs[t, out.tgt_ids[t]]), abs=1e-5)
     assert out.settings["prefix"] == prefix
@@ -40,6 +42,8 @@ def test_forcing_the_first_pieces_of_the_unforced_output_changes_nothing(random_
         prefix = free.tgt_tokens[:k]  # pieces, exactly as the model produced them
         forced = random_translator.translate(SENTENCE, strategy=strategy, prefix=prefix, max_length=10)
         assert forced.tgt_ids == free.tgt_ids
+        # the same steps on the same tokens; a forced step may take another batch shape: a few float32 ulps on
+        # probabilities <= 1
         assert [s.prob for s in forced.steps] == pytest.approx([s.prob for s in free.steps], abs=1e-6)
 
 
@@ -62,6 +66,7 @@ def test_the_last_lens_layer_is_the_model_distribution(random_translator):
     probs = teacher_forced_probs(random_translator, out.src_ids, out.tgt_ids)
     layers = random_translator.model.config.n_layers
     assert lens.chosen_prob.shape == (layers, len(out.tgt_ids))
+    # the lens's pass against the test's own teacher-forced pass: float32 rounding on probabilities <= 1
     np.testing.assert_allclose(
         lens.chosen_prob[-1], probs[torch.arange(len(out.tgt_ids)), out.tgt_ids].numpy(), atol=1e-5
     )
@@ -85,7 +90,7 @@ def test_a_lens_row_is_the_model_cut_after_that_layer(random_translator):
         logits = model.generator(model.decoder_norm(x))[0].float()
     logits[:, [model.config.pad_id, BOS_ID]] = float("-inf")
     expected = logits.softmax(-1)[torch.arange(len(out.tgt_ids)), out.tgt_ids].numpy()
-    np.testing.assert_allclose(out.logit_lens.chosen_prob[-2], expected, atol=1e-5)
+    np.testing.assert_allclose(out.logit_lens.chosen_prob[-2], expected, atol=1e-5)  # float32 rounding, as above
 
 
 @pytest.mark.parametrize("strategy", ["greedy", "beam", "sample"])
@@ -98,6 +103,7 @@ def test_the_tree_winning_path_is_the_translation(random_translator, strategy):
     assert [s.node for s in out.steps] == tree.winner
     for node in tree.nodes:
         parent = 0.0 if node.parent is None else tree.nodes[node.parent].score
+        # a node's log-probability and score are Python floats (float64) made from each other: float64 rounding
         assert node.score == pytest.approx(parent + node.log_prob, abs=1e-6)
-    for step, node_id in zip(out.steps, tree.winner):
+    for step, node_id in zip(out.steps, tree.winner):  # exp of a float32 log-probability: float32 rounding
         assert math.exp(tree.nodes[node_id].log_prob) == pytest.approx(step.prob, rel=1e-5)
