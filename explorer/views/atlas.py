@@ -50,8 +50,10 @@ class AtlasView(View):
         matrix = gr.Plot(label="Every head", elem_id="atlas-matrix")
         with gr.Row():
             side = gr.Radio(SIDES, value="source", label="Token of", elem_id="atlas-side")
-            token = gr.Dropdown([], label="Token", elem_id="atlas-token")
             ask = gr.Button("Nearest corpus tokens", elem_id="atlas-ask", scale=0)
+        # the sentence's tokens as chips: a click lists that token's nearest corpus tokens
+        token = gr.Radio([], label="This sentence's tokens: click one for its nearest corpus tokens",
+                         elem_id="atlas-token")
         found = gr.Radio([], label="Nearest corpus tokens (at the chosen layer)", elem_id="atlas-neighbours")
         open_sentence = gr.Button("Open this sentence", elem_id="atlas-open", size="sm")
         return {"atlas_text": text, "atlas_kind": kind, "atlas_colouring": colouring, "atlas_search": search,
@@ -64,7 +66,7 @@ class AtlasView(View):
         if translation is None or changed == MODEL:
             return {}
         if changed in (TRANSLATION, "sentence", "atlas_side"):
-            return {"atlas_token": gr.update(choices=token_choices(translation, state.get("atlas_side")), value=0)}
+            return {"atlas_token": gr.update(choices=token_choices(translation, state.get("atlas_side")), value=None)}
         return {}
 
     def maps(self, ui, result, state: dict, layer, head) -> dict:
@@ -133,8 +135,9 @@ class AtlasView(View):
             with atlas_errors():
                 return ui.by_component(self.neighbours(ui, result, state, layer))
 
-        c["atlas_ask"].click(asked, [ui.result_state, c["sentence"], c["layer"], *controls],
-                             [c["atlas_neighbours"], c["atlas_sentences"]], api_visibility="private")
+        for trigger in (c["atlas_ask"].click, c["atlas_token"].input):  # the button, or a click on a token
+            trigger(asked, [ui.result_state, c["sentence"], c["layer"], *controls],
+                    [c["atlas_neighbours"], c["atlas_sentences"]], api_visibility="private")
 
         def opened(sentences, chosen):
             if chosen is None or not 0 <= int(chosen) < len(sentences):
