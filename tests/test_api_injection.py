@@ -39,7 +39,12 @@ class RawClient:
         """(result, None) or (None, the error message)."""
         names = self.parameters[endpoint]
         assert set(arguments) <= set(names), f"{endpoint} has no {set(arguments) - set(names)}"
-        body = json.dumps({"data": [arguments.get(name, default) for name, default in names.items()]}).encode("utf-8")
+        kind, data = self.raw(endpoint, [arguments.get(name, default) for name, default in names.items()])
+        return (data[0], None) if kind == "complete" else (None, str(data))
+
+    def raw(self, endpoint: str, data: list) -> tuple[str, dict | list]:
+        """(event kind, its data) for a body of exactly `data`, as a script builds it by hand."""
+        body = json.dumps({"data": data}).encode("utf-8")
         post = urllib.request.Request(f"{self.url}/gradio_api/call{endpoint}", body,
                                       {"Content-Type": "application/json"})
         event = json.loads(urllib.request.urlopen(post, timeout=60).read())["event_id"]
@@ -49,8 +54,7 @@ class RawClient:
             if line.startswith("event: "):
                 kind = line[len("event: "):]
             elif line.startswith("data: ") and kind in ("complete", "error"):
-                data = json.loads(line[len("data: "):])
-                return (data[0], None) if kind == "complete" else (None, str(data))
+                return kind, json.loads(line[len("data: "):])
         raise AssertionError(f"no result in {endpoint}'s event stream: {stream[:300]!r}")
 
 
@@ -147,34 +151,19 @@ def test_query_key_ranges_are_counted_as_the_api_counts(client):
     assert (out["layer"], out["head"], out["query"]) == (layers, heads, 1)
 
 
-def raw_call(client, endpoint: str, data: list) -> tuple[str, dict | list]:
-    """(event kind, its data) for a body of exactly `data`, as a script builds it by hand."""
-    body = json.dumps({"data": data}).encode("utf-8")
-    post = urllib.request.Request(f"{client.url}/gradio_api/call{endpoint}", body, {"Content-Type": "application/json"})
-    event = json.loads(urllib.request.urlopen(post, timeout=60).read())["event_id"]
-    stream = urllib.request.urlopen(f"{client.url}/gradio_api/call{endpoint}/{event}", timeout=120).read()
-    kind = None
-    for line in stream.decode("utf-8").splitlines():
-        if line.startswith("event: "):
-            kind = line[len("event: "):]
-        elif line.startswith("data: ") and kind in ("complete", "error"):
-            return kind, json.loads(line[len("data: "):])
-    raise AssertionError(f"no result in {endpoint}'s event stream: {stream[:300]!r}")
-
-
 @pytest.mark.parametrize("endpoint", list(ENDPOINTS))
 def test_omitted_optional_arguments_take_their_defaults(client, endpoint):
     """A body that sends only the required values (Gradio answered an error whose message was null) is answered
     as if every other argument had its default; one that leaves out a required one names it."""
     own = ENDPOINTS[endpoint]
     required = [SENTENCE] + ([own["foil"]] if endpoint == "/why_not" else [])
-    kind, data = raw_call(client, endpoint, required)
+    kind, data = client.raw(endpoint, required)
     assert kind == "complete", data
     full, error = client.call(endpoint, text=SENTENCE, **own)
     timing = ("summary", "milliseconds")  # the second answer comes from the result cache, and says so
     assert error is None and {k: v for k, v in data[0].items() if k not in timing} == {
         k: v for k, v in full.items() if k not in timing}  # the same answer as with every default sent
-    kind, data = raw_call(client, endpoint, [])
+    kind, data = client.raw(endpoint, [])
     assert kind == "error" and data["error"] == (
         f"{endpoint} is missing its required argument(s) {'text, foil' if endpoint == '/why_not' else 'text'}")
 
