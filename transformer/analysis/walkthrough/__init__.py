@@ -1,7 +1,7 @@
 """How the model computed one translation, operation by operation, on the sentence's own numbers: the walk-through.
 
 One teacher-forced pass over (source, the translation's own output) records every intermediate the forward pass makes
-(core/probes.WALK_PROBES), with the translation's heads switched off as it was made. The stages read them for one
+(every point of core/probes.py), with the translation's heads switched off as it was made. The stages read them for one
 source piece and one decoding step, in the order the model runs them: text to ids; into the model; an encoder layer
 in full, then every layer compactly; the decoder's inputs; a decoder layer in full (masked self-attention, then
 cross-attention, then feed-forward, each with its norm and residual in the checkpoint's order), every layer compactly;

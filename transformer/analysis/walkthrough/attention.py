@@ -22,9 +22,9 @@ def attention_stages(walk: WalkContext, kind: str, block: str, group: str, posit
     side = "encoder" if kind == "encoder_self" else "decoder"
     rows = walk.src if kind == "encoder_self" else walk.inputs
     cols = (walk.src if kind in ("encoder_self", "cross") else walk.inputs)[:keys_shown]
-    q = rec[f"{kind}_queries"][layer, h, position]
-    k = rec[f"{kind}_keys"][layer, h, :keys_shown]
-    v = rec[f"{kind}_values"][layer, h, :keys_shown]
+    q = rec[f"{kind}.queries"][layer, h, position]
+    k = rec[f"{kind}.keys"][layer, h, :keys_shown]
+    v = rec[f"{kind}.values"][layer, h, :keys_shown]
     weights = rec[kind][layer, h]
     query = rows[position]
     if kind == "cross":  # the key and value shown beside the query: the source piece this head weighs most
@@ -48,12 +48,12 @@ def attention_stages(walk: WalkContext, kind: str, block: str, group: str, posit
         causal_stages(walk, kind, block, group, position, keys_shown, cols, facts)
     else:
         padded_stages(walk, kind, block, group, position, keys_shown, cols, k, facts)
-    head_out = rec[f"{kind}_heads"][layer, h, position]
+    head_out = rec[f"{kind}.heads"][layer, h, position]
     walk.add(f"{block}.{kind}.weighted_sum", block, group, "weighted_sum", "attention",
              [Numbers("values", "values v_j", "matrix", v.numpy(), rows=numbered(cols), axes=("key", "feature")),
               Numbers("weights", "α_j", "row", weights[position, :keys_shown].numpy(), cols=cols, axes=("", "key")),
               vector("head_output", "this head's output", head_out)], ("value", "head"), **facts)
-    concat = rec[f"{kind}_concat"][layer, position]
+    concat = rec[f"{kind}.concat"][layer, position]
     walk.add(f"{block}.{kind}.concat", block, group, "concat", "heads",
              [vector("concat", "concat", concat), Numbers("heads", "heads", "scalar", walk.config.n_heads)], ("head",),
              where=facts["where"])
@@ -62,7 +62,7 @@ def attention_stages(walk: WalkContext, kind: str, block: str, group: str, posit
 def causal_stages(walk, kind, block, group, position, keys_shown, cols, facts) -> None:
     """The decoder's self-attention: every step's row, the upper triangle masked (the mask is the point)."""
     rec, layer, h = walk.rec, walk.layer, walk.head
-    scores, masked, weights = (rec[name][layer, h] for name in (f"{kind}_scores", f"{kind}_masked_scores", kind))
+    scores, masked, weights = (rec[name][layer, h] for name in (f"{kind}.scores", f"{kind}.masked_scores", kind))
     every = numbered(walk.inputs)
     walk.add(f"{block}.{kind}.scores", block, group, "scores.causal", "attention",
              [Numbers("scores", "s_j = q·k_j/√d_k (this step)", "row", scores[position, :keys_shown].numpy(),
@@ -80,7 +80,7 @@ def causal_stages(walk, kind, block, group, position, keys_shown, cols, facts) -
 def padded_stages(walk, kind, block, group, position, keys_shown, cols, k, facts) -> None:
     """Encoder self-attention and cross-attention: one query's scores, the padding mask, the softmax."""
     rec, layer, h = walk.rec, walk.layer, walk.head
-    scores, masked, weights = (rec[name][layer, h] for name in (f"{kind}_scores", f"{kind}_masked_scores", kind))
+    scores, masked, weights = (rec[name][layer, h] for name in (f"{kind}.scores", f"{kind}.masked_scores", kind))
     row_masked = masked_as_inf(masked[position, :keys_shown])
     mask_row = np.where(row_masked == -np.inf, -np.inf, 0.0)
     walk.add(f"{block}.{kind}.scores", block, group, "scores", "attention",
@@ -97,7 +97,7 @@ def padded_stages(walk, kind, block, group, position, keys_shown, cols, k, facts
 
 
 def output_projection(walk: WalkContext, kind: str, block: str, group: str, position: int) -> None:
-    out = walk.rec[f"{kind}_output"][walk.layer, position]
+    out = walk.rec[f"{kind}_residual.sublayer"][walk.layer, position]
     side = "encoder" if kind == "encoder_self" else "decoder"
     walk.add(f"{block}.{kind}.output", block, group, "output_projection", "heads",
              [vector("output", "concat W_O + b_O", out), Numbers("norm", "‖out‖", "scalar", norm_of(out))],

@@ -15,31 +15,35 @@ from ...core.capture import record
 from ...core.head_mask import heads_masked
 from ...core.head_ref import head_label, layer_label, shown
 from ...core.model import Transformer
-from ...core.probes import ATTENTION_KINDS, SUBLAYERS, VECTOR_PROBES, WALK_PROBES
+from ...core.probes import pattern
 from .stage import Numbers, Stage
 from .text import MODULES, stage_ask, stage_text
 
-PER_LAYER = ("encoder_hidden", "decoder_hidden", *ATTENTION_KINDS, *VECTOR_PROBES)
+
+class PassRecording:
+    """Every point of one teacher-forced pass, read by name (core/probes.py) with the batch axis removed: a name with
+    a point in every layer (`cross.scores`, `encoder_hidden`) as (L, ...), a point of the whole model (`logits`)
+    as (...)."""
+
+    def __init__(self, recording):
+        self.recording = recording
+        self.read: dict[str, torch.Tensor] = {}
+
+    def __getitem__(self, name: str) -> torch.Tensor:
+        if name not in self.read:
+            stacked = self.recording[name][:, 0].float().cpu()
+            self.read[name] = stacked if "*" in pattern(name) else stacked[0]
+        return self.read[name]
 
 
-def per_layer(name: str) -> bool:
-    """Whether the probe `name` is recorded once per layer (a sub-layer's or an attention kind's), not once per pass."""
-    return name in PER_LAYER or any(name.startswith(f"{owner}_") for owner in (*SUBLAYERS, *ATTENTION_KINDS))
-
-
-def record_pass(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_off=None) -> dict[str, torch.Tensor]:
-    """Every walk-through probe of one teacher-forced pass, batch axis removed: per-layer probes (L, ...), the others
-    (...). The decoder's inputs are its start token (<s>) then tgt_ids[:-1], as decoding fed them."""
+def record_pass(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_off=None) -> PassRecording:
+    """One teacher-forced pass with every point recorded. The decoder's inputs are its start token (<s>) then
+    tgt_ids[:-1], as decoding fed them."""
     src = torch.tensor([src_ids], device=model.device)
     tgt = torch.tensor([[model.config.decoder_start_id] + list(tgt_ids[:-1])], device=model.device)
-    names = (*WALK_PROBES, *PER_LAYER)
-    with torch.no_grad(), heads_masked(model, heads_off), record(model, names) as recording:
+    with torch.no_grad(), heads_masked(model, heads_off), record(model, ["**"]) as recording:
         model(src, tgt)
-    out = {}
-    for name in names:
-        calls = recording.take(name)
-        out[name] = torch.stack(calls)[:, 0].float().cpu() if per_layer(name) else calls[0][0].float().cpu()
-    return out
+    return PassRecording(recording)
 
 
 def vector(name: str, label: str, values: torch.Tensor, note: str = "") -> Numbers:

@@ -17,7 +17,7 @@ GROUPS = {"encoder_self": "self", "decoder_self": "self", "cross": "cross", "enc
 
 
 def norm_stage(walk: WalkContext, side: str, sub: str, position: int, before: torch.Tensor) -> None:
-    normed = walk.rec[f"{sub}_norm"][walk.layer, position]
+    normed = walk.rec[f"{sub}_residual.normed"][walk.layer, position]
     placement = phrase("placement.pre" if walk.pre else "placement.post")
     walk.add(f"{side}.{sub}.norm", side, GROUPS[sub], "norm", "norm",
              [vector("in", "x", before), vector("out", "LN(x)", normed),
@@ -27,8 +27,8 @@ def norm_stage(walk: WalkContext, side: str, sub: str, position: int, before: to
 
 
 def residual_stage(walk: WalkContext, side: str, sub: str, position: int, before: torch.Tensor) -> torch.Tensor:
-    out = walk.rec[f"{sub}_output"][walk.layer, position]
-    total = walk.rec[f"{sub}_sum"][walk.layer, position]
+    out = walk.rec[f"{sub}_residual.sublayer"][walk.layer, position]
+    total = walk.rec[f"{sub}_residual.sum"][walk.layer, position]
     what = phrase("what.ff" if sub.endswith("_ff") else "what.attention")
     formula = phrase("residual.pre" if walk.pre else "residual.post")
     walk.add(f"{side}.{sub}.residual", side, GROUPS[sub], "residual", "residual",
@@ -40,8 +40,8 @@ def residual_stage(walk: WalkContext, side: str, sub: str, position: int, before
 
 def feed_forward_stages(walk: WalkContext, side: str, position: int) -> None:
     sub, config = f"{side}_ff", walk.config
-    hidden = walk.rec[f"{side}_ff_hidden"][walk.layer, position]
-    out = walk.rec[f"{sub}_output"][walk.layer, position]
+    hidden = walk.rec[f"{side}_ff.hidden"][walk.layer, position]
+    out = walk.rec[f"{sub}_residual.sublayer"][walk.layer, position]
     firing = int((hidden > 0).sum())
     activation = str(config.activation)
     name = ACTIVATION_NAMES.get(activation, activation)
@@ -80,14 +80,14 @@ def layer_in_full(walk: WalkContext, side: str, subs: list[str], position: int, 
             x = x_after
         else:
             norm_stage(walk, side, sub, position, x_after)
-            x = walk.rec[f"{sub}_norm"][walk.layer, position]
+            x = walk.rec[f"{sub}_residual.normed"][walk.layer, position]
 
 
 def layers_compactly(walk: WalkContext, side: str, subs: list[str], position: int, piece: str) -> None:
     hidden = walk.rec[f"{side}_hidden"][:, position]
     rows, table = [], []
     for layer, (before, after) in enumerate(zip(layer_inputs(walk, side, position), hidden)):
-        added = [norm_of(walk.rec[f"{sub}_output"][layer, position]) for sub in subs]
+        added = [norm_of(walk.rec[f"{sub}_residual.sublayer"][layer, position]) for sub in subs]
         rows.append(layer_label(layer))
         table.append([norm_of(before), *added, norm_of(after)])
     cols = ["‖input‖", *[LAYER_COLUMNS[s] for s in subs], "‖output‖"]
