@@ -66,33 +66,50 @@ def masked_as_inf(masked: torch.Tensor) -> np.ndarray:
     return out
 
 
-def model_facts(config) -> dict:
-    """What the texts say about the model, from its config."""
-    return {"d_model": config.d_model, "d_ff": config.d_ff, "n_heads": config.n_heads, "n_layers": config.n_layers,
-            "d_k": config.d_model // config.n_heads, "vocab": config.tgt_vocab_size}
+def model_facts(config, side: str = "encoder") -> dict:
+    """What the texts say about the model, from its config: the widths of `side`'s stack."""
+    stack = config.stack_of(side)
+    return {"d_model": config.d_model, "d_ff": stack.d_ff, "n_heads": stack.heads, "n_layers": stack.layers,
+            "d_k": stack.head_dim, "vocab": config.tgt_vocab_size}
+
+
+def side_of(block: str) -> str:
+    """The stack a block of the page (explorer/views/walkthrough_payload.BLOCKS) or an attention kind belongs to: the
+    encoder's (the pieces and the encoder's input too), or the decoder's (cross-attention and the output too)."""
+    return "encoder" if block.startswith("encoder") or block in ("text", "input") else "decoder"
 
 
 class WalkContext:
-    """The recordings (`rec`) of one pass and the stages built from them, for one layer and one head."""
+    """The recordings (`rec`) of one pass and the stages built from them, for one layer and one head. The layer and
+    head are chosen over the widest stack; where a stack has fewer, its stages show its last layer and last head
+    (`layer_of`, `head_of`), and their titles name the one shown."""
 
     def __init__(self, model, translation, rec, token, step, layer, head, start_piece: str):
         self.model, self.t, self.rec, self.config = model, translation, rec, model.config
         self.token, self.step, self.layer, self.head = token, step, layer, head
         self.pre = self.config.norm == "pre"
-        self.hs = self.config.d_model // self.config.n_heads
         self.src = list(translation.src_tokens)
         self.inputs = [start_piece] + list(translation.tgt_tokens[:-1])  # what decoding fed the decoder
         self.decoder_keys = self.inputs[: step + 1]  # what the step's masked self-attention reads: <s>, then its past
-        self.facts = model_facts(self.config)
         self.stages: list[Stage] = []
 
-    def where(self, side: str) -> str:
-        """The layer a stage of `side`'s stack shows, as its title names it: "Encoder layer 3"."""
-        return f"{side.capitalize()} {layer_label(self.layer)}"
+    def layer_of(self, side: str) -> int:
+        return min(self.layer, self.config.stack_of(side).layers - 1)
 
-    @property
-    def head_name(self) -> str:
-        return head_label(self.head)
+    def head_of(self, side: str) -> int:
+        return min(self.head, self.config.stack_of(side).heads - 1)
+
+    def head_size(self, side: str) -> int:
+        return self.config.stack_of(side).head_dim
+
+    def where(self, side: str) -> str:
+        """The layer a stage of `side`'s stack shows, as its title names it: "Encoder layer 3", with "(its last)"
+        where the chosen layer is beyond this stack."""
+        last = " (its last)" if self.layer_of(side) != self.layer else ""
+        return f"{side.capitalize()} {layer_label(self.layer_of(side))}{last}"
+
+    def head_name(self, side: str) -> str:
+        return head_label(self.head_of(side))
 
     def position_number(self, position: int) -> int:
         """A 0-based position as the page and the API count it."""
@@ -100,7 +117,7 @@ class WalkContext:
 
     def add(self, key: str, block: str, group: str, text: str, module: str, numbers: list[Numbers],
             terms: tuple[str, ...], **facts) -> None:
-        facts = {**self.facts, **facts}
+        facts = {**model_facts(self.config, side_of(block)), **facts}
         words = stage_text(text, **facts)
         self.stages.append(Stage(key=key, block=block, group=group, title=words.title, text=words.text,
                                  why=words.why, formula=words.formula, module=MODULES[module], numbers=numbers,
