@@ -55,7 +55,7 @@ def recall_and_latency(folder: Path, args) -> dict:
     rng = np.random.default_rng(7)
     recall, search_ms = {}, []
     for side in ("source", "target"):
-        for layer in atlas.indexed:
+        for layer in atlas.indexed[side]:
             vectors = atlas.vectors(side, layer)
             rows = rng.choice(len(vectors), size=min(args.queries, len(vectors)), replace=False)
             queries = np.asarray(vectors[np.sort(rows)], np.float32)
@@ -72,7 +72,7 @@ def recall_and_latency(folder: Path, args) -> dict:
     for sentence in rng.choice(sentences, size=min(50, len(sentences)), replace=False):
         started = time.perf_counter()
         vectors = sentence_vectors(model, tokenizer, str(sentence))
-        neighbours(atlas, vectors, 0, atlas.indexed[-1], "source", 10)
+        neighbours(atlas, vectors, 0, atlas.indexed["source"][-1], "source", 10)
         question_ms.append((time.perf_counter() - started) * 1000)
     return {"recall_at_10_vs_exact": recall, "recall_queries_per_index": args.queries,
             "search_p95_ms": round(p95(search_ms), 3), "search_median_ms": round(statistics.median(search_ms), 3),
@@ -90,22 +90,23 @@ def tab_latency(folder: Path, sentence: str = "The dog is sleeping in front of t
     started = time.perf_counter()
     atlas = Atlas.open(folder)
     model, tokenizer, _ = load_checkpoint(atlas.check_checkpoint(atlas.checkpoint["path"]))
-    for layer in range(atlas.layers):
-        for head in range(atlas.heads):
+    for layer in range(atlas.stack("cross").layers):
+        for head in range(atlas.stack("cross").heads):
             head_points(atlas, "cross", layer, head)
     first_maps = time.perf_counter() - started
     started = time.perf_counter()
     vectors = sentence_vectors(model, tokenizer, sentence)
     for kind in ("encoder_self", "decoder_self", "cross"):
-        for layer in range(atlas.layers):
-            for head in range(atlas.heads):
+        for layer in range(atlas.stack(kind).layers):
+            for head in range(atlas.stack(kind).heads):
                 placed(atlas, vectors, kind, layer, head)
     place_all = time.perf_counter() - started
-    neighbours(atlas, vectors, 0, atlas.indexed[-1], "source", 10)  # the index and records read once
+    neighbours(atlas, vectors, 0, atlas.indexed["source"][-1], "source", 10)  # the index and records read once
     timings = []
     for token in range(len(vectors.pieces["source"])):
         started = time.perf_counter()
-        neighbours(atlas, sentence_vectors(model, tokenizer, sentence), token, atlas.indexed[-1], "source", 10)
+        last = atlas.indexed["source"][-1]
+        neighbours(atlas, sentence_vectors(model, tokenizer, sentence), token, last, "source", 10)
         timings.append((time.perf_counter() - started) * 1000)
     return {"atlas": str(folder.relative_to(ROOT)) if folder.is_relative_to(ROOT) else folder.name,
             "first_maps_of_a_kind_s": round(first_maps, 3), "place_sentence_on_every_map_s": round(place_all, 3),

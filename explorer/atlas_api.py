@@ -1,6 +1,8 @@
 """The corpus atlas on the API: /atlas_neighbours (the corpus tokens nearest to a token of a sentence) and /atlas_map
 (one head's map, with the sentence's own queries and keys placed on it). Layers, heads, tokens, sentences and
-positions count from 1, as every endpoint does; a bad argument's message names it.
+positions count from 1, as every endpoint does; a bad argument's message names it. Each attention kind has its own
+stack's layers and heads, and each side its own stack's layers (the encoder's for encoder_self and the source, the
+decoder's for decoder_self, cross and the target): the ranges are checked per kind or side, and say whose.
 
 Which atlas a model has, and how it is opened: atlas_service.py. The wiring registers these beside the other
 endpoints (`atlas_endpoints`).
@@ -32,7 +34,7 @@ def atlas_neighbours_endpoint(ui):
         counted("token", token), counted("layer", layer), counted("k", k, MAX_K)
         text = one_sentence(text)
         served, atlas = served_atlas(ui, model)
-        layer = counted("layer", layer, atlas.layers)
+        layer = counted("layer", layer, atlas.stack(side).layers, atlas.stack_text(side))
         vectors = sentence_vectors(served, text)
         token = counted("token", token, len(vectors.pieces[side]), f" for the {side} side of this sentence")
         k = counted("k", k, min(MAX_K, atlas.tokens[side]))
@@ -65,7 +67,8 @@ def atlas_map_endpoint(ui):
         counted("layer", layer), counted("head", head)
         text = None if text is None else one_sentence(text)
         served, atlas = served_atlas(ui, model)
-        layer, head = counted("layer", layer, atlas.layers), counted("head", head, atlas.heads)
+        shape, of = atlas.stack(kind), atlas.stack_text(kind)  # the kind's own stack
+        layer, head = counted("layer", layer, shape.layers, of), counted("head", head, shape.heads, of)
         try:
             points = head_points(atlas, kind, from_shown(layer), from_shown(head))
         except AtlasError as error:

@@ -93,7 +93,7 @@ def exact_neighbours(vectors: np.ndarray, k: int):
 def test_nearest_neighbour_is_itself_and_the_index_equals_exact_search(built, side):
     folder, _, _ = built
     atlas = Atlas.open(folder)
-    for layer in range(atlas.layers):
+    for layer in range(atlas.stack(side).layers):
         vectors = np.asarray(atlas.vectors(side, layer), np.float64)
         distances, rows = exact_neighbours(vectors, 10)
         unique = np.unique(vectors, axis=0, return_counts=True)[1].max() == 1
@@ -250,7 +250,8 @@ def test_an_atlas_of_one_layer_without_samples(tmp_path, corpus_dir, tokenizer_f
     assert sorted(p.name for p in (folder / "vectors").iterdir()) == ["source-layer-2.npy", "target-layer-2.npy"]
     assert sorted(p.name for p in (folder / "samples").iterdir()) == ["source-rows.npy", "target-rows.npy"]
     ask = ["neighbours", str(folder), "--sentence", "a dog .", "--token", "1", "--k", "2"]
-    assert "layer 1 is not indexed in this atlas (indexed: 2)" in one_line_error(capsys, [*ask, "--layer", "1"])
+    assert "layer 1 is not indexed on the source side of this atlas (indexed: 2)" in one_line_error(
+        capsys, [*ask, "--layer", "1"])
     main([*ask, "--layer", "2"])
     assert len(json.loads(capsys.readouterr().out)["neighbours"]) == 2
     compact = tmp_path / "compact"

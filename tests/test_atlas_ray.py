@@ -32,7 +32,7 @@ def test_local_and_ray_builds_agree(tmp_path, corpus_dir, tokenizer_file, capsys
     assert distributed.manifest["versions"]["ray"] and distributed.manifest["settings"]["engine"] == "ray"
     for side in SIDES:
         assert local.records(side).equals(distributed.records(side))
-        for layer in range(local.layers):
+        for layer in range(local.stack(side).layers):
             # the same batches through the same function in another process (Ray's workers run their own torch
             # thread count): float32 results a few ulps apart may round to neighbouring float16 values, 2**-10 apart
             np.testing.assert_allclose(np.asarray(local.vectors(side, layer), np.float32),

@@ -33,7 +33,8 @@ def test_the_atlas_tab_places_the_translation_and_opens_a_neighbours_sentence(br
                       for tokens in (greedy.tgt_tokens, greedy.src_tokens)]
     matrix = page.evaluate("() => document.querySelector('#atlas-matrix .js-plotly-plot').data.length")
     atlas = Atlas.open(SHIPPED / "atlas")
-    assert matrix == 4 * atlas.layers * atlas.heads  # corpus queries and keys, and this sentence's, on every head
+    cross = atlas.stack("cross")
+    assert matrix == 4 * cross.layers * cross.heads  # corpus queries and keys, and this sentence's, on every head
     page.locator("#atlas-head").screenshot(path=str(SCREENSHOTS / "atlas.png"))
 
     page.locator("#atlas-token label").filter(has_text="1: ").first.click()  # a click on the sentence's first token

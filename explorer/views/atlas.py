@@ -15,7 +15,7 @@ import gradio as gr
 from transformer.atlas.query import head_points, neighbours, placed, similar_heads
 from transformer.atlas.store import AtlasError
 from transformer.core.head_ref import head_label, layer_label, shown
-from transformer.core.probes import PROBES
+from transformer.core.probes import ATTENTION_KINDS, PROBES
 
 from ..atlas_service import one_sentence, sentence_vectors, served_atlas
 from ..figures.atlas import COLOURINGS, head_figure, matrix_figure
@@ -32,6 +32,21 @@ OPEN_TRANSLATE_JS = "() => { document.querySelector('#translate-button').click()
 def chosen_index(value, default: int = 0) -> int:
     """The shared layer or head control's value as a 0-based index (the overview, mean or all: the default)."""
     return int(value) if str(value).isdigit() else default
+
+
+def fitted(atlas, name: str, what: str, value, default: int) -> tuple[int, str]:
+    """The shared control's layer or head (`what`) within the stack of kind or side `name`: the controls offer the
+    widest stack's (selection.py), so a choice beyond a shallower stack becomes its last, and the note says so; one
+    beyond every stack (no control offers it) is refused, naming the range."""
+    index = chosen_index(value, default)
+    count = getattr(atlas.stack(name), what)
+    widest = max(getattr(atlas.stack(kind), what) for kind in ATTENTION_KINDS)
+    if not 0 <= index < widest:
+        raise page_error(f"{what[:-1]} must be in [1, {widest}], got {shown(index)}")
+    if index < count:
+        return index, ""
+    label = layer_label if what == "layers" else head_label
+    return count - 1, f"{label(index).capitalize()} is beyond it{atlas.stack_text(name)}: its last is shown. "
 
 
 class AtlasView(View):
@@ -72,8 +87,10 @@ class AtlasView(View):
     def maps(self, ui, result, state: dict, layer, head) -> dict:
         served, atlas = served_atlas(ui, result.model_key if result else None)
         kind = state.get("atlas_kind") or "cross"
-        layer, head = chosen_index(layer, atlas.layers - 1), chosen_index(head)
-        every = [[head_points(atlas, kind, lay, hd) for hd in range(atlas.heads)] for lay in range(atlas.layers)]
+        shape = atlas.stack(kind)  # the matrix: this kind's own layers x heads
+        (layer, beyond_layer), (head, beyond_head) = (fitted(atlas, kind, "layers", layer, shape.layers - 1),
+                                                      fitted(atlas, kind, "heads", head, 0))
+        every = [[head_points(atlas, kind, lay, hd) for hd in range(shape.heads)] for lay in range(shape.layers)]
         points = every[layer][head]
         for part in ("queries", "keys"):
             column = atlas.sentences.column(points[part]["side"])
@@ -83,13 +100,13 @@ class AtlasView(View):
         on_every = None
         if translation is not None:  # the sentence on every map of the kind: the open head's labelled
             vectors = sentence_vectors(served, translation.source)
-            on_every = [[placed(atlas, vectors, kind, lay, hd) for hd in range(atlas.heads)]
-                        for lay in range(atlas.layers)]
+            on_every = [[placed(atlas, vectors, kind, lay, hd) for hd in range(shape.heads)]
+                        for lay in range(shape.layers)]
             on_screen = {part: {"coordinates": xy, "piece": vectors.pieces[points[part]["side"]]}
                          for part, xy in on_every[layer][head].items()}
         head_plot = head_figure(points, f"{title} ({points['projection']})", state.get("atlas_colouring")
                                 or COLOURINGS[0], state.get("atlas_search") or "", on_screen)
-        text = (f"**{atlas.manifest['counts']['sentences']:,} corpus pairs** "
+        text = (beyond_layer + beyond_head + f"**{atlas.manifest['counts']['sentences']:,} corpus pairs** "
                 f"({literal(atlas.manifest['corpus']['folder'])}); the maps hold a sample of "
                 f"{len(points['queries']['piece']):,} queries and {len(points['keys']['piece']):,} keys per head. "
                 "Blue: queries, orange: keys, moved to the queries' centre (the softmax is unchanged); stars: this "
@@ -106,9 +123,9 @@ class AtlasView(View):
         translation = translated(result, state, then=", then ask for a token's neighbours")
         served, atlas = served_atlas(ui, result.model_key)
         side = state.get("atlas_side") or "source"
-        layer = chosen_index(layer, atlas.layers - 1)
-        if layer not in atlas.indexed:
-            layer = atlas.indexed[-1]
+        layer, _ = fitted(atlas, side, "layers", layer, atlas.stack(side).layers - 1)
+        if layer not in atlas.indexed[side]:  # the label names the layer shown
+            layer = atlas.indexed[side][-1]
         vectors = sentence_vectors(served, one_sentence(translation.source))
         token = min(int(state.get("atlas_token") or 0), len(vectors.pieces[side]) - 1)
         found = neighbours(atlas, vectors, token, layer, side, 10)

@@ -18,7 +18,7 @@ import numpy as np
 from ..checkpoint import SHIPPED_ROOT, WEIGHTS_FILE, checkpoint_folder, load_checkpoint
 from ..command_line import write_json_atomically
 from ..core.head_ref import shown
-from ..core.probes import ATTENTION_KINDS
+from ..core.probes import ATTENTION_KINDS, SOURCE, TARGET
 from ..paths import portable_path
 from .corpus import SPLIT, batches, read_corpus, sample_rows, tokenize
 from .engines import ENGINES, run_engine
@@ -34,7 +34,7 @@ from .store import (
     map_file,
     require,
     sample_file,
-    stack_shape,
+    stack,
     vectors_file,
 )
 from .writer import AtlasWriter
@@ -50,7 +50,9 @@ class BuildSettings:
     projection: str = "tsne"  # one of maps.PROJECTIONS
     recall: float = 0.95  # recall@10 against exact search that the index's nprobe is tuned to reach
     seed: int = 0  # the sample, the index's training set and t-SNE's start
-    layers: tuple[int, ...] | None = None  # the layers (0-based) whose vectors are stored and indexed; None: all
+    # the layers (0-based) whose vectors are stored and indexed, on each side that has them (the source side has the
+    # encoder's layers, the target side the decoder's); None: every layer of each side
+    layers: tuple[int, ...] | None = None
     # keep each head's sampled queries and keys: a t-SNE map needs them to place new points, a PCA map does not
     # (its stored linear map does), so a PCA atlas may leave them out to save space (a shipped atlas does)
     keep_samples: bool = True
@@ -75,22 +77,29 @@ def checkpoint_identity(checkpoint) -> dict:
             "weights_sha256": file_hash(folder / WEIGHTS_FILE)}
 
 
-def indexed_layers(settings: BuildSettings, config) -> tuple[int, ...]:
-    count = stack_shape(config).layers
-    layers = tuple(range(count)) if settings.layers is None else tuple(sorted(set(settings.layers)))
-    if not layers or not all(0 <= layer < count for layer in layers):
-        raise AtlasError(f"--layers must name layers in [1, {count}] (the model's), "
-                         f"got {[shown(layer) for layer in layers]}")
-    return layers
+def indexed_layers(settings: BuildSettings, config) -> dict[str, tuple[int, ...]]:
+    """side -> the 0-based layers stored and indexed there. A layer that only the deeper stack has (layer 5 of a 6
+    encoder and 2 decoder layer model) is indexed on that stack's side only; one that neither has is refused."""
+    counts = {side: stack(config, side).layers for side in SIDES}
+    if settings.layers is None:
+        return {side: tuple(range(count)) for side, count in counts.items()}
+    layers = tuple(sorted(set(settings.layers)))
+    deepest = max(counts.values())
+    if not layers or not all(0 <= layer < deepest for layer in layers):
+        each = "" if len(set(counts.values())) == 1 else (
+            f" (the source side has the encoder's {counts[SOURCE]}, the target side the decoder's {counts[TARGET]}; "
+            "a layer only one side has is indexed on that side only)")
+        raise AtlasError(f"--layers must name layers in [1, {deepest}]{each}, got {[shown(layer) for layer in layers]}")
+    return {side: tuple(layer for layer in layers if layer < count) for side, count in counts.items()}
 
 
-def needed_bytes(tokens: int, config, sample: int, layers: int) -> int:
+def needed_bytes(corpus, config, sample: int, layers: dict[str, tuple[int, ...]]) -> int:
     """What the atlas will take on disk, roughly: the vectors and their index at each stored layer, the records and
-    the samples."""
-    vectors = tokens * layers * config.d_model * 2
-    index = tokens * layers * (config.d_model * 2 + 8)
-    samples = 2 * len(SIDES) * sample * stack_shape(config).layers * config.d_model * 2
-    return vectors + index + samples + tokens * 40
+    the samples (each kind's heads together are d_model wide, in any stack)."""
+    stored = sum(corpus.tokens(side) * len(layers[side]) for side in SIDES)
+    vectors, index = stored * config.d_model * 2, stored * (config.d_model * 2 + 8)
+    samples = sum(2 * sample * stack(config, kind).layers * config.d_model * 2 for kind in ATTENTION_KINDS)
+    return vectors + index + samples + sum(corpus.tokens(side) for side in SIDES) * 40
 
 
 def check_disk(folder: Path, needed: int) -> None:
@@ -125,10 +134,10 @@ def library_versions(engine: str) -> dict:
     return versions
 
 
-def build_indexes(folder: Path, layers: tuple[int, ...], settings: BuildSettings, progress) -> dict:
+def build_indexes(folder: Path, layers: dict[str, tuple[int, ...]], settings: BuildSettings, progress) -> dict:
     stats = {}
     for side in SIDES:
-        for layer in layers:
+        for layer in layers[side]:
             vectors = np.load(folder / vectors_file(side, layer), mmap_mode="r")
             index = build_index(vectors, settings.seed)
             stats[f"{side}-layer-{shown(layer)}"] = tune(index, vectors, settings.recall)
@@ -144,10 +153,10 @@ def build_maps(folder: Path, config, settings: BuildSettings, progress) -> None:
     for kind in ATTENTION_KINDS:
         queries = np.load(folder / sample_file(kind, "queries"), mmap_mode="r")
         keys = np.load(folder / sample_file(kind, "keys"), mmap_mode="r")
-        maps = []
-        for layer in range(stack_shape(config).layers):
+        maps, shape = [], stack(config, kind)  # the kind's own stack: its layers, heads and head size
+        for layer in range(shape.layers):
             maps.append([])
-            for head in range(stack_shape(config).heads):
+            for head in range(shape.heads):
                 maps[-1].append(head_map(queries[layer, head], keys[layer, head], settings.projection,
                                          settings.seed, settings.threads or 1))
                 progress("maps", 1)
@@ -169,8 +178,7 @@ def build_atlas(checkpoint, corpus_dir, out, settings: BuildSettings, progress=l
     source, target = read_corpus(corpus_dir, languages, settings.sentences)
     corpus = tokenize(tokenizer, source, target, model.config.max_len)
     layers = indexed_layers(settings, model.config)
-    check_disk(out.parent, needed_bytes(sum(corpus.tokens(s) for s in SIDES), model.config, settings.sample,
-                                        len(layers)))
+    check_disk(out.parent, needed_bytes(corpus, model.config, settings.sample, layers))
     temporary = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".partial"))
     try:
         started = time.perf_counter()
@@ -186,7 +194,8 @@ def build_atlas(checkpoint, corpus_dir, out, settings: BuildSettings, progress=l
             "format": FORMAT, "checkpoint": checkpoint_identity(checkpoint), "model": model.config.to_dict(),
             "languages": languages,
             "corpus": {"folder": portable_path(corpus_dir), "split": SPLIT, "sentences": len(corpus)},
-            "counts": counts, "settings": asdict(settings), "indexed_layers": list(layers),
+            "counts": counts, "settings": asdict(settings),
+            "indexed_layers": {side: list(layers[side]) for side in SIDES},
             "versions": library_versions(settings.engine),
             "index": {"type": "faiss IndexIVFScalarQuantizer (QT_fp16), L2", "distance": "euclidean",
                       "per_layer": index},

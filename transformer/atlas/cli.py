@@ -15,15 +15,15 @@ from dataclasses import asdict
 from ..checkpoint import CheckpointError, load_checkpoint
 from ..command_line import CommandParser, answered, command_text, number_type
 from ..core.head_ref import from_shown, shown
-from ..core.probes import SOURCE, TARGET
+from ..core.probes import ATTENTION_KINDS, SOURCE, TARGET
 from ..corpus.parallel import CorpusError
 from ..paths import portable_words
-from .build import BuildSettings, build_atlas
+from .build import BuildSettings, build_atlas, indexed_layers
 from .corpus import read_corpus
 from .query import neighbours as nearest
 from .query import sentence_vectors
 from .reader import Atlas
-from .store import stack_shape
+from .store import stack
 
 PROG = "python -m transformer.atlas"
 
@@ -53,7 +53,9 @@ def parser() -> CommandParser:
                        help="the maps' projection: tsne (openTSNE, default) or pca (instant)")
     build.add_argument("--layers", type=layer_list, default=None,
                        help="layers whose residual vectors are stored and indexed, from 1, comma-separated "
-                            "(default: all; a shipped atlas keeps the last to fit its size)")
+                            "(default: all; a shipped atlas keeps the last to fit its size). The source side has "
+                            "the encoder's layers, the target side the decoder's: a layer only the deeper stack has "
+                            "is indexed on its side only")
     build.add_argument("--drop-samples", action="store_true",
                        help="with --projection pca: leave out the sampled query and key vectors once the maps are "
                             "made (PCA places new points without them); saves space, as a shipped atlas does")
@@ -115,10 +117,9 @@ def build(args, argv) -> None:
     model, _, config = load_checkpoint(args.checkpoint)
     sentences = len(read_corpus(args.corpus_dir, config.get("languages", {"src": "en", "tgt": "de"}),
                                 args.sentences)[0])
-    shape = stack_shape(model.config)
-    layers, heads = shape.layers, shape.heads
-    indexed = len(args.layers) if args.layers else layers
-    bars = StageBars({"extracting": sentences, "indexing": 2 * indexed, "maps": 3 * layers * heads})
+    indexed = sum(len(layers) for layers in indexed_layers(settings, model.config).values())
+    heads = sum(stack(model.config, kind).layers * stack(model.config, kind).heads for kind in ATTENTION_KINDS)
+    bars = StageBars({"extracting": sentences, "indexing": indexed, "maps": heads})
     try:
         manifest = build_atlas(args.checkpoint, args.corpus_dir, args.out, settings, bars,
                                command_text("transformer.atlas", portable_words(argv or sys.argv[1:])))

@@ -2,7 +2,9 @@
 layer's output on both sides, each head's queries and keys, and cross-attention's weights.
 
 Shapes: B sentences, S / T padded source / target length, L layers, H heads, D d_model, hs head size; N the real
-tokens of a side in the batch (sentence by sentence, position by position), n those of them in the sample.
+tokens of a side in the batch (sentence by sentence, position by position), n those of them in the sample. L, H and
+hs are those of the stack each array comes from (store.stack): the encoder's for the source side and encoder_self,
+the decoder's for the target side, decoder_self and cross.
 
 What comes back is a flat dict of numpy arrays, the same from either engine (Ray moves it between processes):
     sentences (B,) the batch's sentence indices

@@ -13,7 +13,7 @@ import numpy as np
 from ..core.head_ref import shown
 from ..core.probes import ATTENTION_KINDS, SOURCE, TARGET
 from ..decoding.translator import Translator
-from ..numbers import checked_number
+from ..numbers import NumberError, checked_number
 from .corpus import TokenizedCorpus
 from .extract import PARTS, extract_batch, part_side
 from .index import search
@@ -63,10 +63,14 @@ def check_question(atlas: Atlas, vectors: SentenceVectors, token: int, layer: in
     """0-based token and layer; messages count from 1, as the command line and the API do."""
     if side not in SIDES:
         raise AtlasError(f"side must be one of {list(SIDES)}, got {side!r}")
-    checked_number("layer", shown(layer), int, 1, atlas.layers)
-    if layer not in atlas.indexed:
-        raise AtlasError(f"layer {shown(layer)} is not indexed in this atlas (indexed: "
-                         f"{', '.join(str(shown(i)) for i in atlas.indexed)}); build one with --layers to include it")
+    try:
+        checked_number("layer", shown(layer), int, 1, atlas.stack(side).layers)
+    except NumberError as error:
+        raise AtlasError(f"{error}{atlas.stack_text(side)}") from None
+    if layer not in atlas.indexed[side]:
+        raise AtlasError(f"layer {shown(layer)} is not indexed on the {side} side of this atlas (indexed: "
+                         f"{', '.join(str(shown(i)) for i in atlas.indexed[side])}); build one with --layers to "
+                         "include it")
     checked_number("token", shown(token), int, 1, len(vectors.pieces[side]))
     checked_number("k", k, int, 1, min(MAX_K, atlas.tokens[side]))
 
@@ -87,10 +91,21 @@ def neighbours(atlas: Atlas, vectors: SentenceVectors, token: int, layer: int, s
     return found
 
 
-def head_points(atlas: Atlas, kind: str, layer: int, head: int) -> dict:
-    """One head's map: per part ("queries", "keys"), the coordinates (n, 2) and each point's token record."""
+def check_head(atlas: Atlas, kind: str, layer: int, head: int) -> None:
+    """A 0-based layer and head of `kind`, within that kind's own stack; messages count from 1."""
     if kind not in ATTENTION_KINDS:
         raise AtlasError(f"kind must be one of {list(ATTENTION_KINDS)}, got {kind!r}")
+    shape = atlas.stack(kind)
+    try:
+        checked_number("layer", shown(layer), int, 1, shape.layers)
+        checked_number("head", shown(head), int, 1, shape.heads)
+    except NumberError as error:
+        raise AtlasError(f"{error}{atlas.stack_text(kind)}") from None
+
+
+def head_points(atlas: Atlas, kind: str, layer: int, head: int) -> dict:
+    """One head's map: per part ("queries", "keys"), the coordinates (n, 2) and each point's token record."""
+    check_head(atlas, kind, layer, head)
     maps, projection = atlas.maps(kind)
     head_map = maps[layer][head]
     points = {}
@@ -105,17 +120,19 @@ def head_points(atlas: Atlas, kind: str, layer: int, head: int) -> dict:
 
 def similar_heads(atlas: Atlas, kind: str, layer: int, head: int) -> list[tuple[int, int, float]]:
     """The other heads of `kind`, most alike first by their maps' neighbourhood overlap (similar.py): (layer, head,
-    overlap), 0-based. Computed once per atlas and kind."""
-    if kind not in ATTENTION_KINDS:
-        raise AtlasError(f"kind must be one of {list(ATTENTION_KINDS)}, got {kind!r}")
+    overlap), 0-based. Computed once per atlas and kind, over that kind's heads only: the kinds' stacks may differ
+    in layers and heads, so a head's place in the matrix counts in its own kind's heads per layer."""
+    check_head(atlas, kind, layer, head)
     cache = atlas.__dict__.setdefault("_similarity", {})
     if kind not in cache:
         cache[kind] = similarity_matrix(atlas.maps(kind)[0])
-    return ranked(cache[kind], layer * atlas.heads + head, atlas.heads)
+    heads = atlas.stack(kind).heads
+    return ranked(cache[kind], layer * heads + head, heads)
 
 
 def placed(atlas: Atlas, vectors: SentenceVectors, kind: str, layer: int, head: int) -> dict:
     """The new sentence's queries and keys of one head, on that head's map: part -> (tokens, 2)."""
+    check_head(atlas, kind, layer, head)
     maps, projection = atlas.maps(kind)
     head_map = maps[layer][head]
     reference = None

@@ -3,6 +3,7 @@
     atlas = Atlas.open("atlases/en-de")
     atlas.check_checkpoint("checkpoints/en-de")     # an atlas of another checkpoint is refused, named
     atlas.record("target", 1234)                    # {"sentence": 17, "position": 3, "piece": "▁Hund", ...}
+    atlas.stack("cross").heads, atlas.indexed["source"]  # each kind's and side's own stack (store.py)
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ..checkpoint import WEIGHTS_FILE, CheckpointError, checkpoint_folder
+from ..core.config import ModelConfig, StackShape
 from ..core.head_ref import shown
 from .index import read_index
 from .maps import HeadMap, load_maps
@@ -28,6 +30,8 @@ from .store import (
     records_file,
     sample_file,
     sample_rows_file,
+    stack,
+    stack_text,
     vectors_file,
 )
 
@@ -35,11 +39,16 @@ from .store import (
 class Atlas:
     def __init__(self, folder: Path, manifest: dict):
         self.folder, self.manifest = folder, manifest
-        model = manifest["model"]
-        self.layers, self.heads, self.width = model["n_layers"], model["n_heads"], model["d_model"]
-        self.head_size = self.width // self.heads
+        try:
+            self.config = ModelConfig.from_dict(manifest["model"])
+        except ValueError as error:
+            raise AtlasError(f"{folder / 'atlas.json'}: its model is not a valid configuration ({error}); rebuild "
+                             "the atlas") from None
+        self.width = self.config.d_model
         self.tokens = manifest["counts"]["tokens"]
-        self.indexed = tuple(manifest["indexed_layers"])  # 0-based layers whose vectors are stored and indexed
+        indexed = manifest["indexed_layers"]  # format 1: one list for both sides (whose stacks had one shape)
+        # side -> the 0-based layers whose vectors are stored and indexed there
+        self.indexed = {side: tuple(indexed[side] if isinstance(indexed, dict) else indexed) for side in SIDES}
         self._tables: dict = {}
 
     @classmethod
@@ -50,7 +59,7 @@ class Atlas:
         try:
             atlas = cls(folder, manifest)
             for side in SIDES:
-                for layer in atlas.indexed:
+                for layer in atlas.indexed[side]:
                     if manifest["settings"].get("keep_vectors", True):
                         atlas.vectors(side, layer)
                     if not (folder / index_file(side, layer)).is_file():
@@ -59,6 +68,14 @@ class Atlas:
         except (KeyError, TypeError) as error:
             raise AtlasError(f"{folder / 'atlas.json'}: corrupt, lacks {error}; rebuild the atlas") from None
         return atlas
+
+    def stack(self, name: str) -> StackShape:
+        """The shape of the stack an attention kind or a side belongs to (store.stack): its layers, heads, head
+        size."""
+        return stack(self.config, name)
+
+    def stack_text(self, name: str) -> str:
+        return stack_text(self.config, name)
 
     @property
     def checkpoint(self) -> dict:
@@ -123,12 +140,16 @@ class Atlas:
         if not path.is_file():
             raise AtlasError(f"{path}: file is missing from the atlas; rebuild it")
         try:
-            return load_maps(path)
+            maps, projection = load_maps(path)
         except (OSError, ValueError, KeyError) as error:
             raise AtlasError(f"{path}: corrupt ({error}); rebuild the atlas") from None
+        if (len(maps), len(maps[0])) != self.stack(kind)[:2]:
+            raise AtlasError(f"{path}: holds {len(maps)} layers of {len(maps[0])} heads, atlas.json's model has "
+                             f"{self.stack(kind).layers} of {self.stack(kind).heads}; rebuild the atlas")
+        return maps, projection
 
     def samples(self, kind: str, part: str) -> np.ndarray:
-        """(L, H, sample, hs) float16: the sampled tokens' queries or keys."""
+        """(L, H, sample, hs) float16: the sampled tokens' queries or keys, in the kind's stack's shape."""
         return load_array(self.folder, sample_file(kind, part))
 
     def sample_rows(self, side: str) -> np.ndarray:

@@ -10,6 +10,11 @@
       samples/{side}-rows.npy          which token rows of that side the samples are
       maps/{kind}.npz                  each head's 2-D map and what places a new point on it (maps.py)
 
+The encoder and the decoder may differ in shape (ModelConfig.encoder, .decoder; a distilled OPUS-MT student has 6
+encoder and 2 decoder layers): each attention kind is laid out with its own stack's layers, heads and head size
+(encoder_self the encoder's; decoder_self and cross the decoder's), and each side's layers are its stack's (source
+the encoder's, target the decoder's). `stack` says which.
+
 Token rows of a side are in sentence order, then position order, so a vector's row, its record's row and its
 index id are one number. Positions are stored from 0; what people read counts them from 1 (query.py).
 """
@@ -23,23 +28,43 @@ import numpy as np
 
 from ..command_line import InputError
 from ..core.head_ref import shown
-from ..core.probes import SOURCE, TARGET
+from ..core.probes import ATTENTION_KINDS, SOURCE, TARGET
 
 MANIFEST, SENTENCES = "atlas.json", "sentences.parquet"
-FORMAT = 1  # atlas.json's "format": raised when the layout changes, so an older reader refuses a newer folder
+# atlas.json's "format": raised when the layout changes, so an older reader refuses a newer folder. Format 1 (the
+# shipped atlases) had stacks of one shape and one list of indexed layers for both sides; it is read as it is.
+FORMAT = 2
+READABLE = (1, 2)
 SIDES = (SOURCE, TARGET)
+# the stack whose layers make each side's residual stream, and whose heads each attention kind has (a kind belongs
+# to the stack of its queries' side, as ModelConfig.stack_of says; tests/test_atlas_stacks.py holds them equal)
+STACK_OF = {SOURCE: "encoder", TARGET: "decoder", "encoder_self": "encoder", "decoder_self": "decoder",
+            "cross": "decoder"}
 
 
 class AtlasError(InputError):
     """An atlas, corpus or setting that cannot be used; the message names the file or value and what to do."""
 
 
-def stack_shape(config):
-    """The layers, heads and head size every attention kind of the model shares (core/config.py's StackShape): an
-    atlas lays out every kind's heads alike, so a model whose encoder and decoder differ in shape is refused."""
-    if not config.same_stacks:
-        raise AtlasError(f"the atlas needs an encoder and a decoder of one shape; this model has {config.stacks_text}")
-    return config.encoder
+def stack_name(name: str) -> str:
+    """"encoder" or "decoder": the stack an attention kind or a side's residual stream belongs to."""
+    if name not in STACK_OF:
+        raise AtlasError(f"kind must be one of {list(ATTENTION_KINDS)}, got {name!r}")
+    return STACK_OF[name]
+
+
+def stack(config, name: str):
+    """The shape (core/config.py's StackShape: layers, heads, d_ff, head_dim) of that stack."""
+    return getattr(config, stack_name(name))
+
+
+def stack_text(config, name: str) -> str:
+    """What a range message adds: " (cross is the decoder's: 2 layers of 8 heads)", " (the source side is the
+    encoder's: 6 layers)"."""
+    shape = stack(config, name)
+    if name in SIDES:
+        return f" (the {name} side is the {stack_name(name)}'s: {shape.layers} layers)"
+    return f" ({name} is the {stack_name(name)}'s: {shape.layers} layers of {shape.heads} heads)"
 
 
 def require(module: str):
@@ -96,8 +121,9 @@ def read_manifest(folder: Path) -> dict:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise AtlasError(f"{path}: corrupt, not valid JSON ({error}); rebuild the atlas") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise AtlasError(f"{path}: not an atlas of format {FORMAT}; rebuild it with this version of the package")
+    if not isinstance(manifest, dict) or manifest.get("format") not in READABLE:
+        raise AtlasError(f"{path}: not an atlas of format {' or '.join(map(str, READABLE))}; rebuild it with this "
+                         "version of the package")
     return manifest
 
 

@@ -13,27 +13,29 @@ import numpy as np
 from ..core.probes import ATTENTION_KINDS, TARGET
 from .corpus import TokenizedCorpus
 from .extract import PARTS, part_side
-from .store import SENTENCES, SIDES, records_file, sample_file, sample_rows_file, stack_shape, vectors_file
+from .store import SENTENCES, SIDES, records_file, sample_file, sample_rows_file, stack, vectors_file
 
 ROWS_PER_SHARD = 500_000  # tokens per Parquet shard: a shard reads in well under a second
 
 
 class AtlasWriter:
     def __init__(self, folder: Path, corpus: TokenizedCorpus, config, sampled: dict[str, np.ndarray],
-                 stored_layers: tuple[int, ...]):
+                 stored_layers: dict[str, tuple[int, ...]]):
         self.folder, self.corpus, self.sampled = Path(folder), corpus, sampled
         for sub in ("vectors", "records", "samples", "index", "maps"):
             (self.folder / sub).mkdir(parents=True, exist_ok=True)
-        stack = stack_shape(config)
-        layers, heads, width = stack.layers, stack.heads, config.d_model
+        width, cross = config.d_model, stack(config, "cross")
         self.vectors = {(side, layer): self._array(vectors_file(side, layer), (corpus.tokens(side), width), np.float16)
-                        for side in SIDES for layer in stored_layers}
-        shape = (corpus.tokens(TARGET), layers, heads)
+                        for side in SIDES for layer in stored_layers[side]}
+        shape = (corpus.tokens(TARGET), cross.layers, cross.heads)
         self.cross_argmax = np.zeros(shape, np.int16)
         self.cross_entropy = np.zeros(shape, np.float32)
-        self.samples = {(kind, part): self._array(
-            sample_file(kind, part), (layers, heads, len(sampled[part_side(kind, part)]), stack.head_dim), np.float16)
-            for kind in ATTENTION_KINDS for part in PARTS}
+        self.samples = {}
+        for kind in ATTENTION_KINDS:  # each kind in its own stack's shape
+            own = stack(config, kind)
+            for part in PARTS:
+                self.samples[kind, part] = self._array(sample_file(kind, part), (
+                    own.layers, own.heads, len(sampled[part_side(kind, part)]), own.head_dim), np.float16)
         self.written = {side: 0 for side in SIDES}
 
     def _array(self, name: str, shape: tuple, dtype) -> np.ndarray:
