@@ -124,6 +124,9 @@ class AtlasView(View):
         served, atlas = served_atlas(ui, result.model_key)
         side = state.get("atlas_side") or "source"
         layer, _ = fitted(atlas, side, "layers", layer, atlas.stack(side).layers - 1)
+        if not atlas.indexed[side]:
+            raise page_error(f"This atlas indexes no layer of the {side} side: build one with --layers naming one of "
+                             f"its {atlas.stack(side).layers}.")
         if layer not in atlas.indexed[side]:  # the label names the layer shown
             layer = atlas.indexed[side][-1]
         vectors = sentence_vectors(served, one_sentence(translation.source))
