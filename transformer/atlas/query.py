@@ -68,9 +68,9 @@ def check_question(atlas: Atlas, vectors: SentenceVectors, token: int, layer: in
     except NumberError as error:
         raise AtlasError(f"{error}{atlas.stack_text(side)}") from None
     if layer not in atlas.indexed[side]:
-        raise AtlasError(f"layer {shown(layer)} is not indexed on the {side} side of this atlas (indexed: "
-                         f"{', '.join(str(shown(i)) for i in atlas.indexed[side]) or 'none'}); build one with --layers to "
-                         "include it")
+        indexed = ", ".join(str(shown(i)) for i in atlas.indexed[side]) or "none"
+        raise AtlasError(f"layer {shown(layer)} is not indexed on the {side} side of this atlas (indexed: {indexed}); "
+                         "build one with --layers to include it")
     checked_number("token", shown(token), int, 1, len(vectors.pieces[side]))
     checked_number("k", k, int, 1, min(MAX_K, atlas.tokens[side]))
 
