@@ -208,8 +208,8 @@ def test_the_api_answers_within_each_kinds_stack(ui):
 def test_the_tab_fits_a_choice_to_the_kinds_stack_and_refuses_one_beyond_every_stack(ui):
     view = AtlasView()
     drawn = view.maps(ui, None, {"atlas_kind": "cross"}, "2", "3")  # layer 3, head 4: the encoder's, not cross's
-    assert drawn["atlas_text"].startswith("Layer 3 is beyond it (cross is the decoder's: 2 layers of 2 heads): its "
-                                          "last is shown. Head 4 is beyond it")
+    assert drawn["atlas_text"].startswith("Layer 3 is beyond this stack (cross is the decoder's: 2 layers of 2 "
+                                          "heads): its last is shown. Head 4 is beyond this stack")
     figure = drawn["atlas_matrix"]
     assert len(figure.data) == 2 * 2 * 2  # the decoder's 2 layers x 2 heads, queries and keys each
     assert "layer 2, head 2" in drawn["atlas_head"].layout.title.text

@@ -5,7 +5,11 @@ without one says how to build it.
 The matrix shows every head of one attention kind as a small map of its corpus queries and keys (AttentionViz); the
 head chosen above opens at full size, coloured by query/key, position or a searched piece, with this sentence's own
 queries and keys placed on it. "Nearest corpus tokens" lists the 10 corpus tokens whose residual vector after the
-chosen layer is nearest to the chosen token's; "Open this sentence" translates one of them in the other views."""
+chosen layer is nearest to the chosen token's; "Open this sentence" translates one of them in the other views.
+
+Each kind's matrix has its own stack's layers x heads (store.py): the shared layer and head controls offer the widest
+stack's, so a choice beyond the shown kind's or side's stack opens its last (`fitted`), as selection.fit does for
+the live views."""
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -46,7 +50,7 @@ def fitted(atlas, name: str, what: str, value, default: int) -> tuple[int, str]:
     if index < count:
         return index, ""
     label = layer_label if what == "layers" else head_label
-    return count - 1, f"{label(index).capitalize()} is beyond it{atlas.stack_text(name)}: its last is shown. "
+    return count - 1, f"{label(index).capitalize()} is beyond this stack{atlas.stack_text(name)}: its last is shown. "
 
 
 class AtlasView(View):
