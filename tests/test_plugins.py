@@ -2,6 +2,7 @@
 endpoints through one registration line each; an analysis sees the heads a result switched off without handling
 them; the default model is read from what is served."""
 import copy
+import json
 import re
 import shutil
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from explorer.session import run
 from explorer.shell import CSS, build_demo
 from explorer.views import MODEL, VIEWS, View, current_translation
 from explorer.views.base import translated
+from transformer import Translator
 from transformer.analysis import registry as analyses
 from transformer.analysis.alti import alti_plus
 from transformer.analysis.attribution import input_x_gradient
@@ -33,6 +35,7 @@ from transformer.decoding.strategies.registry import Strategy
 from transformer.decoding.strategies.single_path import decode_single_path
 from transformer.decoding.trace import Translation
 from transformer.tokenizer import BOS_ID
+from transformer.training import evaluate
 
 from .conftest import ROOT, SHIPPED
 
@@ -195,6 +198,24 @@ def test_both_endpoints_take_the_new_strategys_settings_in_its_own_namespace(app
         SENTENCE, strategy="sample", settings={"temperature": 3.0, "seed": 1}, api_name="/translate"
     )
     assert sampled["settings"]["temperature"] == 3.0  # echoed, as above
+
+
+def test_evaluate_takes_the_new_strategy_and_its_flags_from_the_registry(kth_best, tmp_path, capsys):
+    sources = [SENTENCE, "Two men talk on a bench.", "A girl in a red coat."]
+    (tmp_path / "tiny.en").write_text("\n".join(sources) + "\n")
+    (tmp_path / "tiny.de").write_text("Ein Hund.\nZwei Männer.\nEin Mädchen.\n")
+    out = tmp_path / "hypotheses.txt"
+    command = ["--checkpoint", str(SHIPPED), "--split", "tiny", "--data-dir", str(tmp_path), "--batch-size", "1",
+               "--out", str(out), "--strategy", "kth", "--rank", "2", "--json"]
+    evaluate.main(command)
+    printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (printed["strategy"], printed["rank"], printed["temperature"]) == ("kth", 2, 1.0)
+    translator = Translator.from_pretrained(SHIPPED)
+    expected = [translator.translate(source, strategy="kth", rank=2).text for source in sources]
+    assert out.read_text().splitlines() == expected  # one sentence a batch, as translate() decodes it
+    with pytest.raises(SystemExit) as refused:
+        evaluate.main(command[:-3] + ["--rank", "9"])
+    assert refused.value.code == 2 and "rank must be in [1, 5], got 9" in capsys.readouterr().err
 
 
 def test_the_page_renders_the_new_view_for_the_new_strategy(app):
