@@ -1,9 +1,10 @@
 """Draws the package's rooms on their floors, from the imports of transformer/, explorer/ and app.py (read with ast).
 
-A room is a folder inside a package (`transformer/core/`, `explorer/views/`, with the folders inside it), or one of
-the modules that lie loose in `transformer/`, `explorer/` or the repository root. A room stands on the floor above
-the highest room it imports, so every import points down; the loose modules of one folder that stand on the same
-floor are drawn together (`explorer/{registry, text}`). Each line reads: floor, room, what it imports.
+A room is a folder inside a package (`transformer/core/`, `explorer/views/`, with the folders inside it), one of
+the modules that lie loose in `transformer/` or `explorer/`, or an entry point (`app.py`). A room stands on the floor
+above the highest room it imports, so every import points down; the loose modules of one folder that stand on the
+same floor are drawn together (`explorer/{registry, text}`). Each room's line names it (after its floor, on the
+floor's first line), and the arrow under it leads to the rooms it imports.
 
     python scripts/draw_packages.py            # print the drawing
     python scripts/draw_packages.py --write    # put it into docs/architecture.md, between its markers
