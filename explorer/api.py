@@ -134,9 +134,9 @@ def walkthrough_endpoint(ui):
         config = ui.registry.get(result.model_key).translator.model.config
         token = counted("token", token, len(translation.src_ids), " for this translation")
         step = counted("step", step, len(translation.tgt_ids), " for this translation")
-        # the walk-through draws one layer and head of both stacks at once: it needs them of one shape
-        head = counted("head", head, min(config.encoder.heads, config.decoder.heads))
-        layer = counted("layer", layer, min(config.encoder.layers, config.decoder.layers))
+        # one layer and head of both stacks at once, over the widest; a stack with fewer shows its last
+        head = counted("head", head, max(config.encoder.heads, config.decoder.heads))
+        layer = counted("layer", layer, max(config.encoder.layers, config.decoder.layers))
         try:
             walk = ui.service.walkthrough(result, translation, from_shown(token), from_shown(step), from_shown(head),
                                           from_shown(layer))

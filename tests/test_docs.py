@@ -99,6 +99,18 @@ def test_the_python_api_example_runs_as_written(tmp_path):
     assert lines[1] == "torch.Size([6, 2, 8, 9, 9]) torch.Size([6, 2, 8, 7, 7]) torch.Size([6, 2, 8, 7, 9])"
 
 
+def test_the_recording_example_runs_as_written(tmp_path):
+    page = (ROOT / "docs" / "python-api.md").read_text(encoding="utf-8")
+    example = next(block for block in re.findall(r"```python\n(.*?)```", page, re.S) if "recordable" in block)
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), "ATTENTION_EXPLORER_HALF_WEIGHTS": "0"}
+    run = subprocess.run([sys.executable, "-c", example], cwd=tmp_path, env=environment, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    lines = run.stdout.splitlines()
+    assert lines[0] == "['encoder_layers.0.self_attention.queries', 'encoder_layers.0.self_attention.keys']"
+    assert lines[1:] == ["torch.Size([3, 2, 9, 32])", "torch.Size([2, 4, 7, 9])"]
+
+
 def shipped_strings(value):
     if isinstance(value, str):
         yield value

@@ -177,7 +177,7 @@ def test_where_the_kernel_does_not_run(case, reason):
     if case == "switched off":
         model.fused_decoding = False
     if case == "teacher-forced probe":
-        with record(model, ["cross_norms"]):
+        with record(model, ["cross.transported"]):
             assert why_not_fused(model, rows) == reason
         return
     assert why_not_fused(model, rows) == reason

@@ -14,7 +14,6 @@ from transformer.analysis.walkthrough import record_pass, walkthrough
 from transformer.analysis.walkthrough.text import MODULES, TEXTS
 from transformer.core.capture import record
 from transformer.core.head_ref import head_label, layer_label
-from transformer.core.probes import WALK_PROBES
 from transformer.tokenizer import UNK_ID
 
 from .conftest import ROOT, tiny_config
@@ -204,7 +203,7 @@ def all_keys_input(model, rec, kind, layer, layer_inputs):
     layer's input (post-norm: `layer_inputs`, every position's, from the recording), or the encoder's output."""
     if kind == "cross":
         return rec["encoder_final"]
-    return rec[f"{kind}_norm"][layer] if model.config.norm == "pre" else layer_inputs
+    return rec[f"{kind}_residual.normed"][layer] if model.config.norm == "pre" else layer_inputs
 
 
 def recorded_layer_inputs(rec, side, layer):
@@ -362,7 +361,7 @@ def test_recording_changes_nothing_and_leaves_no_hooks(setup):
     tgt = torch.tensor([[model.config.decoder_start_id] + translation.tgt_ids[:-1]])
     with torch.no_grad():
         plain = model(src, tgt)
-        with record(model, tuple(WALK_PROBES)):
+        with record(model, ["**"]):
             recorded = model(src, tgt)
     # recording attention switches to the explicit path, which sums in another order than the fused one
     assert torch.equal(plain, recorded) or torch.allclose(plain, recorded, atol=1e-6)
@@ -406,13 +405,34 @@ def test_the_walk_opens_on_a_step_with_at_least_three_keys(steps, chosen, expect
     assert ("keys to weigh" in why) == (chosen < 3 <= steps)
 
 
-def test_stacks_of_two_shapes_are_refused_with_both_shapes(tokenizer_file):
-    """The walk's Layer and Head pickers choose one layer and head of both stacks: a deep-encoder, shallow-decoder
-    model is refused, naming each stack's shape."""
+def test_stacks_of_two_shapes_walk_over_the_widest_each_showing_its_own(tokenizer_file):
+    """A deep-encoder, shallow-decoder model with its own head counts: the pickers run over the widest stack, and a
+    stack with fewer layers or heads shows (and names) its last, with its own widths in the text and the numbers."""
+    from transformer.core.capture import capture_attention
+
     tokenizer = Tokenizer.load(tokenizer_file)
-    config = tiny_config(tokenizer.vocab_size, d_model=16, n_heads=4, n_layers=2, d_ff=32, encoder_layers=3,
-                         decoder_layers=1)
+    config = tiny_config(tokenizer.vocab_size, d_model=16, n_layers=2, encoder_layers=3, decoder_layers=1,
+                         encoder_heads=4, decoder_heads=2, encoder_ff=40, decoder_ff=24)
+    torch.manual_seed(2)
     model = Transformer(config).eval()
-    translation = Translator(model, tokenizer).translate(SENTENCE, strategy="greedy", max_length=3)
-    with pytest.raises(ValueError, match="encoder has 3 layers of 4 heads .* its decoder 1 of 4"):
-        walkthrough(model, tokenizer, translation)
+    translation = Translator(model, tokenizer).translate(SENTENCE, strategy="greedy", max_length=4)
+    token, step = 1, len(translation.tgt_ids) - 1
+    walk = walkthrough(model, tokenizer, translation, token=token, step=step, layer=2, head=3)
+    assert (walk.architecture["n_layers"], walk.architecture["n_heads"]) == (3, 4)
+    src = torch.tensor([translation.src_ids])
+    tgt = torch.tensor([[config.decoder_start_id] + translation.tgt_ids[:-1]])
+    with torch.no_grad(), capture_attention(model) as att:
+        model(src, tgt)
+    for layer in range(3):
+        for head in range(4):
+            view = Layer(walk, layer, head)
+            close(numbers(view, "encoder.encoder_self.softmax")["weights"], att.encoder_self[layer, 0, head, token])
+            close(numbers(view, "decoder.cross.softmax")["weights"], att.cross[0, 0, min(head, 1), step])
+    stage = next(s for s in walk.stages if s.key == "decoder.cross.softmax")
+    assert f"Decoder {layer_label(0)} (its last)" in stage.title and head_label(1) in stage.title
+    encoder_stage = next(s for s in walk.stages if s.key == "encoder.encoder_self.softmax")
+    assert f"Encoder {layer_label(2)}" in encoder_stage.title and "its last" not in encoder_stage.title
+    assert numbers(walk, "decoder.decoder_ff.hidden")["units"] == 24
+    assert numbers(walk, "encoder.encoder_ff.hidden")["units"] == 40
+    assert numbers(walk, "decoder.cross.scores")["d_k"] == 8
+    assert numbers(walk, "encoder.encoder_self.scores")["d_k"] == 4

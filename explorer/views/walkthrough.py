@@ -89,8 +89,9 @@ class WalkthroughView(View):
         with gr.Row():
             save = gr.Button("Save this walk as HTML (opens offline)", size="sm", elem_id="walk-save", scale=0)
             saved = gr.File(label="Saved walk", elem_id="walk-file", visible=False)
+        shown_payload = gr.State(None)  # the payload drawn, which Save writes as it is
         return {"walk_token": token, "walk_step": step, "walk_button": go, "walk_text": text,
-                "walk_html": drawing, "walk_save": save, "walk_file": saved}
+                "walk_html": drawing, "walk_save": save, "walk_file": saved, "walk_payload": shown_payload}
 
     def render(self, result, state, context, changed):
         translation = current_translation(result, state)
@@ -98,7 +99,8 @@ class WalkthroughView(View):
             return {}
         return {"walk_token": gr.update(choices=token_choices(translation), value=0),
                 "walk_step": gr.update(choices=step_choices(translation), value=0),
-                "walk_text": PROMPT, "walk_html": None, "walk_file": gr.update(value=None, visible=False)}
+                "walk_text": PROMPT, "walk_html": None, "walk_payload": None,
+                "walk_file": gr.update(value=None, visible=False)}
 
     def at_step(self, ui, result, state, step):
         translation = translated(result, state)
@@ -120,12 +122,12 @@ class WalkthroughView(View):
                 f"(“{literal(payload['step_piece'])}”)" + (f", opened on {opened}" if opened else "") +
                 ". Use Next/Back, the list, the overview or the arrow keys (with the walk focused); its Layer and "
                 "Head pickers change the layer and head in place.")
-        return {"walk_text": text, "walk_html": payload}
+        return {"walk_text": text, "walk_html": payload, "walk_payload": payload}
 
     def wire(self, ui):
         c = ui.components
         inputs = [ui.result_state, c["sentence"], c["walk_token"], c["walk_step"]]
-        outputs = [c["walk_text"], c["walk_html"]]
+        outputs = [c["walk_text"], c["walk_html"], c["walk_payload"]]
 
         def chosen(result, sentence, token, step):
             return ui.by_component(self.show(ui, result, sentence, token, step))
@@ -146,9 +148,11 @@ class WalkthroughView(View):
         for name in ("walk_token", "walk_step"):
             c[name].input(chosen, inputs, outputs, api_visibility="private")
 
-        def save(result, sentence, token, step):
+        def save(result, sentence, payload):
             translation = translated(result, {"sentence": sentence}, then=", then save its walk")
-            payload = self.show(ui, result, sentence, token, step)["walk_html"]
+            if payload is None:
+                raise page_error("Walk through a piece and a step first (the Walk through button), then save it.")
             return gr.update(value=walk_file(result, ui.registry, translation, payload), visible=True)
 
-        c["walk_save"].click(save, inputs, c["walk_file"], api_visibility="private")
+        c["walk_save"].click(save, [ui.result_state, c["sentence"], c["walk_payload"]], c["walk_file"],
+                             api_visibility="private")

@@ -161,11 +161,11 @@ def difference(version: dict, first: dict) -> dict:
 
 def overview(walk, stages: list[dict]) -> list[dict]:
     a = walk.architecture
-    layers, pieces, inputs = a["n_layers"], len(walk.src_tokens), shown(walk.step)
+    stacks, pieces, inputs = a["stacks"], len(walk.src_tokens), shown(walk.step)
     flowing = {"text": f"{pieces} pieces", "input": f"{pieces} vectors × {a['d_model']}",
-               "encoder": f"× {layers} layers, {pieces} × {a['d_model']}",
+               "encoder": f"× {stacks['encoder']['layers']} layers, {pieces} × {a['d_model']}",
                "target": f"{inputs} input(s) × {a['d_model']}",
-               "decoder": f"× {layers} layers, {inputs} × {a['d_model']}",
+               "decoder": f"× {stacks['decoder']['layers']} layers, {inputs} × {a['d_model']}",
                "output": f"{a['tgt_vocab_size']} probabilities"}
     blocks = []
     for key, column, title, note in BLOCKS:

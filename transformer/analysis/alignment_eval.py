@@ -79,10 +79,10 @@ def teacher_forced_cross(model, sentences: Sequence[PieceSentence],
         batch = sentences[start : start + batch_size]
         src = pad([s.src_ids for s in batch], pad_id).to(model.device)
         decoder_input = pad([s.tgt_ids[:-1] for s in batch], pad_id).to(model.device)
-        with record(model, ["cross", "cross_norms"]) as recording:
+        with record(model, ["cross", "cross.transported"]) as recording:
             model(src, decoder_input)
         cross = recording.cross.float().cpu().numpy()  # (L, B, H, T, S)
-        norms = recording["cross_norms"].float().cpu().numpy()  # (L, B, H, S)
+        norms = recording["cross.transported"].float().cpu().numpy()  # (L, B, H, S)
         for row, sentence in enumerate(batch):
             length = len(sentence.src_pieces)
             yield cross[:, row, :, : len(sentence.tgt_pieces), :length], norms[:, row, :, :length]

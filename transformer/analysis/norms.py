@@ -20,7 +20,7 @@ import torch
 from ..core.capture import record
 from ..core.head_mask import heads_masked
 from ..core.model import Transformer
-from ..core.probes import ATTENTION_KINDS, NORM_PROBES
+from ..core.probes import ATTENTION_KINDS
 from ..decoding.trace import ALTI_PLUS, NORMS, Norms, Translation, weighted_norms
 from .registry import Analysis, ModelAccess
 
@@ -35,9 +35,10 @@ def transported_norms(
     device = model.device
     src = torch.tensor([src_ids], device=device)
     tgt = torch.tensor([[model.config.decoder_start_id] + list(tgt_ids[:-1])], device=device)
-    with torch.no_grad(), heads_masked(model, heads_off), record(model, NORM_PROBES) as recording:
+    names = [f"{kind}.transported" for kind in ATTENTION_KINDS]
+    with torch.no_grad(), heads_masked(model, heads_off), record(model, names) as recording:
         model.layers_pass(src, tgt)
-    return {kind: recording[f"{kind}_norms"][:, 0].float().cpu().numpy() for kind in ATTENTION_KINDS}
+    return {kind: recording[f"{kind}.transported"][:, 0].float().cpu().numpy() for kind in ATTENTION_KINDS}
 
 
 def add_norms(model: Transformer, translation: Translation) -> Translation:

@@ -17,7 +17,7 @@ import torch
 from ..core.capture import record
 from ..core.head_mask import heads_masked
 from ..core.model import Transformer
-from ..core.probes import ATTENTION_KINDS
+from ..core.probes import ATTENTION_KINDS, at_layer
 from ..decoding.trace import Translation
 from .registry import Analysis, ModelAccess
 
@@ -50,11 +50,11 @@ def query_key(model: Transformer, src_ids: list[int], tgt_ids: list[int], kind: 
         raise ValueError(f"query must be in [0, {queries - 1}] for {kind}, got {query}")
     src = torch.tensor([src_ids], device=model.device)
     tgt = torch.tensor([[model.config.decoder_start_id] + list(tgt_ids[:-1])], device=model.device)
-    names = [f"{kind}_queries", f"{kind}_keys"]
+    names = [at_layer(f"{kind}.queries", layer), at_layer(f"{kind}.keys", layer)]
     with torch.no_grad(), heads_masked(model, heads_off), record(model, names) as recording:
         model.layers_pass(src, tgt)
-    q = recording[names[0]][layer, 0, head, query].double()  # (hs,)
-    k = recording[names[1]][layer, 0, head].double()  # (K, hs)
+    q = recording[names[0]][0, 0, head, query].double()  # (hs,)
+    k = recording[names[1]][0, 0, head].double()  # (K, hs)
     if kind == "decoder_self":
         k = k[: query + 1]  # the causal mask: later positions are not seen
     products = q[None, :] * k

@@ -24,7 +24,7 @@ HIDDEN = {SOURCE: "encoder_hidden", TARGET: "decoder_hidden"}
 # the side whose tokens ask (queries) and answer (keys) in each attention kind
 PART_SIDES = {"encoder_self": (SOURCE, SOURCE), "decoder_self": (TARGET, TARGET), "cross": (TARGET, SOURCE)}
 PARTS = ("queries", "keys")
-PROBE_NAMES = (*HIDDEN.values(), "cross", *(f"{kind}_{part}" for kind in ATTENTION_KINDS for part in PARTS))
+PROBE_NAMES = (*HIDDEN.values(), "cross", *(f"{kind}.{part}" for kind in ATTENTION_KINDS for part in PARTS))
 
 
 def part_side(kind: str, part: str) -> str:
@@ -82,7 +82,7 @@ def extract_batch(model, corpus: TokenizedCorpus, sentences: np.ndarray, sampled
             side = part_side(kind, part)
             keep = np.isin(out[f"{side}_rows"], sampled[side])
             batch, position = (torch.from_numpy(places[side][keep, i]) for i in (0, 1))
-            vectors = recording[f"{kind}_{part}"]  # (L, B, H, S or T, hs) -> indexed (n, L, H, hs)
+            vectors = recording[f"{kind}.{part}"]  # (L, B, H, S or T, hs) -> indexed (n, L, H, hs)
             out[f"{kind}_{part}_rows"] = out[f"{side}_rows"][keep]
             out[f"{kind}_{part}"] = vectors[:, batch, :, position].to(torch.float16).cpu().numpy()
     return out

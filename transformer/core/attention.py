@@ -4,9 +4,9 @@ Shapes: B batch, H heads, Tq query positions, Tk key positions, D d_model, hs he
 Masks are boolean, broadcastable to (B, H, Tq, Tk), True where a query may look at a key.
 
 Two numerically equivalent paths: the fused `scaled_dot_product_attention` (fast, never materialises
-the probabilities) and an explicit softmax whose probabilities pass through the `attend` submodule,
-the stable place where `capture_attention` hangs its forward hooks. The explicit path runs only for
-modules whose probabilities the current context asked for, so with no capture there is no extra cost.
+the probabilities) and an explicit softmax whose probabilities pass through the `weights` point (probes.py), the
+stable place where `capture_attention` hangs its forward hooks. The explicit path runs only for modules whose scores
+or probabilities the current context asked for, so with no capture there is no extra cost.
 Both paths honour the heads that `head_mask.heads_masked` switched off in the current context.
 """
 from __future__ import annotations
@@ -20,57 +20,31 @@ from torch import nn
 from .config import ModelConfig
 from .half_linear import project
 from .head_mask import heads_to_zero
-from .probes import ATTENTION_KINDS, is_recorded
-from .tap import Tap, tap
+from .probes import ATTENTION_KINDS, add_taps, is_recorded, tap
 
 
-class AttentionProbabilities(nn.Module):
-    """Softmax over the keys; exists as a module so a forward hook can read its output. Its probe name
-    is its attention kind (see `probes.py`)."""
-
-    def __init__(self, kind: str):
-        super().__init__()
-        if kind not in ATTENTION_KINDS:
-            raise ValueError(f"attention kind must be one of {ATTENTION_KINDS}, got {kind!r}")
-        self.kind = kind
-        self.probe = kind
-
-    def forward(self, scores: torch.Tensor) -> torch.Tensor:
-        return scores.softmax(dim=-1)
-
-    def extra_repr(self) -> str:
-        return f"kind={self.kind!r}"
-
-
-class TransportedNorms(nn.Module):
+def transported_norms(values: torch.Tensor, output_weight: torch.Tensor) -> torch.Tensor:
     """The norm of what each head moves from each key position, ‖f_h(x_j)‖ with f_h(x_j) = (x_j W_v,h + b_v,h) W_o,h:
     its value vector through the head's columns of the output projection. Weighted by the attention,
     ‖α_ij f_h(x_j)‖ = α_ij ‖f_h(x_j)‖ is norm-based attention (Kobayashi et al., 2020, "Attention is Not Only a
-    Weight"). Runs only while a recording listens (a teacher-forced pass, analysis/norms.py); its probe name is
-    its attention kind + "_norms"."""
-
-    def __init__(self, kind: str):
-        super().__init__()
-        self.probe = f"{kind}_norms"
-
-    def forward(self, values: torch.Tensor, output_weight: torch.Tensor) -> torch.Tensor:
-        """values (B, H, Tk, hs), output_weight (D, D) -> (B, H, Tk)."""
-        heads, head_size = values.size(1), values.size(-1)
-        columns = output_weight.view(-1, heads, head_size)  # (D, H, hs)
-        return torch.einsum("bhtk,dhk->bhtd", values, columns).norm(dim=-1)
+    Weight"). values (B, H, Tk, hs), output_weight (D, D) -> (B, H, Tk)."""
+    heads, head_size = values.size(1), values.size(-1)
+    columns = output_weight.view(-1, heads, head_size)  # (D, H, hs)
+    return torch.einsum("bhtk,dhk->bhtd", values, columns).norm(dim=-1)
 
 
-def explicit_attention(q, k, v, mask, attend: nn.Module, dropout_p: float = 0.0, taps=None):
-    """Returns (output (B, H, Tq, hs), probabilities (B, H, Tq, Tk)). `taps`: (scores, masked scores) Tap modules
-    that record the scores before and after the mask (the walk-through's)."""
+def explicit_attention(q, k, v, mask, dropout_p: float = 0.0, points=None):
+    """Returns (output (B, H, Tq, hs), probabilities (B, H, Tq, Tk)). `points`: the attention's Taps, for the
+    scores before and after the mask and the probabilities."""
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
-    if taps is not None:
-        tap(taps[0], scores)
+    if points is not None:
+        tap(points.scores, scores)
     if mask is not None:
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
-    if taps is not None:
-        tap(taps[1], scores)
-    probabilities = attend(scores)
+    probabilities = scores.softmax(dim=-1)
+    if points is not None:
+        tap(points.masked_scores, scores)
+        tap(points.weights, probabilities)
     weights = F.dropout(probabilities, dropout_p) if dropout_p > 0 else probabilities
     return weights @ v, probabilities
 
@@ -80,21 +54,29 @@ class MultiHeadAttention(nn.Module):
     `torch.nn.MultiheadAttention`): self-attention runs it once per call, cross-attention projects its queries
     with the first third and the encoder output, once per sentence, with the other two."""
 
+    records = {
+        "queries": "each head's queries, (B, H, Tq, hs)",
+        "keys": "each head's keys, (B, H, Tk, hs)",
+        "values": "each head's value vectors, (B, H, Tk, hs)",
+        "scores": "q·k / sqrt(hs) before any mask, (B, H, Tq, Tk)",
+        "masked_scores": "the scores with masked keys at the dtype's lowest value, (B, H, Tq, Tk)",
+        "weights": "the attention probabilities, a softmax over the keys, (B, H, Tq, Tk)",
+        "heads": "each head's weighted sum of values, (B, H, Tq, hs)",
+        "concat": "the heads concatenated, before the output projection, (B, Tq, D)",
+        "transported": "the norm of what each head moves from each key (transported_norms), (B, H, Tk)",
+    }
+
     def __init__(self, config: ModelConfig, kind: str):
         super().__init__()
+        if kind not in ATTENTION_KINDS:
+            raise ValueError(f"attention kind must be one of {ATTENTION_KINDS}, got {kind!r}")
         d = config.d_model
+        self.kind = kind
         self.n_heads = config.stack_of(kind).heads
         self.in_proj = nn.Linear(d, 3 * d)
         self.in_proj.stacked_projections = 3  # initialised as three D x D matrices (see Transformer._init_weights)
         self.out_proj = nn.Linear(d, d)
-        self.attend = AttentionProbabilities(kind)
-        self.transported = TransportedNorms(kind)
-        # each head's queries and keys, (B, H, T, hs), for the query·key breakdown (analysis/query_key.py)
-        self.query_vectors, self.key_vectors = Tap(f"{kind}_queries"), Tap(f"{kind}_keys")
-        # the rest of the arithmetic, recordable for the walk-through (probes.WALK_PROBES)
-        self.value_vectors = Tap(f"{kind}_values")
-        self.scores, self.masked_scores = Tap(f"{kind}_scores"), Tap(f"{kind}_masked_scores")
-        self.head_outputs, self.concat = Tap(f"{kind}_heads"), Tap(f"{kind}_concat")
+        add_taps(self)
         self.attention_dropout = config.attention_dropout
         self.fused = True  # like nanoGPT's `self.flash`; tests switch it off to compare the two paths
 
@@ -121,23 +103,21 @@ class MultiHeadAttention(nn.Module):
         """Attention of queries q (B, H, Tq, hs) over keys/values, heads merged and projected: (B, Tq, D)."""
         dropout_p = self.attention_dropout if self.training else 0.0
         if is_recorded(self.transported):
-            self.transported(values, self.out_proj.weight)
-        tap(self.query_vectors, q)
-        tap(self.key_vectors, keys)
-        tap(self.value_vectors, values)
-        scored = is_recorded(self.scores)
-        if self.fused and not is_recorded(self.attend) and not scored:
+            self.transported(transported_norms(values, self.out_proj.weight))
+        tap(self.queries, q)
+        tap(self.keys, keys)
+        tap(self.values, values)
+        if self.fused and not any(map(is_recorded, (self.weights, self.scores, self.masked_scores))):
             out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, dropout_p=dropout_p)
         else:
-            out, _ = explicit_attention(q, keys, values, mask, self.attend, dropout_p,
-                                        (self.scores, self.masked_scores) if scored else None)
+            out, _ = explicit_attention(q, keys, values, mask, dropout_p, self)
         masked = heads_to_zero(self)
         if masked:
             # out of place, so autograd still sees the attention output it saved
             keep = torch.ones(self.n_heads, dtype=out.dtype, device=out.device)
             keep[list(masked)] = 0
             out = out * keep[:, None, None]  # (B, H, Tq, hs)
-        tap(self.head_outputs, out)
+        tap(self.heads, out)
         batch, _, length, _ = out.shape
         out = out.transpose(1, 2).reshape(batch, length, -1)  # (B, Tq, D)
         tap(self.concat, out)

@@ -1,4 +1,4 @@
-"""Recording by forward hooks on the probe points the model declares (see `probes.py`).
+"""Recording by forward hooks on the points the model declares (see `probes.py`).
 
     with capture_attention(model) as att:        # the three attention kinds
         model(src, tgt)
@@ -6,9 +6,10 @@
     att.decoder_self   # (layers, B, H, T, T)
     att.cross          # (layers, B, H, T, S)
 
-    with record(model, ["cross", "decoder_hidden"]) as rec:
+    with record(model, ["cross", "decoder_ff.hidden", "decoder_layers.1.cross_attention.scores"]) as rec:
         model(src, tgt)
-    rec["decoder_hidden"]                        # (layers, B, T, D)
+    rec["decoder_ff.hidden"]                     # (layers, B, T, F)
+    rec["decoder_layers.1.cross_attention.scores"][0]   # (B, H, T, S): one point, one entry
 
 The hooks exist only inside the block and are removed in `finally`, also when the block raises. The
 recording itself sits in a ContextVar for the duration of the block: a hook keeps a call only when its
@@ -19,35 +20,40 @@ record nothing into it, while a worker thread that was handed this context (`asy
 from __future__ import annotations
 
 import contextlib
-from collections import defaultdict
 
 import torch
 from torch import nn
 
-from .probes import ATTENTION_KINDS, PROBES, TEACHER_FORCED_PROBES, active_recordings, check_probe_names
+from .probes import ATTENTION_KINDS, PROBES, Tap, active_recordings, matcher, points_of
 
 
 class Recording:
-    """Tensors recorded per probe name, in call order (one entry per layer per forward call)."""
+    """What the points recorded, in call order: (path, tensor) per call, one per point per forward pass."""
 
-    def __init__(self, names: tuple[str, ...], layers: dict[str, int], module_ids: frozenset[int]):
-        self.names = names
-        self.layers = layers  # name -> how many modules record it: one forward pass's calls (stacks may differ)
-        self.module_ids = module_ids
-        self.calls: dict[str, list[torch.Tensor]] = defaultdict(list)
+    def __init__(self, found: dict[str, list[Tap]]):
+        self.found = found  # each name asked for -> its points
+        unique = {id(point): point for points in found.values() for point in points}
+        self.module_ids = frozenset(unique)
+        self.paths = [point.name for point in unique.values()]  # what one forward pass records, once each
+        self.calls: list[tuple[str, torch.Tensor]] = []
 
-    def add(self, name: str, value: torch.Tensor) -> None:
-        self.calls[name].append(value.detach())
+    def add(self, path: str, value: torch.Tensor) -> None:
+        self.calls.append((path, value.detach()))
+
+    def _matching(self, name: str) -> list[int]:
+        match = matcher(name).fullmatch
+        return [i for i, (path, _) in enumerate(self.calls) if match(path)]
 
     def __getitem__(self, name: str) -> torch.Tensor | None:
-        """One forward pass's tensors for `name`, stacked over layers."""
-        calls = self.calls.get(name)
+        """One forward pass's tensors for `name`, stacked over its points (the layers), in the model's order."""
+        calls = [self.calls[i][1] for i in self._matching(name)]
         if not calls:
             return None
-        if len(calls) != self.layers.get(name):
+        expected = sum(1 for path in self.paths if matcher(name).fullmatch(path))
+        if len(calls) != expected:
             raise RuntimeError(
                 f"{len(calls)} {name} calls were recorded; this view expects one forward pass "
-                f"({self.layers.get(name)} layers). Use take('{name}') to read step-by-step recordings."
+                f"({expected} points). Use take('{name}') to read step-by-step recordings."
             )
         return torch.stack(calls)
 
@@ -64,8 +70,11 @@ class Recording:
         return self["cross"]
 
     def take(self, name: str) -> list[torch.Tensor]:
-        """Returns and forgets what was recorded for `name` so far (used between decoding steps)."""
-        return self.calls.pop(name, [])
+        """Returns and forgets what was recorded for `name` so far, in call order (used between decoding steps)."""
+        taken = set(self._matching(name))
+        out = [value for i, (_, value) in enumerate(self.calls) if i in taken]
+        self.calls = [call for i, call in enumerate(self.calls) if i not in taken]
+        return out
 
 
 AttentionRecord = Recording  # the name the first version of the package exported
@@ -73,22 +82,19 @@ AttentionRecord = Recording  # the name the first version of the package exporte
 
 @contextlib.contextmanager
 def record(model: nn.Module, names=ATTENTION_KINDS):
-    """Records every module whose `probe` is one of `names` while the block runs, in this context only."""
-    names = check_probe_names(names, (*PROBES, *TEACHER_FORCED_PROBES))
-    points = [m for m in model.modules() if getattr(m, "probe", None) in names]
-    if not points:
-        raise ValueError(f"the model has no modules for the probes {list(names)}")
-    layers = {name: sum(1 for m in points if m.probe == name) for name in names}
-    recording = Recording(names, layers, frozenset(id(m) for m in points))
+    """Records every point `names` find (probes.pattern) while the block runs, in this context only."""
+    names = (names,) if isinstance(names, str) else tuple(names)
+    recording = Recording(points_of(model, names))
 
     def hook(module, inputs, output):
         if recording in active_recordings.get():
-            recording.add(module.probe, output)
+            recording.add(module.name, output)
 
     handles = []
     token = active_recordings.set(active_recordings.get() + (recording,))
     try:
-        handles = [m.register_forward_hook(hook) for m in points]
+        handles = [point.register_forward_hook(hook)
+                   for point in {id(p): p for points in recording.found.values() for p in points}.values()]
         yield recording
     finally:
         for handle in handles:

@@ -41,7 +41,7 @@ class Layout:
 
     linears: list  # per layer: self q|k|v, self output, cross q|k|v, cross output, fc1, fc2; then the generator
     norms: list  # per layer: self-attention, cross-attention, feed-forward; then the final norm
-    recorded: tuple[list, list, list]  # per layer: self-attention probabilities, cross-attention ones, the layer
+    recorded: tuple[list, list, list]  # per layer: self-attention probabilities, cross-attention ones, the layer output
     recorded_ids: frozenset[int]
     decoder_ids: frozenset[int]  # every module a decoding step runs
 
@@ -61,9 +61,9 @@ def layout(model) -> Layout:
         ]
     layers = list(model.decoder_layers)
     recorded = (
-        [layer.self_attention.attend for layer in layers],
-        [layer.cross_attention.attend for layer in layers],
-        layers,
+        [layer.self_attention.weights for layer in layers],
+        [layer.cross_attention.weights for layer in layers],
+        [layer.output for layer in layers],
     )
     decoder = [*model.decoder_layers.modules(), *model.decoder_norm.modules(), *model.generator.modules()]
     model._fused_layout = Layout(linears + [model.generator], norms + [model.decoder_norm], recorded,
@@ -247,7 +247,7 @@ class FusedStep:
                 for modules, tensors in zip(self.recorded, recorded):
                     for module, tensor in zip(modules, tensors):
                         if id(module) in recording.module_ids:
-                            recording.add(module.probe, tensor)
+                            recording.add(module.name, tensor)
         return out[0]
 
     def greedy(self, token: int, never_produced: torch.Tensor, eos: int, limit: int, topk: int) -> list[torch.Tensor]:

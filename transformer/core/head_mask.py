@@ -44,7 +44,7 @@ def attention_modules(model: nn.Module) -> dict[str, list[nn.Module]]:
     """Every multi-head attention module by kind, layer order (the order `model.modules()` registers them)."""
     by_kind: dict[str, list[nn.Module]] = {kind: [] for kind in ATTENTION_KINDS}
     for module in model.modules():
-        kind = getattr(getattr(module, "attend", None), "kind", None)
+        kind = getattr(module, "kind", None)
         if kind in by_kind and hasattr(module, "n_heads"):
             by_kind[kind].append(module)
     return by_kind

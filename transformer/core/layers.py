@@ -15,8 +15,8 @@ from torch import nn
 from .attention import MultiHeadAttention
 from .config import ModelConfig
 from .half_linear import project
+from .probes import add_taps, tap
 from .source_attention import SourceProjection
-from .tap import Tap, tap
 
 # config.activation -> the function; "swish" is Marian's name for SiLU
 ACTIVATION_FUNCTIONS = {"relu": torch.relu, "gelu": F.gelu, "swish": F.silu, "silu": F.silu}
@@ -25,13 +25,15 @@ ACTIVATION_FUNCTIONS = {"relu": torch.relu, "gelu": F.gelu, "swish": F.silu, "si
 class FeedForward(nn.Module):
     """Position-wise feed-forward network, act(x W1 + b1) W2 + b2 with act ReLU (section 3.3) or the configured one."""
 
+    records = {"hidden": "the hidden units after the activation, (B, T, F)"}
+
     def __init__(self, config: ModelConfig, side: str = "encoder"):
         super().__init__()
         width = config.stack_of(side).d_ff
         self.fc1 = nn.Linear(config.d_model, width)
         self.fc2 = nn.Linear(width, config.d_model)
         self.activation = ACTIVATION_FUNCTIONS[config.activation]
-        self.hidden = Tap(f"{side}_ff_hidden")  # the units after the activation, for the walk-through
+        add_taps(self)
 
     def forward(self, x):
         hidden = self.activation(project(x, self.fc1))
@@ -42,29 +44,34 @@ class FeedForward(nn.Module):
 class Residual(nn.Module):
     """LayerNorm + dropout + residual add around one sub-layer, pre- or post-norm."""
 
-    def __init__(self, config: ModelConfig, sublayer: str = "encoder_self"):
+    records = {
+        "normed": "the LayerNorm's output, (B, T, D): the sub-layer's input (pre-norm), the block's output (post-norm)",
+        "sublayer": "the sub-layer's output before the residual add (W_O's or W_2's), (B, T, D)",
+        "sum": "the residual add x + sub-layer(x), (B, T, D)",
+    }
+
+    def __init__(self, config: ModelConfig):
         super().__init__()
         self.norm = nn.LayerNorm(config.d_model)
         self.dropout = nn.Dropout(config.dropout)
         self.pre_norm = config.norm == "pre"
-        # recordable points for the walk-through (probes.WALK_PROBES): the norm's output, the sub-layer's, the sum
-        self.norm_out, self.sublayer_out, self.sum = (Tap(f"{sublayer}_{part}") for part in ("norm", "output", "sum"))
+        add_taps(self)
 
     def forward(self, x, sublayer):
         if self.pre_norm:
             normed = self.norm(x)
-            tap(self.norm_out, normed)
+            tap(self.normed, normed)
             out = self.dropout(sublayer(normed))
-            tap(self.sublayer_out, out)
+            tap(self.sublayer, out)
             total = x + out
             tap(self.sum, total)
             return total
         out = self.dropout(sublayer(x))
-        tap(self.sublayer_out, out)
+        tap(self.sublayer, out)
         total = x + out
         tap(self.sum, total)
         normed = self.norm(total)
-        tap(self.norm_out, normed)
+        tap(self.normed, normed)
         return normed
 
     def step(self, x, sublayer):
@@ -77,21 +84,24 @@ class Residual(nn.Module):
 
 
 class EncoderLayer(nn.Module):
-    probe = "encoder_hidden"  # its output is recordable (see probes.py)
+    records = {"output": "the layer's output, (B, S, D)"}
 
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.self_attention = MultiHeadAttention(config, "encoder_self")
         self.feed_forward = FeedForward(config, "encoder")
-        self.attention_residual = Residual(config, "encoder_self")
-        self.feed_forward_residual = Residual(config, "encoder_ff")
+        self.attention_residual = Residual(config)
+        self.feed_forward_residual = Residual(config)
+        add_taps(self)
 
     def forward(self, x, src_mask):
         def attend(h):
             return self.self_attention.attend_to(*self.self_attention.project_self(h), src_mask)
 
         x = self.attention_residual(x, attend)
-        return self.feed_forward_residual(x, self.feed_forward)
+        x = self.feed_forward_residual(x, self.feed_forward)
+        tap(self.output, x)
+        return x
 
 
 @dataclass
@@ -133,21 +143,27 @@ class DecoderCache:
 
 
 class DecoderLayer(nn.Module):
-    probe = "decoder_hidden"
+    records = {"output": "the layer's output, (B, T, D)"}
 
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.self_attention = MultiHeadAttention(config, "decoder_self")
         self.cross_attention = MultiHeadAttention(config, "cross")
         self.feed_forward = FeedForward(config, "decoder")
-        self.self_attention_residual = Residual(config, "decoder_self")
-        self.cross_attention_residual = Residual(config, "cross")
-        self.feed_forward_residual = Residual(config, "decoder_ff")
+        self.self_attention_residual = Residual(config)
+        self.cross_attention_residual = Residual(config)
+        self.feed_forward_residual = Residual(config)
+        add_taps(self)
 
     def forward(self, x, memory, src_mask, tgt_mask, cache: LayerCache | None = None):
         if cache is not None and not self.training:
-            return self.step(x, memory, src_mask, cache)
+            x = self.step(x, memory, src_mask, cache)
+        else:
+            x = self.teacher_forced(x, memory, src_mask, tgt_mask, cache)
+        tap(self.output, x)
+        return x
 
+    def teacher_forced(self, x, memory, src_mask, tgt_mask, cache: LayerCache | None = None):
         def attend_to_prefix(h):
             q, keys, values = self.self_attention.project_self(h)
             if cache is not None:

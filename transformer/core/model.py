@@ -1,4 +1,6 @@
-"""The encoder-decoder Transformer (Vaswani et al., 2017).
+"""The encoder-decoder Transformer (Vaswani et al., 2017): its inputs (token embeddings and positional encodings),
+its two stacks (layers.py, whose attention is attention.py) and its output projection. These three files hold one
+forward pass; what the modules can record is declared on each (`records`, see probes.py).
 
 Shapes: B batch, S source length, T target length, D d_model, V target vocabulary size.
 src (B, S) and tgt (B, T) are LongTensors of token ids; `pad_id` marks padding.
@@ -14,9 +16,51 @@ from .attention import stack_separate_projections
 from .config import ModelConfig
 from .half_linear import attach_half_weights, detach_half_weights, project
 from .layers import DecoderCache, DecoderLayer, EncoderLayer, LayerCache
-from .positional import build_positions
-from .probes import PROBES, is_recorded
-from .tap import Tap, tap
+from .probes import PROBES, add_taps, is_recorded, name_taps, tap
+
+
+def sinusoidal_table(max_len: int, d_model: int, layout: str = "interleaved") -> torch.Tensor:
+    """PE[pos, 2i] = sin(pos / 10000^(2i/D)), PE[pos, 2i+1] = cos(pos / 10000^(2i/D)); shape (max_len, D).
+    `layout="halves"` puts the same sines in the first ceil(D/2) features and the cosines after them, as Marian
+    does, computed in float64 as Hugging Face's MarianSinusoidalPositionalEmbedding computes it."""
+    if layout == "halves":
+        positions = torch.arange(max_len, dtype=torch.float64).unsqueeze(1)
+        angles = positions / torch.pow(10000.0, 2 * (torch.arange(d_model, dtype=torch.float64) // 2) / d_model)
+        return torch.cat([torch.sin(angles[:, 0::2]), torch.cos(angles[:, 1::2])], dim=1).float()
+    positions = torch.arange(max_len, dtype=torch.float32).unsqueeze(1)
+    frequencies = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
+    table = torch.zeros(max_len, d_model)
+    table[:, 0::2] = torch.sin(positions * frequencies)
+    table[:, 1::2] = torch.cos(positions * frequencies)[:, : d_model // 2]
+    return table
+
+
+class SinusoidalPositions(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        # derived from the config, so not saved with the weights
+        table = sinusoidal_table(config.max_len, config.d_model, config.sinusoidal_layout)
+        self.register_buffer("table", table, persistent=False)
+
+    def forward(self, start: int, length: int) -> torch.Tensor:
+        return self.table[start : start + length]
+
+
+class LearnedPositions(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.embedding = nn.Embedding(config.max_len, config.d_model)
+
+    @property
+    def table(self) -> torch.Tensor:
+        return self.embedding.weight
+
+    def forward(self, start: int, length: int) -> torch.Tensor:
+        return self.embedding.weight[start : start + length]
+
+
+def build_positions(config: ModelConfig) -> nn.Module:
+    return SinusoidalPositions(config) if config.pos_encoding == "sinusoidal" else LearnedPositions(config)
 
 
 class TokenEmbedding(nn.Module):
@@ -62,7 +106,17 @@ def upgrade_state_dict(module, state_dict, prefix, *args) -> None:
 
 
 class Transformer(nn.Module):
-    PROBES = PROBES  # what `record` can capture from this model, by name
+    PROBES = PROBES  # the sets `record` assembles for the views, by name (probes.py)
+    # the points outside the layers (each layer's own are declared by its modules)
+    records = {
+        **{f"{side}_{part}": f"the {side}'s {about}" for side in ("encoder", "decoder") for part, about in (
+            ("embedding_row", "embedding rows of the input ids, (B, T, D), before any scaling"),
+            ("embedding_scaled", "embedding rows times the embedding scale, (B, T, D)"),
+            ("positions", "positional encoding of each position, (B, T, D)"),
+            ("input", "scaled embedding + positional encoding, the first layer's input, (B, T, D)"),
+            ("final", "stack's final norm output (the identity without one), (B, T, D); the encoder's is the memory"))},
+        "logits": "the output projection's logits, (B, T, V)",
+    }
 
     def __init__(self, config: ModelConfig):
         super().__init__()
@@ -79,11 +133,8 @@ class Transformer(nn.Module):
         self.generator = nn.Linear(config.d_model, config.tgt_vocab_size)
         if config.tie_output:
             self.generator.weight = self.tgt_embed.weight
-        # recordable points outside the layers, for the walk-through (probes.WALK_PROBES)
-        self.input_taps = nn.ModuleDict({side: nn.ModuleDict({part: Tap(f"{side}_{part}") for part in (
-            "embedding_row", "embedding_scaled", "positions", "input")}) for side in ("encoder", "decoder")})
-        self.final_taps = nn.ModuleDict({side: Tap(f"{side}_final") for side in ("encoder", "decoder")})
-        self.logits_tap = Tap("logits")
+        add_taps(self)
+        name_taps(self)
         self.apply(self._init_weights)
         self.register_load_state_dict_pre_hook(upgrade_state_dict)
         # decoding steps run every decoder layer in one call of the compiled kernel where it computes the same as
@@ -136,12 +187,11 @@ class Transformer(nn.Module):
         scaled = embedding(tokens)
         positions = self.positions(start, length).to(embedding.weight.dtype)
         x = scaled + positions
-        taps = self.input_taps[side]
-        if is_recorded(taps["input"]):  # the walk-through: each part of the input, as the sum above used it
-            tap(taps["embedding_row"], embedding.embedding(tokens))
-            tap(taps["embedding_scaled"], scaled)
-            tap(taps["positions"], positions.expand_as(scaled))
-            tap(taps["input"], x)
+        if is_recorded(getattr(self, f"{side}_input")):  # the walk-through: each part of the sum above
+            tap(getattr(self, f"{side}_embedding_row"), embedding.embedding(tokens))
+            tap(getattr(self, f"{side}_embedding_scaled"), scaled)
+            tap(getattr(self, f"{side}_positions"), positions.expand_as(scaled))
+            tap(getattr(self, f"{side}_input"), x)
         return self.embed_dropout(x)
 
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -152,15 +202,15 @@ class Transformer(nn.Module):
         for layer in self.encoder_layers:
             x = layer(x, src_mask)
         memory = self.encoder_norm(x)
-        tap(self.final_taps["encoder"], memory)
+        tap(self.encoder_final, memory)
         return memory
 
     def decode(self, memory, src_mask, tgt, tgt_mask=None) -> torch.Tensor:
         """Teacher-forced decoding of the whole target prefix: (B, T) -> logits (B, T, V)."""
         normed = self.decoder_norm(self.decoder_layers_output(memory, src_mask, tgt, tgt_mask))
-        tap(self.final_taps["decoder"], normed)
+        tap(self.decoder_final, normed)
         logits = self.generator(normed)
-        tap(self.logits_tap, logits)
+        tap(self.logits, logits)
         return logits
 
     def decoder_layers_output(self, memory, src_mask, tgt, tgt_mask=None) -> torch.Tensor:

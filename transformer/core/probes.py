@@ -1,26 +1,57 @@
-"""What the model can record: named probe points that the model declares and `record` reads.
+"""What the model can record, and the names that find it.
 
-Like Hugging Face's `_can_record_outputs`, the declaration lives with the model, not with whoever
-captures: a module records under the name in its `probe` attribute, and `Transformer.PROBES` says what
-each name holds. Recording a new quantity (say, every encoder layer's output) means giving a module a
-`probe` name and declaring it here; decoding, the trace and the views then pick it up by name.
+Each module declares the values it can record in a `records` class attribute (point -> what it holds), as Hugging
+Face's models declare `_can_record_outputs`; `add_taps(module)` gives it one pass-through `Tap` per point, and its
+forward pass hands the value to `tap(self.<point>, value)`. A point is named by its module path in the model, as
+TransformerLens names its hook points (`blocks.0.attn.hook_pattern`): `encoder_layers.2.self_attention.weights` is
+the third encoder layer's self-attention probabilities. No table lists the points: `recordable(model)` reads them
+off the model.
 
-The ContextVar holds the recordings that are open in the current context. It travels with the
-context (threads, asyncio tasks, and worker threads started with the context copied), so several
-requests sharing one model each see exactly their own recordings.
+Callers ask for a name or a pattern: a path with `*` for one part (any layer), `**` for any path, or a short form
+where a site of SITES stands for its modules in every layer (`cross.weights` is
+`decoder_layers.*.cross_attention.weights`). PROBES names the five sets the views assemble per sentence (the three
+attention kinds and each stack's layer outputs) and says how.
+
+The ContextVar holds the recordings open in the current context. It travels with the context (threads, asyncio
+tasks, worker threads started with the context copied), so several requests sharing one model each see exactly their
+own recordings, and `tap` costs one ContextVar read when none is open.
 """
 from __future__ import annotations
 
+import functools
+import re
 from contextvars import ContextVar
 from dataclasses import dataclass
+
+import torch
+from torch import nn
 
 ENCODER, DECODER = "encoder", "decoder"
 SOURCE, TARGET = "source", "target"
 
+# the one table of short names: a site's modules, one per layer ("*"); every point they declare is "<site>.<point>"
+SITES = {
+    ENCODER: "encoder_layers.*",
+    DECODER: "decoder_layers.*",
+    "encoder_self": "encoder_layers.*.self_attention",
+    "encoder_self_residual": "encoder_layers.*.attention_residual",
+    "encoder_ff": "encoder_layers.*.feed_forward",
+    "encoder_ff_residual": "encoder_layers.*.feed_forward_residual",
+    "decoder_self": "decoder_layers.*.self_attention",
+    "decoder_self_residual": "decoder_layers.*.self_attention_residual",
+    "cross": "decoder_layers.*.cross_attention",
+    "cross_residual": "decoder_layers.*.cross_attention_residual",
+    "decoder_ff": "decoder_layers.*.feed_forward",
+    "decoder_ff_residual": "decoder_layers.*.feed_forward_residual",
+}
+
 
 @dataclass(frozen=True)
 class Probe:
+    """A set of points the views assemble into one array per sentence while decoding."""
+
     name: str
+    points: str  # the short name of its points
     title: str
     stage: str  # ENCODER: recorded once over the source; DECODER: one new query position per decoding step
     query_axis: int  # axis of the query position in one layer's recorded tensor, batch axis excluded
@@ -35,65 +66,106 @@ _ATTENTION_AXES = ("layer", "head", "query", "key")
 _STATE_AXES = ("layer", "position", "feature")
 
 PROBES: dict[str, Probe] = {p.name: p for p in (
-    Probe("encoder_self", "Encoder self-attention", ENCODER, 1, SOURCE, _ATTENTION_AXES, True,
-          "query: source token", "key: source token"),
-    Probe("decoder_self", "Decoder masked self-attention", DECODER, 1, TARGET, _ATTENTION_AXES, True,
-          "query: the token it predicted", "key: decoder input (<s>, then the tokens fed back)"),
-    Probe("cross", "Cross-attention (decoder → encoder)", DECODER, 1, SOURCE, _ATTENTION_AXES, True,
+    Probe("encoder_self", "encoder_self.weights", "Encoder self-attention", ENCODER, 1, SOURCE, _ATTENTION_AXES,
+          True, "query: source token", "key: source token"),
+    Probe("decoder_self", "decoder_self.weights", "Decoder masked self-attention", DECODER, 1, TARGET,
+          _ATTENTION_AXES, True, "query: the token it predicted", "key: decoder input (<s>, then the tokens fed back)"),
+    Probe("cross", "cross.weights", "Cross-attention (decoder → encoder)", DECODER, 1, SOURCE, _ATTENTION_AXES, True,
           "query: the token it predicted", "key: source token"),
-    Probe("encoder_hidden", "Encoder layer outputs", ENCODER, 0, None, _STATE_AXES, False,
+    Probe("encoder_hidden", "encoder.output", "Encoder layer outputs", ENCODER, 0, None, _STATE_AXES, False,
           "position: source token", "feature"),
-    Probe("decoder_hidden", "Decoder layer outputs (before the final norm)", DECODER, 0, None, _STATE_AXES, False,
-          "position: the token it predicted", "feature"),
+    Probe("decoder_hidden", "decoder.output", "Decoder layer outputs (before the final norm)", DECODER, 0, None,
+          _STATE_AXES, False, "position: the token it predicted", "feature"),
 )}
 ATTENTION_KINDS = tuple(name for name, probe in PROBES.items() if probe.attention)
-# recorded only in a teacher-forced pass, never while decoding: per attention kind, the norm of what each head moves
-# from each key position, (layers, B, heads, keys) (attention.TransportedNorms, analysis/norms.py); each head's
-# queries and keys, (layers, B, heads, positions, head size) (core/tap.Tap, analysis/query_key.py)
-NORM_PROBES = tuple(f"{kind}_norms" for kind in ATTENTION_KINDS)
-VECTOR_PROBES = tuple(f"{kind}_{part}" for kind in ATTENTION_KINDS for part in ("queries", "keys"))
-# every intermediate of the forward pass, for the walk-through of one translation (analysis/walkthrough/): recorded
-# in a teacher-forced pass only, by pass-through `Tap` modules (core/tap.py) that run only while a recording listens.
-# name -> what it holds; B batch, T positions, D d_model, H heads, hs head size, F d_ff, V vocabulary. Per-layer
-# probes are recorded once per layer, the others once per pass (read them with Recording.take).
-SUBLAYERS = ("encoder_self", "encoder_ff", "decoder_self", "cross", "decoder_ff")
-WALK_PROBES: dict[str, str] = {
-    **{f"{side}_{part}": f"{side} {title}" for side in (ENCODER, DECODER) for part, title in (
-        ("embedding_row", "embedding rows of the input ids, (B, T, D), before any scaling"),
-        ("embedding_scaled", "embedding rows times the embedding scale, (B, T, D)"),
-        ("positions", "positional encoding of each position, (B, T, D)"),
-        ("input", "scaled embedding + positional encoding, the first layer's input, (B, T, D)"))},
-    **{f"{sub}_{part}": f"{sub} {title}" for sub in SUBLAYERS for part, title in (
-        ("norm", "LayerNorm output, (B, T, D): the sub-layer's input (pre-norm) or the block's output (post-norm)"),
-        ("output", "the sub-layer's output before the residual add (W_O's or W_2's), (B, T, D)"),
-        ("sum", "the residual add x + sub-layer(x), (B, T, D)"))},
-    **{f"{kind}_{part}": f"{kind} {title}" for kind in ATTENTION_KINDS for part, title in (
-        ("values", "each head's value vectors, (B, H, Tk, hs)"),
-        ("scores", "q·k / sqrt(hs) before any mask, (B, H, Tq, Tk)"),
-        ("masked_scores", "the scores with masked keys at the dtype's lowest value, (B, H, Tq, Tk)"),
-        ("heads", "each head's weighted sum of values, (B, H, Tq, hs)"),
-        ("concat", "the heads concatenated, before W_O, (B, Tq, D)"))},
-    **{f"{side}_ff_hidden": f"{side} feed-forward hidden units after the activation, (B, T, F)"
-       for side in (ENCODER, DECODER)},
-    "encoder_final": "the encoder stack's final norm output (the identity without one), (B, S, D): the memory",
-    "decoder_final": "the decoder stack's final norm output (the identity without one), (B, T, D)",
-    "logits": "the output projection's logits, (B, T, V)",
-}
-TEACHER_FORCED_PROBES = NORM_PROBES + VECTOR_PROBES + tuple(WALK_PROBES)
 
-# the recordings open in this context; each knows the ids of the modules it listens to
+
+class Tap(nn.Module):
+    """A recordable point: passes its input through unchanged, so a forward hook (core/capture.py) records it under
+    `name`, its module path, which `name_taps` sets once the model is built."""
+
+    def __init__(self, about: str):
+        super().__init__()
+        self.about = about  # what it holds, with its shape
+        self.name = ""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x
+
+    def extra_repr(self) -> str:
+        return f"{self.about!r}"
+
+
+def add_taps(module: nn.Module) -> None:
+    """One Tap per point `module`'s class declares in `records`, as an attribute of that name."""
+    for point, about in type(module).records.items():
+        module.add_module(point, Tap(about))
+
+
+def name_taps(model: nn.Module) -> None:
+    for path, module in model.named_modules():
+        if isinstance(module, Tap):
+            module.name = path
+
+
+def recordable(model: nn.Module) -> dict[str, str]:
+    """Every point the model can record: path -> what it holds."""
+    return {module.name: module.about for module in model.modules() if isinstance(module, Tap)}
+
+
+# the recordings open in this context; each knows the ids of the Taps it listens to
 active_recordings: ContextVar[tuple] = ContextVar("active_recordings", default=())
 
 
-def is_recorded(module) -> bool:
-    """Whether an open recording in this context wants `module`'s output (cheap when none is open)."""
+def is_recorded(point: Tap) -> bool:
+    """Whether an open recording in this context listens to `point` (cheap when none is open)."""
     recordings = active_recordings.get()
-    return bool(recordings) and any(id(module) in r.module_ids for r in recordings)
+    return bool(recordings) and any(id(point) in r.module_ids for r in recordings)
 
 
-def check_probe_names(names, allowed=tuple(PROBES)) -> tuple[str, ...]:
+def tap(point: Tap, x: torch.Tensor) -> None:
+    """Hands x to `point` while a recording listens, so with nothing recorded the forward pass does no extra work."""
+    if is_recorded(point):
+        point(x)
+
+
+def pattern(name: str) -> str:
+    """A name as a module-path pattern: a probe's points, a site's short form expanded."""
+    if name in PROBES:
+        name = PROBES[name].points
+    site, dot, rest = name.partition(".")
+    return SITES[site] + dot + rest if site in SITES else name
+
+
+def at_layer(name: str, layer: int) -> str:
+    """The path of `name`'s point in one layer (0-based): at_layer("cross.keys", 2) is
+    "decoder_layers.2.cross_attention.keys"."""
+    return pattern(name).replace("*", str(layer), 1)
+
+
+@functools.lru_cache(maxsize=512)
+def matcher(name: str) -> re.Pattern:
+    parts = (".*" if part == "**" else "[^.]+" if part == "*" else re.escape(part) for part in pattern(name).split("."))
+    return re.compile(r"\.".join(parts))
+
+
+def points_of(model: nn.Module, names) -> dict[str, list[Tap]]:
+    """The Taps each name finds, in the model's order; a name that finds none is refused, with examples."""
+    taps = [m for m in model.modules() if isinstance(m, Tap)]
+    found = {name: [t for t in taps if matcher(name).fullmatch(t.name)] for name in names}
+    missing = [name for name, points in found.items() if not points]
+    if missing:
+        raise ValueError(
+            f"the model records nothing named {missing}; ask for a probe ({', '.join(PROBES)}), a site's point "
+            f"(e.g. cross.weights, encoder_ff.hidden) or a module path such as {taps[0].name if taps else '-'}"
+        )
+    return found
+
+
+def check_probe_names(names) -> tuple[str, ...]:
+    """Names of PROBES, the sets decoding assembles per sentence."""
     names = tuple(names)
-    unknown = sorted(set(names) - set(allowed))
+    unknown = sorted(set(names) - set(PROBES))
     if unknown:
-        raise ValueError(f"unknown probes {unknown}; the model declares {list(allowed)}")
+        raise ValueError(f"unknown probes {unknown}; the model declares {list(PROBES)}")
     return names

@@ -22,7 +22,7 @@ import torch
 
 from .attention import MultiHeadAttention
 from .head_mask import heads_to_zero
-from .probes import is_recorded
+from .probes import tap
 
 
 @dataclass
@@ -68,8 +68,8 @@ class SourceProjection:
         """x (B, 1, D), the normalised newest position -> the cross-attention sub-layer's output (B, 1, D)."""
         batch = x.size(0)
         scores = torch.baddbmm(self.scores_bias, x, self.scores_weight).view(batch, self.heads, 1, -1)  # (B, H, 1, S)
-        # through the `attend` module only when a recording listens, so a capture sees the probabilities
-        probabilities = attention.attend(scores) if is_recorded(attention.attend) else scores.softmax(dim=-1)
+        probabilities = scores.softmax(dim=-1)
+        tap(attention.weights, probabilities)
         masked = heads_to_zero(attention)
         if masked:
             keep = torch.ones(self.heads, dtype=probabilities.dtype, device=probabilities.device)

@@ -1,7 +1,7 @@
 """How the model computed one translation, operation by operation, on the sentence's own numbers: the walk-through.
 
 One teacher-forced pass over (source, the translation's own output) records every intermediate the forward pass makes
-(core/probes.WALK_PROBES), with the translation's heads switched off as it was made. The stages read them for one
+(every point of core/probes.py), with the translation's heads switched off as it was made. The stages read them for one
 source piece and one decoding step, in the order the model runs them: text to ids; into the model; an encoder layer
 in full, then every layer compactly; the decoder's inputs; a decoder layer in full (masked self-attention, then
 cross-attention, then feed-forward, each with its norm and residual in the checkpoint's order), every layer compactly;
@@ -88,31 +88,31 @@ def walkthrough(model: Transformer, tokenizer, translation, token: int = 0, step
     and decoding step `step`, at every layer and head, its `stages` at `layer` and `head` (all 0-based), read from one
     teacher-forced pass with `heads_off` switched off."""
     config = model.config
-    if config.encoder[:3] != config.decoder[:3]:  # its layer and head pickers choose one layer and head of both stacks
-        raise ValueError(f"the walk-through needs stacks of one shape; this model's encoder has "
-                         f"{config.encoder.layers} layers of {config.encoder.heads} heads (feed-forward "
-                         f"{config.encoder.d_ff}), its decoder "
-                         f"{config.decoder.layers} of {config.decoder.heads} (feed-forward {config.decoder.d_ff})")
+    # one layer and head picker for both stacks: over the widest, each stack showing its last where it has fewer
+    n_layers = max(config.encoder.layers, config.decoder.layers)
+    n_heads = max(config.encoder.heads, config.decoder.heads)
     check_position("token", token, len(translation.src_ids))
     check_position("step", step, len(translation.tgt_ids))
-    check_position("head", head, config.n_heads)
-    check_position("layer", layer, config.n_layers)
+    check_position("head", head, n_heads)
+    check_position("layer", layer, n_layers)
     rec = record_pass(model, translation.src_ids, translation.tgt_ids, heads_off)
     walks = [[context(model, tokenizer, translation, rec, token, step, at_layer, at_head)
-              for at_head in range(config.n_heads)] for at_layer in range(config.n_layers)]
+              for at_head in range(n_heads)] for at_layer in range(n_layers)]
     layers = [stages_at(layer_walks[0], tokenizer) for layer_walks in walks]  # head 0: every stage
     heads = [[{}] + [head_stages(walk) for walk in layer_walks[1:]] for layer_walks in walks]
     variants = variants_of(layers, heads)
     logits, probs = step_logits(walks[0][0])
     top = probs.topk(min(SLIDER_PIECES, probs.numel())).indices.tolist()
+    stacks = {side: config.stack_of(side)._asdict() for side in ("encoder", "decoder")}
     architecture = {"norm": config.norm, "final_norm": config.final_norm, "pos_encoding": config.pos_encoding,
                     "tie_output": config.tie_output, "share_embeddings": config.share_embeddings,
-                    "d_model": config.d_model, "n_heads": config.n_heads, "d_k": config.d_model // config.n_heads,
-                    "d_ff": config.d_ff, "n_layers": config.n_layers, "tgt_vocab_size": config.tgt_vocab_size}
+                    "d_model": config.d_model, "n_heads": n_heads, "n_layers": n_layers, "stacks": stacks,
+                    "d_k": config.encoder.head_dim, "d_ff": config.encoder.d_ff,
+                    "tgt_vocab_size": config.tgt_vocab_size}
     inputs = [tokenizer.id_to_piece(config.decoder_start_id)] + list(translation.tgt_tokens[:-1])
     return Walkthrough(translation.source, translation.text, token, step, layer, head, architecture,
                        list(translation.src_tokens), inputs, list(translation.tgt_tokens),
-                       [v.stages[version_index(v, layer, head, config.n_heads)] for v in variants], variants,
+                       [v.stages[version_index(v, layer, head, n_heads)] for v in variants], variants,
                        logits.numpy(), top, [tokenizer.id_to_piece(i) for i in top])
 
 

@@ -15,31 +15,35 @@ from ...core.capture import record
 from ...core.head_mask import heads_masked
 from ...core.head_ref import head_label, layer_label, shown
 from ...core.model import Transformer
-from ...core.probes import ATTENTION_KINDS, SUBLAYERS, VECTOR_PROBES, WALK_PROBES
+from ...core.probes import pattern
 from .stage import Numbers, Stage
 from .text import MODULES, stage_ask, stage_text
 
-PER_LAYER = ("encoder_hidden", "decoder_hidden", *ATTENTION_KINDS, *VECTOR_PROBES)
+
+class PassRecording:
+    """Every point of one teacher-forced pass, read by name (core/probes.py) with the batch axis removed: a name with
+    a point in every layer (`cross.scores`, `encoder_hidden`) as (L, ...), a point of the whole model (`logits`)
+    as (...)."""
+
+    def __init__(self, recording):
+        self.recording = recording
+        self.read: dict[str, torch.Tensor] = {}
+
+    def __getitem__(self, name: str) -> torch.Tensor:
+        if name not in self.read:
+            stacked = self.recording[name][:, 0].float().cpu()
+            self.read[name] = stacked if "*" in pattern(name) else stacked[0]
+        return self.read[name]
 
 
-def per_layer(name: str) -> bool:
-    """Whether the probe `name` is recorded once per layer (a sub-layer's or an attention kind's), not once per pass."""
-    return name in PER_LAYER or any(name.startswith(f"{owner}_") for owner in (*SUBLAYERS, *ATTENTION_KINDS))
-
-
-def record_pass(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_off=None) -> dict[str, torch.Tensor]:
-    """Every walk-through probe of one teacher-forced pass, batch axis removed: per-layer probes (L, ...), the others
-    (...). The decoder's inputs are its start token (<s>) then tgt_ids[:-1], as decoding fed them."""
+def record_pass(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_off=None) -> PassRecording:
+    """One teacher-forced pass with every point recorded. The decoder's inputs are its start token (<s>) then
+    tgt_ids[:-1], as decoding fed them."""
     src = torch.tensor([src_ids], device=model.device)
     tgt = torch.tensor([[model.config.decoder_start_id] + list(tgt_ids[:-1])], device=model.device)
-    names = (*WALK_PROBES, *PER_LAYER)
-    with torch.no_grad(), heads_masked(model, heads_off), record(model, names) as recording:
+    with torch.no_grad(), heads_masked(model, heads_off), record(model, ["**"]) as recording:
         model(src, tgt)
-    out = {}
-    for name in names:
-        calls = recording.take(name)
-        out[name] = torch.stack(calls)[:, 0].float().cpu() if per_layer(name) else calls[0][0].float().cpu()
-    return out
+    return PassRecording(recording)
 
 
 def vector(name: str, label: str, values: torch.Tensor, note: str = "") -> Numbers:
@@ -62,33 +66,50 @@ def masked_as_inf(masked: torch.Tensor) -> np.ndarray:
     return out
 
 
-def model_facts(config) -> dict:
-    """What the texts say about the model, from its config."""
-    return {"d_model": config.d_model, "d_ff": config.d_ff, "n_heads": config.n_heads, "n_layers": config.n_layers,
-            "d_k": config.d_model // config.n_heads, "vocab": config.tgt_vocab_size}
+def model_facts(config, side: str = "encoder") -> dict:
+    """What the texts say about the model, from its config: the widths of `side`'s stack."""
+    stack = config.stack_of(side)
+    return {"d_model": config.d_model, "d_ff": stack.d_ff, "n_heads": stack.heads, "n_layers": stack.layers,
+            "d_k": stack.head_dim, "vocab": config.tgt_vocab_size}
+
+
+def side_of(block: str) -> str:
+    """The stack a block of the page (explorer/views/walkthrough_payload.BLOCKS) or an attention kind belongs to: the
+    encoder's (the pieces and the encoder's input too), or the decoder's (cross-attention and the output too)."""
+    return "encoder" if block.startswith("encoder") or block in ("text", "input") else "decoder"
 
 
 class WalkContext:
-    """The recordings (`rec`) of one pass and the stages built from them, for one layer and one head."""
+    """The recordings (`rec`) of one pass and the stages built from them, for one layer and one head. The layer and
+    head are chosen over the widest stack; where a stack has fewer, its stages show its last layer and last head
+    (`layer_of`, `head_of`), and their titles name the one shown."""
 
     def __init__(self, model, translation, rec, token, step, layer, head, start_piece: str):
         self.model, self.t, self.rec, self.config = model, translation, rec, model.config
         self.token, self.step, self.layer, self.head = token, step, layer, head
         self.pre = self.config.norm == "pre"
-        self.hs = self.config.d_model // self.config.n_heads
         self.src = list(translation.src_tokens)
         self.inputs = [start_piece] + list(translation.tgt_tokens[:-1])  # what decoding fed the decoder
         self.decoder_keys = self.inputs[: step + 1]  # what the step's masked self-attention reads: <s>, then its past
-        self.facts = model_facts(self.config)
         self.stages: list[Stage] = []
 
-    def where(self, side: str) -> str:
-        """The layer a stage of `side`'s stack shows, as its title names it: "Encoder layer 3"."""
-        return f"{side.capitalize()} {layer_label(self.layer)}"
+    def layer_of(self, side: str) -> int:
+        return min(self.layer, self.config.stack_of(side).layers - 1)
 
-    @property
-    def head_name(self) -> str:
-        return head_label(self.head)
+    def head_of(self, side: str) -> int:
+        return min(self.head, self.config.stack_of(side).heads - 1)
+
+    def head_size(self, side: str) -> int:
+        return self.config.stack_of(side).head_dim
+
+    def where(self, side: str) -> str:
+        """The layer a stage of `side`'s stack shows, as its title names it: "Encoder layer 3", with "(its last)"
+        where the chosen layer is beyond this stack."""
+        last = " (its last)" if self.layer_of(side) != self.layer else ""
+        return f"{side.capitalize()} {layer_label(self.layer_of(side))}{last}"
+
+    def head_name(self, side: str) -> str:
+        return head_label(self.head_of(side))
 
     def position_number(self, position: int) -> int:
         """A 0-based position as the page and the API count it."""
@@ -96,7 +117,7 @@ class WalkContext:
 
     def add(self, key: str, block: str, group: str, text: str, module: str, numbers: list[Numbers],
             terms: tuple[str, ...], **facts) -> None:
-        facts = {**self.facts, **facts}
+        facts = {**model_facts(self.config, side_of(block)), **facts}
         words = stage_text(text, **facts)
         self.stages.append(Stage(key=key, block=block, group=group, title=words.title, text=words.text,
                                  why=words.why, formula=words.formula, module=MODULES[module], numbers=numbers,

@@ -17,7 +17,7 @@ GROUPS = {"encoder_self": "self", "decoder_self": "self", "cross": "cross", "enc
 
 
 def norm_stage(walk: WalkContext, side: str, sub: str, position: int, before: torch.Tensor) -> None:
-    normed = walk.rec[f"{sub}_norm"][walk.layer, position]
+    normed = walk.rec[f"{sub}_residual.normed"][walk.layer_of(side), position]
     placement = phrase("placement.pre" if walk.pre else "placement.post")
     walk.add(f"{side}.{sub}.norm", side, GROUPS[sub], "norm", "norm",
              [vector("in", "x", before), vector("out", "LN(x)", normed),
@@ -27,8 +27,8 @@ def norm_stage(walk: WalkContext, side: str, sub: str, position: int, before: to
 
 
 def residual_stage(walk: WalkContext, side: str, sub: str, position: int, before: torch.Tensor) -> torch.Tensor:
-    out = walk.rec[f"{sub}_output"][walk.layer, position]
-    total = walk.rec[f"{sub}_sum"][walk.layer, position]
+    out = walk.rec[f"{sub}_residual.sublayer"][walk.layer_of(side), position]
+    total = walk.rec[f"{sub}_residual.sum"][walk.layer_of(side), position]
     what = phrase("what.ff" if sub.endswith("_ff") else "what.attention")
     formula = phrase("residual.pre" if walk.pre else "residual.post")
     walk.add(f"{side}.{sub}.residual", side, GROUPS[sub], "residual", "residual",
@@ -39,18 +39,19 @@ def residual_stage(walk: WalkContext, side: str, sub: str, position: int, before
 
 
 def feed_forward_stages(walk: WalkContext, side: str, position: int) -> None:
-    sub, config = f"{side}_ff", walk.config
-    hidden = walk.rec[f"{side}_ff_hidden"][walk.layer, position]
-    out = walk.rec[f"{sub}_output"][walk.layer, position]
+    sub, config, layer = f"{side}_ff", walk.config, walk.layer_of(side)
+    d_ff = config.stack_of(side).d_ff
+    hidden = walk.rec[f"{side}_ff.hidden"][layer, position]
+    out = walk.rec[f"{sub}_residual.sublayer"][layer, position]
     firing = int((hidden > 0).sum())
     activation = str(config.activation)
     name = ACTIVATION_NAMES.get(activation, activation)
-    after = phrase("after.relu" if activation == "relu" else "after.other", firing=firing, d_ff=config.d_ff,
+    after = phrase("after.relu" if activation == "relu" else "after.other", firing=firing, d_ff=d_ff,
                    name=name)
     where = walk.where(side)
     walk.add(f"{side}.{sub}.hidden", side, "ff", "ff.hidden", "ff",
              [vector("hidden", f"{name}(x W₁ + b₁)", hidden), Numbers("firing", "units above 0", "scalar", firing),
-              Numbers("units", "hidden units", "scalar", config.d_ff)], ("feed-forward", "ReLU"),
+              Numbers("units", "hidden units", "scalar", d_ff)], ("feed-forward", "ReLU"),
              where=where, after=after, activation=name)
     walk.add(f"{side}.{sub}.output", side, "ff", "ff.output", "ff",
              [vector("output", "h W₂ + b₂", out), Numbers("norm", "‖out‖", "scalar", norm_of(out))],
@@ -64,9 +65,9 @@ def layer_inputs(walk: WalkContext, side: str, position: int) -> torch.Tensor:
 
 
 def layer_in_full(walk: WalkContext, side: str, subs: list[str], position: int, keys: dict[str, int]) -> None:
-    """Layer `walk.layer`'s sub-layers in the checkpoint's order (pre-norm: norm, sub-layer, add; post-norm: sub-layer,
+    """The chosen layer's sub-layers in the checkpoint's order (pre-norm: norm, sub-layer, add; post-norm: sub-layer,
     add, norm)."""
-    x = layer_inputs(walk, side, position)[walk.layer]
+    x = layer_inputs(walk, side, position)[walk.layer_of(side)]
     for sub in subs:
         if walk.pre:
             norm_stage(walk, side, sub, position, x)
@@ -80,14 +81,14 @@ def layer_in_full(walk: WalkContext, side: str, subs: list[str], position: int, 
             x = x_after
         else:
             norm_stage(walk, side, sub, position, x_after)
-            x = walk.rec[f"{sub}_norm"][walk.layer, position]
+            x = walk.rec[f"{sub}_residual.normed"][walk.layer_of(side), position]
 
 
 def layers_compactly(walk: WalkContext, side: str, subs: list[str], position: int, piece: str) -> None:
     hidden = walk.rec[f"{side}_hidden"][:, position]
     rows, table = [], []
     for layer, (before, after) in enumerate(zip(layer_inputs(walk, side, position), hidden)):
-        added = [norm_of(walk.rec[f"{sub}_output"][layer, position]) for sub in subs]
+        added = [norm_of(walk.rec[f"{sub}_residual.sublayer"][layer, position]) for sub in subs]
         rows.append(layer_label(layer))
         table.append([norm_of(before), *added, norm_of(after)])
     cols = ["‖input‖", *[LAYER_COLUMNS[s] for s in subs], "‖output‖"]

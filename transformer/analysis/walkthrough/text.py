@@ -20,7 +20,7 @@ class StageText(NamedTuple):
 # where each stage's numbers are computed: "path (names)"; tests/test_walkthrough.py checks every path and name
 MODULES = {"text": "transformer/tokenizer.py (Tokenizer.encode)",
            "embed": "transformer/core/model.py (TokenEmbedding, Transformer.embed)",
-           "positions": "transformer/core/positional.py",
+           "positions": "transformer/core/model.py (SinusoidalPositions, LearnedPositions)",
            "norm": "transformer/core/layers.py (Residual)",
            "projections": "transformer/core/attention.py (MultiHeadAttention.project_self, project_queries)",
            "attention": "transformer/core/attention.py (explicit_attention)",
