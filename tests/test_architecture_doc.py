@@ -1,6 +1,10 @@
 """docs/architecture.md stays true to the code: its tree of the package names every module of transformer/ and
-explorer/ where it lives and nothing that is gone, and it names every public API endpoint the page serves."""
+explorer/ where it lives and nothing that is gone, it names every public API endpoint the page serves, and its drawing
+of the rooms on their floors is the one scripts/draw_packages.py draws from the imports now."""
+import importlib.util
 import re
+
+import pytest
 
 from .conftest import ROOT
 
@@ -75,3 +79,67 @@ def test_the_tree_reader_follows_folders_suffixes_and_descriptions():
              "  d.py                  after it", "top.py                 at the root"]
     assert listed_files(lines) == {"pkg/a.py", "pkg/b.py", "pkg/sub/k.py", "pkg/sub/k.cpp", "pkg/sub/k.h",
                                    "pkg/d.py", "top.py"}
+
+
+def draw_packages():
+    spec = importlib.util.spec_from_file_location("draw_packages", ROOT / "scripts" / "draw_packages.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_drawing_is_the_one_the_imports_draw():
+    drawer = draw_packages()
+    shown = drawer.drawn_in(DOC.read_text(encoding="utf-8"))
+    assert shown == drawer.drawing(ROOT), (
+        f"docs/architecture.md's package drawing differs from the imports; redraw it with `{drawer.COMMAND}`")
+
+
+def write_tree(root, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
+def test_the_drawer_puts_each_room_above_what_it_imports(tmp_path):
+    """A small house: a folder room (two modules deep), loose modules on two floors, an entry point, imports written
+    absolute, relative, inside a function and as `from package import module`."""
+    write_tree(tmp_path, {
+        "transformer/__init__.py": "from .core.model import Model\n",
+        "transformer/paths.py": "import os\n",
+        "transformer/numbers.py": "",
+        "transformer/core/__init__.py": "",
+        "transformer/core/model.py": "from ..paths import portable\n",
+        "transformer/core/inner/deep.py": "from transformer import numbers\n",
+        "explorer/__init__.py": "",
+        "explorer/text.py": "",
+        "explorer/views/__init__.py": "from ..text import literal\n",
+        "explorer/shell.py": "def build():\n    from explorer.views import VIEWS\n    import transformer.core.model\n",
+        "app.py": "from explorer.shell import build\n",
+    })
+    drawer = draw_packages()
+    assert drawer.room_imports(tmp_path) == {
+        "app.py": {"explorer/shell.py"}, "explorer/shell.py": {"explorer/views/", "transformer/core/"},
+        "explorer/views/": {"explorer/text.py"}, "explorer/text.py": set(), "explorer/__init__.py": set(),
+        "transformer/__init__.py": {"transformer/core/"}, "transformer/paths.py": set(),
+        "transformer/numbers.py": set(), "transformer/core/": {"transformer/paths.py", "transformer/numbers.py"}}
+    assert drawer.drawing(tmp_path).splitlines() == [
+        "floor 4  app.py", "           ─▶ explorer/shell",
+        "floor 3  explorer/shell", "           ─▶ explorer/views/, transformer/core/",
+        "         transformer/__init__", "           ─▶ transformer/core/",
+        "floor 2  explorer/views/", "           ─▶ explorer/text",
+        "         transformer/core/", "           ─▶ transformer/{numbers, paths}",
+        "floor 1  explorer/{__init__, text}", "         transformer/{numbers, paths}"]
+    (tmp_path / "transformer" / "paths.py").write_text("from .core import model\n")
+    with pytest.raises(ValueError, match="in a circle: transformer/core/ -> transformer/paths.py -> transformer/core/"):
+        drawer.drawing(tmp_path)
+
+
+def test_the_drawing_is_read_and_written_between_its_markers():
+    drawer = draw_packages()
+    text = f"# Doc\n\n{drawer.BEGIN}\n```\nold\n```\n{drawer.END}\n\nafter\n"
+    rewritten = drawer.with_drawing(text, "floor 1  a.py\n")
+    assert rewritten == f"# Doc\n\n{drawer.BEGIN}\n```\nfloor 1  a.py\n```\n{drawer.END}\n\nafter\n"
+    assert drawer.drawn_in(rewritten) == "floor 1  a.py\n"
+    with pytest.raises(ValueError, match="markers .* are missing"):
+        drawer.drawn_in("# Doc without a drawing\n")

@@ -199,6 +199,28 @@ def test_a_build_lock_left_by_a_process_that_ended_mid_build_does_not_stall_the_
     assert done.stdout.strip() == EXTENSION
 
 
+def test_a_current_kernel_loads_in_process_and_a_stale_one_goes_to_the_builder(kernel, monkeypatch):
+    """With the cache up to date, no builder process starts (it would import torch again: a second or two of CPU at
+    every start-up); with anything to compile, the build goes to the builder, which no compiler outlives."""
+    from transformer.core import kernel_build
+
+    started, popen = [], subprocess.Popen
+
+    def no_builder(command, *args, **kwargs):  # ninja's dry run may start; the builder may not
+        if kernel_build.BUILDER in command:
+            started.append(command)
+            raise AssertionError("a builder process was started")
+        return popen(command, *args, **kwargs)
+
+    monkeypatch.setattr(kernel_build.subprocess, "Popen", no_builder)
+    assert kernel_build.up_to_date(build_folder())
+    assert kernel_build.compile_kernel().__name__ == EXTENSION and not started
+    monkeypatch.setattr(kernel_build, "header_digest", lambda: "0" * 16)  # as if half_linear.h had changed
+    assert not kernel_build.up_to_date(build_folder())
+    with pytest.raises(AssertionError, match="builder process"):
+        kernel_build.compile_kernel()
+
+
 def compilers_in(folder: Path) -> list[str]:
     """The processes working in the build folder: ninja, the compiler driver and cc1plus all run there."""
     found = []

@@ -2,6 +2,8 @@
 endpoints through one registration line each; an analysis sees the heads a result switched off without handling
 them; the default model is read from what is served."""
 import copy
+import json
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,11 +15,15 @@ import torch
 from gradio_client import Client
 from torch.distributions import Categorical
 
+from explorer import wiring
+from explorer.api import one_translation, wire_api
 from explorer.registry import DEFAULT_MODEL_SETTING, Registry, discover
-from explorer.request import Request
+from explorer.request import DEFAULT_MAX_LENGTH, Request
 from explorer.session import run
 from explorer.shell import CSS, build_demo
 from explorer.views import MODEL, VIEWS, View, current_translation
+from explorer.views.base import translated
+from transformer import Translator
 from transformer.analysis import registry as analyses
 from transformer.analysis.alti import alti_plus
 from transformer.analysis.attribution import input_x_gradient
@@ -27,7 +33,9 @@ from transformer.core.probes import ATTENTION_KINDS
 from transformer.decoding.strategies import register, setting, unregister
 from transformer.decoding.strategies.registry import Strategy
 from transformer.decoding.strategies.single_path import decode_single_path
+from transformer.decoding.trace import Translation
 from transformer.tokenizer import BOS_ID
+from transformer.training import evaluate
 
 from .conftest import ROOT, SHIPPED
 
@@ -78,7 +86,7 @@ class HeadEntropy:
     by_kind: dict[str, np.ndarray]  # attention kind -> (layers, heads) mean entropy of the head's rows, in nats
 
 
-def mean_entropy(access: ModelAccess, translation) -> HeadEntropy:
+def mean_entropy(access: ModelAccess, translation: Translation) -> HeadEntropy:
     by_kind = {}
     for kind in ATTENTION_KINDS:
         weights = translation.recorded[kind].values.astype(np.float64)  # (L, H, queries, keys)
@@ -86,9 +94,9 @@ def mean_entropy(access: ModelAccess, translation) -> HeadEntropy:
     return HeadEntropy(by_kind)
 
 
-ENTROPY = Analysis("entropy", "Mean attention entropy per head", HeadEntropy, mean_entropy,
-                   to_json=lambda translation, result: {
-                       "by_kind": {kind: values.round(6).tolist() for kind, values in result.by_kind.items()}})
+ANALYSIS = Analysis("entropy", "Mean attention entropy per head", HeadEntropy, mean_entropy,
+                    to_json=lambda translation, result: {
+                        "by_kind": {kind: values.round(6).tolist() for kind, values in result.by_kind.items()}})
 
 
 @dataclass
@@ -108,11 +116,23 @@ def teacher_forced_log_prob(model, translation) -> float:
 
 
 class EntropyView(View):
+    """Reads a cheap analysis from the translation; its button asks the session service for an on-demand one; its
+    other button jumps to the search tree at the current step."""
     name, title = "toy_entropy", "Head entropy"
     reads = ("sentence",)
+    jumps = {"toy_entropy_tree": "tree"}
 
     def build(self, context):
-        return {"toy_entropy": gr.Markdown(elem_id="toy-entropy")}
+        return {"toy_entropy": gr.Markdown(elem_id="toy-entropy"), "toy_log_prob": gr.Markdown(),
+                "toy_entropy_ask": gr.Button("Log-probability"), "toy_entropy_tree": gr.Button("Show in tree")}
+
+    def wire(self, ui):
+        def ask(result, sentence):
+            translation = translated(result, {"sentence": sentence})
+            return f"log p = {ui.service.analyse(result, translation, 'log_prob').log_prob:.6f}"
+
+        ui.components["toy_entropy_ask"].click(ask, [ui.result_state, ui.components["sentence"]],
+                                               ui.components["toy_log_prob"])
 
     def render(self, result, state, context, changed):
         translation = current_translation(result, state)
@@ -132,9 +152,9 @@ def independent_entropy(weights) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def entropy():
-    analyses.register(ENTROPY)  # the analysis's one registration line
+    analyses.register(ANALYSIS)  # the analysis's one registration line
     yield
-    analyses.unregister(ENTROPY.name)
+    analyses.unregister(ANALYSIS.name)
 
 
 @pytest.fixture(scope="module")
@@ -178,6 +198,24 @@ def test_both_endpoints_take_the_new_strategys_settings_in_its_own_namespace(app
         SENTENCE, strategy="sample", settings={"temperature": 3.0, "seed": 1}, api_name="/translate"
     )
     assert sampled["settings"]["temperature"] == 3.0  # echoed, as above
+
+
+def test_evaluate_takes_the_new_strategy_and_its_flags_from_the_registry(kth_best, tmp_path, capsys):
+    sources = [SENTENCE, "Two men talk on a bench.", "A girl in a red coat."]
+    (tmp_path / "tiny.en").write_text("\n".join(sources) + "\n")
+    (tmp_path / "tiny.de").write_text("Ein Hund.\nZwei Männer.\nEin Mädchen.\n")
+    out = tmp_path / "hypotheses.txt"
+    command = ["--checkpoint", str(SHIPPED), "--split", "tiny", "--data-dir", str(tmp_path), "--batch-size", "1",
+               "--out", str(out), "--strategy", "kth", "--rank", "2", "--json"]
+    evaluate.main(command)
+    printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (printed["strategy"], printed["rank"], printed["temperature"]) == ("kth", 2, 1.0)
+    translator = Translator.from_pretrained(SHIPPED)
+    expected = [translator.translate(source, strategy="kth", rank=2).text for source in sources]
+    assert out.read_text().splitlines() == expected  # one sentence a batch, as translate() decodes it
+    with pytest.raises(SystemExit) as refused:
+        evaluate.main(command[:-3] + ["--rank", "9"])
+    assert refused.value.code == 2 and "rank must be in [1, 5], got 9" in capsys.readouterr().err
 
 
 def test_the_page_renders_the_new_view_for_the_new_strategy(app):
@@ -236,6 +274,17 @@ def test_a_view_name_clash_is_refused(kth_best):
         build_demo(discover(SHIPPED.parent), views=[*VIEWS, Clash()])
 
 
+def test_the_analysis_is_the_one_the_recipe_writes():
+    """docs/architecture.md's example analysis is this file's, line for line: the recipe is the code tested here."""
+    recipe = re.search(r"### An analysis\n.*?```python\n(.*?)```", (ROOT / "docs" / "architecture.md").read_text(
+        encoding="utf-8"), re.S).group(1)
+    def one_blank_line(text):  # the docs part definitions by one blank line, a module by two
+        return re.sub(r"\n{3,}", "\n\n", text)
+
+    assert "class HeadEntropy" in recipe
+    assert one_blank_line(recipe) in one_blank_line(Path(__file__).read_text(encoding="utf-8"))
+
+
 def test_the_new_analysis_reaches_translate_details(app):
     ui, url = app
     sentence = Client(url, verbose=False).predict(SENTENCE, api_name="/translate_details")["sentences"][0]
@@ -249,16 +298,82 @@ def test_the_new_analysis_reaches_translate_details(app):
     assert sentence["contributions"] is not None and set(sentence["analyses"]) == {"entropy"}
 
 
+def wired(demo, component, event: str):
+    """The function the shell wired to `component`'s `event`, called here as the page calls it."""
+    return next(function.fn for function in demo.fns.values() if (component._id, event) in function.targets)
+
+
 def test_the_page_shows_the_new_analysis_in_the_new_view(app):
     served, _ = app
-    _, ui = build_demo(served.registry, views=[*VIEWS, EntropyView()])  # a page of its own: its tabs stay in view
-    named = ui.translate(Request.from_api(ui.registry, SENTENCE))
-    translation = named["result"].translations[0]
-    assert isinstance(translation.analyses["entropy"], HeadEntropy)
-    entropy = independent_entropy(translation.recorded["cross"].values)
-    layer, head = np.unravel_index(entropy.argmin(), entropy.shape)
-    assert named["toy_entropy"] == (f"Most focused cross-attention head: layer {layer + 1}, head {head + 1} "
-                                    f"({entropy[layer, head]:.3f} nats)")
+    demo, ui = build_demo(served.registry, views=[*VIEWS, EntropyView()])  # a page of its own: its tabs stay in view
+    named = ui.translate(Request.from_api(ui.registry, f"{SENTENCE}\nTwo men talk on a bench."))
+    result = named["result"]
+    texts = []
+    for translation in result.translations:
+        assert isinstance(translation.analyses["entropy"], HeadEntropy)
+        entropy = independent_entropy(translation.recorded["cross"].values)
+        layer, head = np.unravel_index(entropy.argmin(), entropy.shape)
+        texts.append(f"Most focused cross-attention head: layer {layer + 1}, head {head + 1} "
+                     f"({entropy[layer, head]:.3f} nats)")
+    assert named["toy_entropy"] == texts[0]
+    # the shell re-renders the view when a control it reads changes: the second sentence chosen
+    state = ui.default_state() | {"sentence": 1}
+    values = [state[name] for name in ui.state_names]
+    rerendered = wired(demo, ui.components["sentence"], "input")(result, *values, result.model_key)
+    assert rerendered[ui.components["toy_entropy"]] == texts[1] != texts[0]
+    # the view's button asks the session service for an on-demand analysis of the chosen sentence
+    analyses.register(Analysis("log_prob", "Output log-probability", OutputLogProb, output_log_prob, cheap=False))
+    try:
+        shown = wired(demo, ui.components["toy_entropy_ask"], "click")(result, 1)
+    finally:
+        analyses.unregister("log_prob")
+    model = ui.registry.get(result.model_key).translator.model
+    # the service's run (maybe our float16 kernel) against a plain teacher-forced pass: float32 rounding
+    assert float(shown.removeprefix("log p = ")) == pytest.approx(
+        teacher_forced_log_prob(model, result.translations[1]), rel=1e-4)
+    # the declared jump opens the search tree's tab at the current step, as the tree's at_step draws it
+    jumped = wired(demo, ui.components["toy_entropy_tree"], "click")(result, *values)
+    assert jumped[ui.components["tabs"]].selected == "tree"
+    tree = ui.by_component(ui.view("tree").at_step(ui, result, state, 1))
+    assert tree and set(tree) <= set(jumped)
+    assert all(jumped[component] == value for component, value in tree.items() if isinstance(value, str))
+
+
+def log_prob_endpoint(ui):
+    """An on-demand analysis's endpoint, as /why_not and /query_key are written in explorer/api.py."""
+    def log_prob(text: str, sentence: int = 1, model: str = None, device: str = "cpu", strategy: str = None,
+                 settings: dict = None, max_length: int = DEFAULT_MAX_LENGTH, prefix: str = None,
+                 heads_off: str = None) -> dict:
+        """Translate, then the log-probability of line `sentence`'s translation (from 1) given its source."""
+        result, translation = one_translation(ui, sentence, text, model, device, strategy, settings, max_length,
+                                              prefix, heads_off)
+        return {"log_prob": ui.service.analyse(result, translation, "log_prob").log_prob}
+
+    return log_prob
+
+
+def test_an_on_demand_analysis_reaches_its_own_endpoint(monkeypatch):
+    registry = discover(ROOT / "checkpoints")
+    # the endpoint's line in wire_api's table, added here without editing explorer/api.py
+    monkeypatch.setattr(wiring, "wire_api", lambda ui, demo, more=None: wire_api(
+        ui, demo, {**(more or {}), "log_prob": log_prob_endpoint(ui)}))
+    demo, ui = build_demo(registry)
+    analyses.register(Analysis("log_prob", "Output log-probability", OutputLogProb, output_log_prob, cheap=False))
+    _, url, _ = demo.launch(prevent_thread_lock=True, quiet=True, server_name="127.0.0.1", server_port=None,
+                            run_history=False, css=CSS)
+    try:
+        client = Client(url, verbose=False)
+        text = f"{SENTENCE}\nTwo men talk on a bench."
+        answered = client.predict(text, sentence=2, api_name="/log_prob")
+        translation = ui.service.run(Request.from_api(registry, text)).translations[1]
+        model = registry.get(registry.default_key).translator.model
+        # the served run (maybe our float16 kernel) against a plain teacher-forced pass: float32 rounding
+        assert answered["log_prob"] == pytest.approx(teacher_forced_log_prob(model, translation), rel=1e-4)
+        with pytest.raises(Exception, match=r"sentence must be in \[1, 2\], got 3"):
+            client.predict(text, sentence=3, api_name="/log_prob")
+    finally:
+        analyses.unregister("log_prob")
+        demo.close()
 
 
 def zeroed_head_copy(model, kind: str, layer: int, head: int):

@@ -6,7 +6,8 @@ process. A short script ends before them; they are left under PID 1, die half-wa
 lock files behind, so a short script never got the kernel. Here the build runs in a builder process (its own
 process group) that the caller waits for; the builder ends its whole group, compilers included, the moment its
 caller is gone. A caller that reaches its exit while the build runs waits for it with a message (half_linear.py),
-so the next run loads the cached kernel at once.
+so the next run loads the cached kernel at once: where ninja's dry run finds nothing to compile, the process loads it
+itself, with no builder (which would import torch a second time).
 
     attention-explorer-build-kernel      # builds (or finds) the kernel in the foreground, with progress
 """
@@ -71,17 +72,42 @@ def check_machine() -> None:
         raise RuntimeError(f"the CPU reports {capability}; the kernel needs AVX2, FMA and F16C")
 
 
-def load_built(folder: Path, verbose: bool = False):
-    """torch's `load`: compiles what is out of date (everything, the first time) and imports the module. Only one
-    process builds at a time: it holds an OS lock on `builder.lock`, which ends with its process however that ends,
-    so a torch lock file found while holding it is one a dead process left (torch's own lock is a plain file, and
-    every later load would wait on it forever)."""
+def find_ninja() -> str | None:
     if shutil.which("ninja") is None:
         try:  # the pip package puts its binary beside itself, not on PATH unless a venv is activated
             import ninja
             os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
         except ImportError:
             pass
+    return shutil.which("ninja")
+
+
+def up_to_date(folder: Path) -> bool:
+    """Whether the cached kernel was built from these sources, this header and this torch, and ninja has nothing to
+    compile (its dry run, a few milliseconds): then it is loaded here, with no builder process."""
+    plan, ninja = folder / "build.ninja", find_ninja()
+    if ninja is None or not plan.is_file() or not (folder / f"{EXTENSION}.so").is_file():
+        return False
+    from torch.utils.cpp_extension import include_paths
+
+    text = plan.read_text(errors="replace")
+    expected = [f"-DHEADER_SHA256_{header_digest()}", include_paths()[0], *(str(source) for source in SOURCES)]
+    if not all(part in text for part in expected):
+        return False
+    try:
+        dry = subprocess.run([ninja, "-C", str(folder), "-n"], capture_output=True, text=True, timeout=30,
+                             stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return dry.returncode == 0 and "no work to do" in dry.stdout
+
+
+def load_built(folder: Path, verbose: bool = False):
+    """torch's `load`: compiles what is out of date (everything, the first time) and imports the module. Only one
+    process builds at a time: it holds an OS lock on `builder.lock`, which ends with its process however that ends,
+    so a torch lock file found while holding it is one a dead process left (torch's own lock is a plain file, and
+    every later load would wait on it forever)."""
+    find_ninja()
     from torch.utils.cpp_extension import load
 
     with open(folder / "builder.lock", "w") as builder:
@@ -101,9 +127,11 @@ class Builder:
 
 
 def compile_kernel():
-    """The compiled module: built (or found up to date) by a builder process, then imported here."""
+    """The compiled module: built by a builder process where anything is to compile, then imported here."""
     check_machine()
     folder = build_folder()
+    if up_to_date(folder):
+        return load_built(folder)
     # the builder imports this package from where this process found it, whatever its working directory
     package_root = str(Path(__file__).resolve().parents[2])
     path = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))

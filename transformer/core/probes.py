@@ -150,7 +150,11 @@ def matcher(name: str) -> re.Pattern:
 
 
 def points_of(model: nn.Module, names) -> dict[str, list[Tap]]:
-    """The Taps each name finds, in the model's order; a name that finds none is refused, with examples."""
+    """The Taps each name finds, in the model's order; a name that finds none is refused, with examples. Kept on the
+    model per set of names (its Taps are made with it), so a translation's recording does not search again."""
+    cache = model.__dict__.setdefault("_found_points", {})
+    if tuple(names) in cache:
+        return cache[tuple(names)]
     taps = [m for m in model.modules() if isinstance(m, Tap)]
     found = {name: [t for t in taps if matcher(name).fullmatch(t.name)] for name in names}
     missing = [name for name, points in found.items() if not points]
@@ -159,6 +163,7 @@ def points_of(model: nn.Module, names) -> dict[str, list[Tap]]:
             f"the model records nothing named {missing}; ask for a probe ({', '.join(PROBES)}), a site's point "
             f"(e.g. cross.weights, encoder_ff.hidden) or a module path such as {taps[0].name if taps else '-'}"
         )
+    cache[tuple(names)] = found
     return found
 
 
