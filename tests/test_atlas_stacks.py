@@ -20,6 +20,7 @@ from transformer.atlas.extract import part_side
 from transformer.atlas.query import head_points, placed, sentence_vectors, similar_heads
 from transformer.atlas.store import SIDES, STACK_OF, stack
 from transformer.checkpoint import load_checkpoint
+from transformer.core.capture import capture_attention
 from transformer.core.model import causal_mask, padding_mask, target_padding_mask
 
 from .atlas_fixtures import SENTENCES, tiny_checkpoint
@@ -60,8 +61,8 @@ def test_each_kind_and_side_has_its_own_stacks_shape(unequal):
 
 
 def teacher_forced(model, src_ids, tgt_ids):
-    """Each layer's input and output on both sides, and the encoder's output, for one unpadded pair: computed here,
-    layer by layer, outside the atlas's batched and recorded pass."""
+    """Each layer's input and output on both sides, the encoder's output and cross-attention's weights (layers,
+    heads, T, S) for one unpadded pair: computed here, layer by layer, outside the atlas's batched pass."""
     src = torch.tensor([src_ids])
     tgt = torch.tensor([[model.config.decoder_start_id] + tgt_ids[:-1]])
     src_mask = padding_mask(src, model.config.pad_id)
@@ -75,11 +76,12 @@ def teacher_forced(model, src_ids, tgt_ids):
             outputs["source"].append(x[0])
         memory = model.encoder_norm(x)
         y = model.embed(tgt, model.tgt_embed, side="decoder")
-        for layer in model.decoder_layers:
-            inputs["target"].append(y[0])
-            y = layer(y, memory, src_mask, tgt_mask)
-            outputs["target"].append(y[0])
-    return inputs, outputs, memory[0]
+        with capture_attention(model, ["cross"]) as recording:
+            for layer in model.decoder_layers:
+                inputs["target"].append(y[0])
+                y = layer(y, memory, src_mask, tgt_mask)
+                outputs["target"].append(y[0])
+    return inputs, outputs, memory[0], recording.cross[:, 0]
 
 
 def projected(attention, normed: torch.Tensor, part: int, heads: int) -> np.ndarray:
@@ -115,14 +117,24 @@ def test_records_vectors_and_samples_equal_a_forward_pass(unequal):
     model, tokenizer, _ = load_checkpoint(checkpoint)
     source = (corpus_dir / "train.en").read_text().splitlines()
     target = (corpus_dir / "train.de").read_text().splitlines()
-    records = {side: atlas.records(side).select(["sentence"]).to_pydict()["sentence"] for side in SIDES}
+    records = {side: atlas.records(side).to_pydict() for side in SIDES}
     sampled = {side: {int(row): i for i, row in enumerate(atlas.sample_rows(side))} for side in SIDES}
     checked = 0
     for sentence in (0, 9, SENTENCES - 1):
         ids = {"source": tokenizer.encode(source[sentence]) + [tokenizer.eos_id],
                "target": tokenizer.encode(target[sentence]) + [tokenizer.eos_id]}
-        inputs, outputs, memory = teacher_forced(model, ids["source"], ids["target"])
-        rows = {side: [r for r, s in enumerate(records[side]) if s == sentence] for side in SIDES}
+        inputs, outputs, memory, cross = teacher_forced(model, ids["source"], ids["target"])
+        rows = {side: [r for r, s in enumerate(records[side]["sentence"]) if s == sentence] for side in SIDES}
+        for side in SIDES:
+            assert [records[side]["token_id"][r] for r in rows[side]] == ids[side]
+        assert cross.shape[:2] == (2, 2)  # the decoder's layers and heads
+        weights = cross.permute(2, 0, 1, 3).double()  # (T, L, H, S)
+        stored = {name: np.array([records["target"][name][r] for r in rows["target"]]).reshape(-1, 2, 2)
+                  for name in ("cross_argmax", "cross_entropy")}
+        np.testing.assert_array_equal(stored["cross_argmax"], weights.argmax(-1).numpy())  # discrete choices
+        # float32 in the atlas; no masked keys in an unpadded pair
+        np.testing.assert_allclose(stored["cross_entropy"], -(weights * weights.log()).sum(-1).numpy(), rtol=1e-4,
+                                   atol=1e-5)
         for side, layers in SIDE_LAYERS.items():
             assert len(outputs[side]) == layers
             for layer in range(layers):
