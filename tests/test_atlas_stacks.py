@@ -24,6 +24,7 @@ from transformer.core.capture import capture_attention
 from transformer.core.model import causal_mask, padding_mask, target_padding_mask
 
 from .atlas_fixtures import SENTENCES, tiny_checkpoint
+from .conftest import ROOT
 from .test_unequal_stacks import UNEQUAL
 
 # what the test expects of each kind and side, written out rather than read from the code: (layers, heads)
@@ -250,3 +251,21 @@ def test_layers_to_index_are_checked_against_each_sides_stack(unequal, tmp_path,
                                         "that side only), got [4]" in message
     assert not (tmp_path / "x").exists()
 
+
+
+@pytest.mark.parametrize("pair", ["en-de", "de-en"])
+def test_a_shipped_format_1_atlas_still_opens_and_answers(pair):
+    """The shipped atlases were written as format 1 (one shape for both stacks, one list of indexed layers); they
+    are read as they are, each kind and side taking the one shape."""
+    folder = ROOT / "checkpoints" / pair / "atlas"
+    if not (folder / "atlas.json").is_file():
+        pytest.skip("no shipped atlas")
+    atlas = Atlas.open(folder)
+    model = json.loads((folder / "atlas.json").read_text())["model"]
+    assert atlas.manifest["format"] == 1
+    assert atlas.indexed == {"source": (3,), "target": (3,)}
+    for kind in ("encoder_self", "decoder_self", "cross"):
+        assert atlas.stack(kind)[:2] == (model["n_layers"], model["n_heads"])
+    last = (model["n_layers"] - 1, model["n_heads"] - 1)
+    assert len(head_points(atlas, "cross", *last)["keys"]["piece"]) == len(atlas.sample_rows("source"))
+    assert len(similar_heads(atlas, "decoder_self", *last)) == model["n_layers"] * model["n_heads"] - 1
