@@ -43,22 +43,29 @@ def room_of(path: Path, root: Path) -> str:
     return "/".join(parts[:2]) + "/" if len(parts) > 2 else "/".join(parts)
 
 
-def imported_modules(name: str, path: Path, known: set[str]) -> set[str]:
-    """The project's modules `name` imports, anywhere in the file: for `from p import m`, the module p.m where it is
-    one, else p."""
+def import_statements(name: str, path: Path) -> list[tuple[str, list[str]]]:
+    """Every import of module `name` (at `path`), at the top or inside a function, relative ones resolved: (the module
+    it imports from, each imported name as `module.name`); `import a.b` gives ("a.b", [])."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found = set()
+    found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
                 base = ".".join(anchor + ([base] if base else []))
-            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names]
+            found.append((base, [f"{base}.{alias.name}" for alias in node.names]))
         elif isinstance(node, ast.Import):
-            targets = [alias.name for alias in node.names]
-        else:
-            continue
+            found += [(alias.name, []) for alias in node.names]
+    return found
+
+
+def imported_modules(name: str, path: Path, known: set[str]) -> set[str]:
+    """The project's modules `name` imports, anywhere in the file: for `from p import m`, the module p.m where it is
+    one, else p."""
+    found = set()
+    for base, named in import_statements(name, path):
+        targets = [full if full in known else base for full in named] or [base]
         for target in targets:
             parts = target.split(".")
             prefixes = [".".join(parts[:end]) for end in range(len(parts), 0, -1)]

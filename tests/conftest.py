@@ -1,3 +1,5 @@
+import functools
+import importlib.util
 import random
 from pathlib import Path
 
@@ -10,6 +12,16 @@ from transformer.checkpoint import save_checkpoint
 ROOT = Path(__file__).resolve().parent.parent
 MULTI30K = ROOT.parent / "shared" / "data" / "multi30k"
 SHIPPED = ROOT / "checkpoints" / "en-de"
+
+
+@functools.cache
+def draw_packages():
+    """scripts/draw_packages.py as a module: its import reader serves the layering tests too."""
+    spec = importlib.util.spec_from_file_location("draw_packages", ROOT / "scripts" / "draw_packages.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
 
 # Floats that torch's own kernels computed along two routes (another process, another thread or thread count, a
 # batch against one sentence, fused against explicit attention) agree only to rounding: MKL/oneDNN matmuls, softmax

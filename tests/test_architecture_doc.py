@@ -1,12 +1,11 @@
 """docs/architecture.md stays true to the code: its tree of the package names every module of transformer/ and
 explorer/ where it lives and nothing that is gone, it names every public API endpoint the page serves, and its drawing
 of the rooms on their floors is the one scripts/draw_packages.py draws from the imports now."""
-import importlib.util
 import re
 
 import pytest
 
-from .conftest import ROOT
+from .conftest import ROOT, draw_packages
 
 DOC = ROOT / "docs" / "architecture.md"
 NAME = re.compile(r"^(\.\w+|[\w.-]+\.py|[\w.-]+/)$")  # a file, a sibling suffix (".cpp" after "x.py"), a folder
@@ -79,13 +78,6 @@ def test_the_tree_reader_follows_folders_suffixes_and_descriptions():
              "  d.py                  after it", "top.py                 at the root"]
     assert listed_files(lines) == {"pkg/a.py", "pkg/b.py", "pkg/sub/k.py", "pkg/sub/k.cpp", "pkg/sub/k.h",
                                    "pkg/d.py", "top.py"}
-
-
-def draw_packages():
-    spec = importlib.util.spec_from_file_location("draw_packages", ROOT / "scripts" / "draw_packages.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_the_drawing_is_the_one_the_imports_draw():

@@ -87,26 +87,25 @@ def test_the_readme_is_a_card_with_the_space_front_matter():
     assert "CC-BY 2.0" in readme and "tatoeba.org" in readme and "manythings.org/anki" in readme
 
 
-def test_the_python_api_example_runs_as_written(tmp_path):
+def run_python_api_example(marker: str, folder) -> list[str]:
+    """Runs the example of docs/python-api.md that contains `marker`, as written; returns the lines it printed."""
     page = (ROOT / "docs" / "python-api.md").read_text(encoding="utf-8")
-    example = next(block for block in re.findall(r"```python\n(.*?)```", page, re.S) if "capture_attention" in block)
+    example = next(block for block in re.findall(r"```python\n(.*?)```", page, re.S) if marker in block)
     environment = {**os.environ, "PYTHONPATH": str(ROOT), "ATTENTION_EXPLORER_HALF_WEIGHTS": "0"}
-    run = subprocess.run([sys.executable, "-c", example], cwd=tmp_path, env=environment, capture_output=True,
+    run = subprocess.run([sys.executable, "-c", example], cwd=folder, env=environment, capture_output=True,
                          text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
-    lines = run.stdout.splitlines()
+    return run.stdout.splitlines()
+
+
+def test_the_python_api_example_runs_as_written(tmp_path):
+    lines = run_python_api_example("capture_attention", tmp_path)
     assert lines[0] == "9206"  # the closed-form count of that configuration, also checked in tests/test_model.py
     assert lines[1] == "torch.Size([6, 2, 8, 9, 9]) torch.Size([6, 2, 8, 7, 7]) torch.Size([6, 2, 8, 7, 9])"
 
 
 def test_the_recording_example_runs_as_written(tmp_path):
-    page = (ROOT / "docs" / "python-api.md").read_text(encoding="utf-8")
-    example = next(block for block in re.findall(r"```python\n(.*?)```", page, re.S) if "recordable" in block)
-    environment = {**os.environ, "PYTHONPATH": str(ROOT), "ATTENTION_EXPLORER_HALF_WEIGHTS": "0"}
-    run = subprocess.run([sys.executable, "-c", example], cwd=tmp_path, env=environment, capture_output=True,
-                         text=True, timeout=300)
-    assert run.returncode == 0, run.stderr[-2000:]
-    lines = run.stdout.splitlines()
+    lines = run_python_api_example("recordable", tmp_path)
     assert lines[0] == "['encoder_layers.0.self_attention.queries', 'encoder_layers.0.self_attention.keys']"
     assert lines[1:] == ["torch.Size([3, 2, 9, 32])", "torch.Size([2, 4, 7, 9])"]
 

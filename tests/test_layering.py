@@ -3,7 +3,7 @@ import ast
 
 import pytest
 
-from .conftest import ROOT
+from .conftest import ROOT, draw_packages
 
 # package -> packages of transformer/ it must never import
 FORBIDDEN = {"core": {"decoding", "analysis", "training", "corpus"}, "decoding": {"analysis", "training", "corpus"},
@@ -52,20 +52,9 @@ def imports_of(name: str, path, known: set[str]) -> set[str]:
     deferred into a function still closes a circle). Importing `p.m` from outside package `p` also runs `p`'s
     `__init__`, so that is an import of `p` too; a module's own packages are initialised before it, so `from . import
     m` is an import of the submodule `m` alone."""
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                base = ".".join(anchor + ([base] if base else []))
-            targets = [f"{base}.{alias.name}" for alias in node.names] + [base]
-        elif isinstance(node, ast.Import):
-            targets = [alias.name for alias in node.names]
-        else:
-            continue
-        for target in targets:
+    for base, named in draw_packages().import_statements(name, path):
+        for target in [*named, base]:
             parts = target.split(".")
             for end in range(1, len(parts) + 1):  # the module and every package above it
                 candidate = ".".join(parts[:end])
