@@ -21,21 +21,17 @@ the layer norms inside the sub-layers count as part of f (pre-norm: ||x_i + ...|
 """
 from __future__ import annotations
 
-import contextlib
-from contextvars import ContextVar
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from ..core.capture import capture_attention
+from ..core.capture import record
 from ..core.head_mask import heads_masked, heads_masked_now
 from ..core.model import Transformer
 from ..core.probes import ATTENTION_KINDS
 from ..decoding.trace import ALTI_PLUS, Translation
 from .registry import Analysis, ModelAccess
-
-_pass: ContextVar = ContextVar("alti_pass", default=None)  # the alti_plus call whose hooks listen in this context
 
 
 @dataclass
@@ -89,33 +85,18 @@ def recorded_pass(model: Transformer, src_ids: list[int], tgt_ids: list[int], he
     set to 0 (it moves nothing)."""
     src = torch.tensor([src_ids], device=model.device)
     tgt = torch.tensor([[model.config.decoder_start_id] + list(tgt_ids[:-1])], device=model.device)
-    seen = {}  # residual module -> (its input x, its output y), and the encoder's normalised output
-    listening = object()  # the hooks keep only this call's pass: other requests may run the same model meanwhile
-
-    def keep(module, inputs, output):
-        if _pass.get() is listening:
-            seen[module] = (inputs[0][0].to(dtype), output[0].to(dtype))
-
-    def keep_memory(module, inputs, output):
-        if _pass.get() is listening:
-            seen["memory"] = output[0].to(dtype)
-
     residuals = [layer.attention_residual for layer in model.encoder_layers] + [
         r for layer in model.decoder_layers
         for r in (layer.self_attention_residual, layer.cross_attention_residual, layer.feed_forward_residual)]
-    handles = [r.register_forward_hook(keep) for r in residuals]
-    handles.append(model.encoder_norm.register_forward_hook(keep_memory))
-    token = _pass.set(listening)
-    try:
-        with heads_masked(model, heads_off), (
-                contextlib.nullcontext() if attention is not None else capture_attention(model)) as captured:
-            switched_off = heads_masked_now(model)  # `heads_off` and those an enclosing context switched off
-            model.layers_pass(src, tgt)
-    finally:
-        _pass.reset(token)
-        for handle in handles:
-            handle.remove()
-    weights = {kind: torch.tensor(attention[kind])[:, None] if attention is not None else captured[kind]
+    names = [point.name for r in residuals for point in (r.input, r.sum)] + ["encoder_final"]
+    names += [] if attention is not None else list(ATTENTION_KINDS)
+    with heads_masked(model, heads_off), record(model, names) as rec:
+        switched_off = heads_masked_now(model)  # `heads_off` and those an enclosing context switched off
+        model.layers_pass(src, tgt)
+    # residual module -> (its input x, its output y: pre-norm, the sum), and the encoder's normalised output
+    seen = {r: (rec[r.input.name][0, 0].to(dtype), rec[r.sum.name][0, 0].to(dtype)) for r in residuals}
+    seen["memory"] = rec["encoder_final"][0, 0].to(dtype)
+    weights = {kind: torch.tensor(attention[kind])[:, None] if attention is not None else rec[kind]
                for kind in ("encoder_self", "decoder_self", "cross")}  # (L, 1, H, Q, K), copies: zeroed below
     for kind, layer, head in switched_off:  # a switched-off head's weights are recorded, but it moves nothing
         weights[kind][layer, :, head] = 0

@@ -36,20 +36,27 @@ class Recording:
         self.module_ids = frozenset(unique)
         self.paths = [point.name for point in unique.values()]  # what one forward pass records, once each
         self.calls: list[tuple[str, torch.Tensor]] = []
+        self.found_paths: dict[str, frozenset[str]] = {}  # name -> the recorded paths it matches
 
     def add(self, path: str, value: torch.Tensor) -> None:
         self.calls.append((path, value.detach()))
 
+    def _paths(self, name: str) -> frozenset[str]:
+        if name not in self.found_paths:
+            match = matcher(name).fullmatch
+            self.found_paths[name] = frozenset(path for path in self.paths if match(path))
+        return self.found_paths[name]
+
     def _matching(self, name: str) -> list[int]:
-        match = matcher(name).fullmatch
-        return [i for i, (path, _) in enumerate(self.calls) if match(path)]
+        paths = self._paths(name)
+        return [i for i, (path, _) in enumerate(self.calls) if path in paths]
 
     def __getitem__(self, name: str) -> torch.Tensor | None:
         """One forward pass's tensors for `name`, stacked over its points (the layers), in the model's order."""
         calls = [self.calls[i][1] for i in self._matching(name)]
         if not calls:
             return None
-        expected = sum(1 for path in self.paths if matcher(name).fullmatch(path))
+        expected = len(self._paths(name))
         if len(calls) != expected:
             raise RuntimeError(
                 f"{len(calls)} {name} calls were recorded; this view expects one forward pass "

@@ -45,6 +45,7 @@ class Residual(nn.Module):
     """LayerNorm + dropout + residual add around one sub-layer, pre- or post-norm."""
 
     records = {
+        "input": "the residual stream entering the block, (B, T, D)",
         "normed": "the LayerNorm's output, (B, T, D): the sub-layer's input (pre-norm), the block's output (post-norm)",
         "sublayer": "the sub-layer's output before the residual add (W_O's or W_2's), (B, T, D)",
         "sum": "the residual add x + sub-layer(x), (B, T, D)",
@@ -58,6 +59,7 @@ class Residual(nn.Module):
         add_taps(self)
 
     def forward(self, x, sublayer):
+        tap(self.input, x)
         if self.pre_norm:
             normed = self.norm(x)
             tap(self.normed, normed)
