@@ -2,9 +2,9 @@
 k_j, their elementwise product q ⊙ k_j (its sum is the score: which dimensions agree, which disagree), the scaled
 scores q·k_j / sqrt(head size) before the softmax, and the weights after it (bertviz's neuron view, Vig 2019).
 
-One teacher-forced pass over (source, the translation's own output) records each head's queries and keys
-(core/tap.Tap), with the translation's heads switched off as it was made, so the weights here are the
-ones its trace recorded.
+One teacher-forced pass over (source, the translation's own output) records each head's queries and keys at the asked
+layer only (core/probes.py: `encoder_layers.2.self_attention.queries` and the like), with the translation's heads
+switched off as it was made, so the weights here are the ones its trace recorded.
 """
 from __future__ import annotations
 
