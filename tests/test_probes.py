@@ -132,3 +132,45 @@ def test_explicit_attention_matches_the_fused_path():
     out, probabilities = attention.explicit_attention(q, k, v, mask)
     torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask), atol=1e-6, rtol=0)
     assert probabilities[1, ..., 3].abs().max() == 0
+
+
+def test_the_recipe_for_a_recorded_quantity(monkeypatch, tokenizer_file):
+    """docs/architecture.md's "A recorded quantity", followed: one `records` entry and one `tap` line in the module
+    that computes it (here a feed-forward block that also declares its units before the activation), then one
+    `Probe` entry; the point is named by its path, found by its site's short name, and decoding assembles it per
+    sentence, equal to x W1 + b1 computed here from a teacher-forced recording of the block's input."""
+    from transformer import Tokenizer, Translator
+    from transformer.core import layers, probes
+    from transformer.core.half_linear import project
+
+    class FeedForwardWithGate(layers.FeedForward):
+        records = {**layers.FeedForward.records, "gate": "the units before the activation, (B, T, F)"}
+
+        def forward(self, x):
+            gate = project(x, self.fc1)
+            probes.tap(self.gate, gate)
+            hidden = self.activation(gate)
+            probes.tap(self.hidden, hidden)
+            return project(hidden, self.fc2)
+
+    monkeypatch.setattr(layers, "FeedForward", FeedForwardWithGate)
+    monkeypatch.setitem(probes.PROBES, "decoder_gate", probes.Probe(
+        "decoder_gate", "decoder_ff.gate", "Decoder feed-forward units before the activation", probes.DECODER, 0, None,
+        ("layer", "position", "feature"), False, "position: the token it predicted", "unit"))
+    tokenizer = Tokenizer.load(tokenizer_file)
+    torch.manual_seed(3)
+    model = Transformer(tiny_config(tokenizer.vocab_size, d_ff=24, decoder_layers=3)).eval()
+    assert "decoder_layers.2.feed_forward.gate" in recordable(model)
+    translation = Translator(model, tokenizer).translate("a man rides a bike", max_length=5, record=["decoder_gate"])
+    gate = translation.recorded["decoder_gate"].values  # (L, T, F), one row per decoding step
+    steps = len(translation.tgt_ids)
+    assert gate.shape == (3, steps, 24)
+    src = torch.tensor([translation.src_ids])
+    tgt = torch.tensor([[model.config.decoder_start_id] + translation.tgt_ids[:-1]])
+    with torch.no_grad(), record(model, ["decoder_ff_residual.normed"]) as rec:
+        model(src, tgt)
+    for layer in range(3):
+        fc1 = model.decoder_layers[layer].feed_forward.fc1
+        expected = rec["decoder_ff_residual.normed"][layer, 0] @ fc1.weight.T + fc1.bias  # (T, F)
+        # step by step against teacher-forced: other sums, float32 rounding through three layers
+        torch.testing.assert_close(torch.from_numpy(gate[layer]), expected, atol=1e-5, rtol=1e-5)
