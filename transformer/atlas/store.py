@@ -21,7 +21,6 @@ index id are one number. Positions are stored from 0; what people read counts th
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +28,7 @@ import numpy as np
 from ..command_line import InputError
 from ..core.head_ref import shown
 from ..core.probes import ATTENTION_KINDS, SOURCE, TARGET
+from ..json_files import read_json
 
 MANIFEST, SENTENCES = "atlas.json", "sentences.parquet"
 # atlas.json's "format": raised when the layout changes, so an older reader refuses a newer folder. Format 1 (the
@@ -118,10 +118,10 @@ def read_manifest(folder: Path) -> dict:
     if not path.is_file():
         raise AtlasError(f"{path}: file is missing: {folder} is not an atlas, or its build did not finish")
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise AtlasError(f"{path}: corrupt, not valid JSON ({error}); rebuild the atlas") from None
-    if not isinstance(manifest, dict) or manifest.get("format") not in READABLE:
+        manifest = read_json(path, AtlasError)
+    except AtlasError as error:
+        raise AtlasError(f"{path}: corrupt, {str(error).removeprefix(f'{path}: ')}; rebuild the atlas") from None
+    if manifest.get("format") not in READABLE:
         raise AtlasError(f"{path}: not an atlas of format {' or '.join(map(str, READABLE))}; rebuild it with this "
                          "version of the package")
     return manifest
