@@ -1,5 +1,6 @@
 """One JSON object read from a file, every problem an error of the caller's kind that names the file: the checkpoint's
-files (checkpoint.py), a report beside the weights (command_line.py), a Hugging Face folder (convert_marian.py)."""
+files (checkpoint.py), a report beside the weights (command_line.py), a Hugging Face folder (convert_marian.py), an
+atlas's atlas.json (atlas/store.py)."""
 from __future__ import annotations
 
 import json
