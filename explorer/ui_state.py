@@ -149,8 +149,8 @@ class Wiring:
         return named
 
     def render(self, views, result, state: dict, model_key: str, changed: str) -> dict:
-        return self.unchanged_if_empty(self.by_component(self.render_named(views, result, state, model_key, changed)))
-
-    def unchanged_if_empty(self, updates: dict) -> dict:
-        """Gradio reads an empty dict as one output value: say "nothing changes" with one component instead."""
-        return updates or {self.components["summary"]: gr.update()}
+        """The views' updates by component, for an event whose outputs are those views' (`outputs_of`)."""
+        updates = self.by_component(self.render_named(views, result, state, model_key, changed))
+        # Gradio reads an empty dict as one output value: say "nothing changes" with one of the event's own outputs
+        # (a component outside them is refused: "Returned component ... not specified as output of function")
+        return updates or {self.outputs_of(views[0])[0]: gr.update()}
