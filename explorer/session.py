@@ -27,6 +27,7 @@ from transformer.analysis.registry import (
     ModelAccess,
     add_analyses,
     cheap_analyses,
+    get_analysis,
     recorded_for,
     run_analysis,
 )
@@ -53,6 +54,7 @@ class RunResult:
     request: Request | None = None  # what was asked: later questions about the result reuse its settings
     rendered_views: set[str] = field(default_factory=set)  # the page's views drawn for this result so far
     from_cache: bool = False  # an equal request's result (result_cache.py), computed moments ago
+    analysed: frozenset[str] = frozenset()  # the analyses its translations carry (`ModelService.complete` adds)
     offer: LanguageOffer | None = None  # the text looks like another served model's source language (language.py)
 
     @property
@@ -75,23 +77,15 @@ def run(registry: Registry, request: Request, analyses: frozenset[str] | None = 
     translator, notice = served.on(request.device)
     notices = [notice] if notice else []
     heads_off = list(request.heads_off) or None
-    recorded = recorded_for(analyses)
-    probes = tuple(dict.fromkeys(ATTENTION_KINDS + tuple(name for name in recorded if name != LOGIT_LENS)))
-
-    def translate_with(chosen):
-        return chosen.translate_batch(list(request.lines), strategy=request.strategy, max_length=request.max_length,
-                                      record=probes, prefix=request.prefix, logit_lens=LOGIT_LENS in recorded,
-                                      heads_off=heads_off, **request.settings)
-
     started = time.perf_counter()
     try:
-        translations = translate_with(translator)
+        translations = decode(translator, request, analyses)
     except torch.cuda.OutOfMemoryError:
         if translator is served.translator:
             raise
         translator = served.translator
         notices.append("CUDA ran out of memory for this request: translated on the CPU.")
-        translations = translate_with(translator)
+        translations = decode(translator, request, analyses)
     elapsed = (time.perf_counter() - started) * 1000
     access = ModelAccess(translator.model, translator.tokenizer, tuple(request.heads_off))
     for translation in translations:
@@ -108,7 +102,18 @@ def run(registry: Registry, request: Request, analyses: frozenset[str] | None = 
     return RunResult(request.model, "cuda" if translator.model.device.type == "cuda" else "cpu", request.strategy,
                      {**request.settings, "max_length": request.max_length, "prefix": request.prefix,
                       **({"heads_off": translations[0].settings.get("heads_off", [])} if heads_off else {})},
-                     translations, elapsed, notices, request, offer=offer)
+                     translations, elapsed, notices, request, offer=offer, analysed=frozenset(analyses))
+
+
+def decode(translator, request: Request, analyses: frozenset[str]) -> list[Translation]:
+    """The request's lines decoded with every attention map recorded, and what the `analyses` need recorded while
+    decoding (the logit lens); the same call decodes them again for an analysis asked later (`ModelService.complete`),
+    so the output is the same."""
+    recorded = recorded_for(analyses)
+    probes = tuple(dict.fromkeys(ATTENTION_KINDS + tuple(name for name in recorded if name != LOGIT_LENS)))
+    return translator.translate_batch(list(request.lines), strategy=request.strategy, max_length=request.max_length,
+                                      record=probes, prefix=request.prefix, logit_lens=LOGIT_LENS in recorded,
+                                      heads_off=list(request.heads_off) or None, **request.settings)
 
 
 KEEP = object()  # rerun's default: the result's own heads switched off
@@ -134,6 +139,31 @@ class ModelService:
         if not shared:
             return result
         return replace(result, request=request, notices=list(result.notices), rendered_views=set(), from_cache=True)
+
+    def complete(self, result: RunResult, names) -> RunResult:
+        """Adds to `result`'s translations the cheap analyses among `names` they do not carry yet: the page computes
+        with a translation only what its first screen draws, and a tab's analyses when it is first drawn. The logit
+        lens, made while decoding, comes from decoding the request again with it recorded (the same strategy, seed
+        and settings, so the same output); the others run on the translations. An equal request's result shares the
+        translations, so each is computed once for both."""
+        if result is None:
+            return result
+        missing = [name for name in cheap_analyses() if name in set(names) - result.analysed]
+        if not missing:
+            return result
+        access = self.access(result)
+        made_while_decoding = frozenset(name for name in missing if get_analysis(name).compute is None)
+        if made_while_decoding:
+            again = decode(self.translator_of(result), result.request, made_while_decoding)
+            for translation, decoded in zip(result.translations, again):
+                if decoded.tgt_ids != translation.tgt_ids:  # decoding is deterministic: a bug, never the visitor's
+                    raise RuntimeError(f"decoding {translation.source!r} again gave another output")
+                if LENS in made_while_decoding:
+                    translation.logit_lens = decoded.logit_lens
+        for translation in result.translations:
+            add_analyses(access, translation, frozenset(missing) - made_while_decoding)
+        result.analysed = result.analysed | frozenset(missing)
+        return result
 
     def translator_of(self, result: RunResult):
         """The model that translated `result`, on the device it ran on."""

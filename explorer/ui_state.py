@@ -19,7 +19,7 @@ from .language_offer import offer_update
 from .registry import Registry
 from .request import Request
 from .session import ModelService
-from .views import TRANSLATION, View, ViewContext
+from .views import MODEL, TRANSLATION, View, ViewContext
 from .views.selection import head_choices, layer_choices, valid_head, valid_layer, widest
 
 CHECKED_KEPT = 64  # requests checked and not yet translated, kept at most
@@ -119,7 +119,9 @@ class Wiring:
         if unknown:
             raise TypeError(f"unknown view state {unknown}; the view state is {self.state_names}")
         state = self.default_state() | state
-        result = run_request(self.service, request if callable(request) else lambda: request)
+        drawn = [view for view in self.views if only is None or view.name in only]
+        result = run_request(self.service, request if callable(request) else lambda: request,
+                             self.analyses_of(drawn))
         n_layers, n_heads = widest(result.translations[0].recorded)
         state.update(sentence=0, layer=valid_layer(state["layer"], n_layers), head=valid_head(state["head"], n_heads))
         named = {
@@ -130,11 +132,20 @@ class Wiring:
             "layer": gr.update(choices=layer_choices(n_layers), value=state["layer"]),
             "head": gr.update(choices=head_choices(n_heads), value=state["head"]),
         }
-        for view in self.views:
-            if only is None or view.name in only:
-                named.update(view.render(result, state, self.context(result.model_key), TRANSLATION))
-                result.rendered_views.add(view.name)
+        for view in drawn:
+            named.update(view.render(result, state, self.context(result.model_key), TRANSLATION))
+            result.rendered_views.add(view.name)
         return named
+
+    @staticmethod
+    def analyses_of(views) -> frozenset[str]:
+        """What the views read from a translation (View.analyses): all a translation computes for them."""
+        return frozenset(name for view in views for name in view.analyses)
+
+    def prepared(self, views, result):
+        """`result` with the analyses the views read added where it lacks them (ModelService.complete): a tab's are
+        computed when it is first drawn, never with the translation."""
+        return self.service.complete(result, self.analyses_of(views))
 
     def default_state(self) -> dict:
         return {name: self.components[name].value for name in self.state_names}
@@ -144,6 +155,8 @@ class Wiring:
 
     def render_named(self, views, result, state: dict, model_key: str, changed: str) -> dict:
         named = {}
+        if changed != MODEL:  # a model chosen re-labels the views; their translation-dependent parts wait for it
+            result = self.prepared(views, result)
         for view in views:
             named.update(view.render(result, state, self.context(model_key), changed))
         return named

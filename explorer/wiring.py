@@ -75,7 +75,8 @@ def wire_translate(ui: Wiring) -> None:
         if result is None or view is None or view.name in result.rendered_views:
             return {ui.result_state: gr.update()}
         result.rendered_views.add(view.name)
-        named = view.render(result, ui.state_from(values), ui.context(result.model_key), TRANSLATION)
+        named = view.render(ui.prepared([view], result), ui.state_from(values), ui.context(result.model_key),
+                            TRANSLATION)
         return {ui.result_state: result} | ui.by_component(named)
 
     translate_inputs = [c[name] for name in ui.request_names + ui.state_names]
@@ -149,7 +150,8 @@ def wire_tab(ui: Wiring, view: View) -> None:
         if result is None or view.name in result.rendered_views:
             return out
         result.rendered_views.add(view.name)
-        named = view.render(result, ui.state_from(values), ui.context(result.model_key), TRANSLATION)
+        named = view.render(ui.prepared([view], result), ui.state_from(values), ui.context(result.model_key),
+                            TRANSLATION)
         return out | ui.by_component(named) | {ui.result_state: result}
 
     ui.tabs[view.name].select(opened, ui.state_inputs, [ui.open_tab, ui.result_state] + ui.outputs_of(view),
@@ -161,7 +163,7 @@ def wire_jump(ui: Wiring, button, target: View) -> None:
 
     def jump(result, *values):
         state = ui.state_from(values)
-        named = target.at_step(ui, result, state, int(state.get("step") or 1))
+        named = target.at_step(ui, ui.prepared([target], result), state, int(state.get("step") or 1))
         return ui.by_component(named or {}) | {ui.components["tabs"]: gr.Tabs(selected=target.name)}
 
     button.click(jump, ui.state_inputs, ui.outputs_of(target) + [ui.components["tabs"]], api_visibility="private")

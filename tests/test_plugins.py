@@ -120,6 +120,7 @@ class EntropyView(View):
     other button jumps to the search tree at the current step."""
     name, title = "toy_entropy", "Head entropy"
     reads = ("sentence",)
+    analyses = ("entropy",)  # computed for this tab when it is first drawn
     jumps = {"toy_entropy_tree": "tree"}
 
     def build(self, context):

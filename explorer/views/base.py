@@ -40,6 +40,9 @@ class View:
     placement: str = "tab"  # "tab": a tab of its own; "first_screen": beside the input, seen without scrolling
     controls: tuple[str, ...] = ()  # this view's own components whose values are part of the view state
     reads: tuple[str, ...] = ()  # shared controls whose changes re-render this view
+    # the analyses (transformer/analysis/registered.py) this view reads from a translation: the page computes a
+    # first-screen view's with the translation and a tab's when the tab is first drawn (ModelService.complete)
+    analyses: tuple[str, ...] = ()
     # jumps this view offers: its button's component name -> the view it opens at the current decoding step
     # (the shell wires each to that view's `at_step`; a jump to a view that is not served is left out)
     jumps: dict[str, str] = {}

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gradio as gr
 
+from transformer.analysis.registry import cheap_analyses
+
 from ..exports import export_files
 from .base import TRANSLATION, View, translated
 
@@ -26,7 +28,8 @@ class ExportView(View):
     def wire(self, ui):
         def export(result):
             translated(result, {}, then=", then export it")
-            return export_files(result, ui.registry)
+            # the export holds every cheap analysis, the tabs' included, computed now where not yet
+            return export_files(ui.service.complete(result, cheap_analyses()), ui.registry)
 
         ui.components["export_button"].click(export, ui.result_state, ui.components["export_files"],
                                              api_visibility="private")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import gradio as gr
 
+from transformer.analysis.registered import LENS
+
 from ..figures.lens import lens_grid
 from ..text import page_error
 from .base import TRANSLATE_FIRST, TRANSLATION, View, current_translation, translated
@@ -13,6 +15,7 @@ from .base import TRANSLATE_FIRST, TRANSLATION, View, current_translation, trans
 class LensView(View):
     name, title = "lens", "Logit lens"
     reads = ("sentence",)
+    analyses = (LENS,)
 
     def build(self, context):
         gr.Markdown("Each cell: what that decoder layer would predict at that step if it were the last one. Colour is "

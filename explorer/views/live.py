@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import gradio as gr
 
+from transformer.analysis.registered import ALTI_PLUS, NORMS
+
 from ..assets import LIVE_CSS, LIVE_JS
 from ..live_payload import live_payload
 from .base import TRANSLATION, View, current_translation
@@ -16,6 +18,7 @@ class LiveView(View):
     name, title = "live", "Live attention"
     placement = "first_screen"
     reads = ("sentence",)
+    analyses = (ALTI_PLUS, NORMS)  # the source-share strip, the ALTI+ kind and norm-based attention
 
     def build(self, context):
         return {"live_attention": gr.HTML(None, html_template='<div class="ae-live"></div>',

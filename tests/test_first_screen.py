@@ -1,0 +1,84 @@
+"""The page computes with a translation only what its first screen draws (each view declares the analyses it reads,
+View.analyses); a tab's analyses are computed when the tab is first drawn, once per result, and equal what the
+package computes for the same request on its own."""
+import numpy as np
+import pytest
+import torch
+
+from explorer.registry import discover
+from explorer.request import Request
+from explorer.shell import build_demo
+from explorer.views import TRANSLATION
+from transformer import Tokenizer, Transformer, Translator
+from transformer.analysis.alti import contributions
+from transformer.analysis.registered import ALTI_PLUS, LENS, NORMS
+from transformer.checkpoint import save_checkpoint
+
+from .conftest import tiny_config
+
+SENTENCE = "a small dog runs"
+
+
+@pytest.fixture(scope="module")
+def page(tokenizer_file, tmp_path_factory):
+    """The page, in-process, serving an untrained pre-norm checkpoint."""
+    torch.manual_seed(1)
+    vocab = Tokenizer.load(tokenizer_file).vocab_size
+    model = Transformer(tiny_config(vocab, share_embeddings=True, tie_output=True, d_model=32, n_layers=2))
+    folder = save_checkpoint(tmp_path_factory.mktemp("first-screen") / "tiny", model, tokenizer_file)
+    _, ui = build_demo(discover(tmp_path_factory.mktemp("none"), [folder]))
+    return ui, folder
+
+
+def first_screen(ui, request):
+    """What the page's Translate does: the views beside the input drawn, the tabs left for later."""
+    shown = {view.name for view in ui.views if view.placement == "first_screen"}
+    return ui.translate(request, only=shown)["result"]
+
+
+def counting_decodes(monkeypatch, translator) -> list:
+    calls = []
+    decode = translator.translate_batch
+    monkeypatch.setattr(translator, "translate_batch", lambda *a, **k: calls.append(k) or decode(*a, **k))
+    return calls
+
+
+@pytest.mark.parametrize("strategy, settings", [("greedy", {}), ("beam", {"beam_size": 3}),
+                                                ("sample", {"temperature": 1.5, "seed": 7})])
+def test_a_tab_computes_its_analysis_when_drawn_equal_to_the_package(page, monkeypatch, strategy, settings):
+    ui, folder = page
+    key = folder.name
+    request = Request.build(ui.registry, SENTENCE, key, strategy=strategy, settings=settings, max_length=12)
+    result = first_screen(ui, request)
+    translation = result.translations[0]
+    # the first screen's analyses (the live view: ALTI+ and the norms), and not the logit lens's (a tab)
+    assert result.analysed == {ALTI_PLUS, NORMS}
+    assert translation.logit_lens is None and translation.contributions is not None
+    reference = Translator.from_pretrained(folder)  # the package alone, decoding with the lens on
+    alone = reference.translate(SENTENCE, strategy=strategy, max_length=12, logit_lens=True, capture=True, **settings)
+    np.testing.assert_allclose(translation.contributions.matrix,
+                               contributions(reference.model, alone, torch.float64).matrix, atol=1e-5)
+    served = ui.registry.get(key).translator
+    calls = counting_decodes(monkeypatch, served)
+    lens_view = ui.view("lens")
+    state = ui.default_state()
+    drawn = ui.render_named([lens_view], result, state, key, TRANSLATION)
+    assert len(calls) == 1 and translation.tgt_ids == alone.tgt_ids
+    # the same decoding run again with the lens recorded: the numbers of the package's own lens
+    np.testing.assert_allclose(translation.logit_lens.chosen_prob, alone.logit_lens.chosen_prob, atol=1e-6)
+    assert [[p for p, _ in top] for top in translation.logit_lens.topk[-1]] == [
+        [p for p, _ in top] for top in alone.logit_lens.topk[-1]]
+    assert "lens_plot" in drawn
+    ui.render_named([lens_view], result, state, key, "sentence")  # drawn again: computed once per result
+    assert len(calls) == 1 and result.analysed == {ALTI_PLUS, NORMS, LENS}
+
+
+def test_an_equal_requests_result_shares_what_a_tab_computed(page, monkeypatch):
+    ui, folder = page
+    request = Request.build(ui.registry, "the dog sleeps", folder.name, strategy="greedy", max_length=12)
+    first = first_screen(ui, request)
+    ui.render_named([ui.view("lens")], first, ui.default_state(), folder.name, TRANSLATION)
+    calls = counting_decodes(monkeypatch, ui.registry.get(folder.name).translator)
+    again = first_screen(ui, request)  # from the result cache, its translations shared
+    assert again.from_cache and again.translations[0].logit_lens is first.translations[0].logit_lens
+    assert not calls
