@@ -7,6 +7,7 @@ import torch
 from transformer import Transformer
 from transformer.analysis.alti import alti_plus
 from transformer.core.capture import capture_attention
+from transformer.core.probes import ATTENTION_KINDS
 from transformer.tokenizer import BOS_ID
 
 from .conftest import tiny_config
@@ -158,3 +159,26 @@ def test_a_translation_reads_its_own_recorded_attention_as_the_pass_would(random
     recorded = translation.recorded["cross"].values
     if settings.get("heads_off"):  # the recorded maps themselves are left as decoding recorded them
         assert recorded[1, 0].any()
+
+
+@pytest.mark.parametrize("settings", [dict(strategy="greedy"), dict(strategy="beam", beam_size=3),
+                                      dict(strategy="beam", beam_size=2, heads_off=[("encoder_self", 0, 1)])])
+def test_a_translation_reads_the_encoder_decoding_ran_and_runs_the_decoder_alone(random_translator, settings,
+                                                                                  monkeypatch):
+    """With the encoder states decoding recorded (what the app records for ALTI+), the pass runs no encoder: the
+    contributions and norms equal alti_plus's own whole float64 pass, heads switched off in the encoder included."""
+    from transformer.analysis.alti import ENCODER_STATES, add_contributions
+
+    model = random_translator.model
+    translation = random_translator.translate("a man rides a red bike .", record=ATTENTION_KINDS + ENCODER_STATES,
+                                              max_length=12, **settings)
+    reference = alti_plus(model, translation.src_ids, translation.tgt_ids,
+                          translation.settings.get("heads_off") or None, torch.float64)
+    encodes = []
+    monkeypatch.setattr(model, "encode", lambda *a, **k: encodes.append(a) or pytest.fail("the encoder ran again"))
+    add_contributions(model, translation, torch.float32)
+    assert not encodes
+    # float32 and the decoding's own float32 states against float64 (as the test above)
+    np.testing.assert_allclose(translation.contributions.layers, reference.layers, atol=2e-5)
+    for kind, norms in reference.norms.items():
+        np.testing.assert_allclose(translation.norms[kind], norms, rtol=1e-4, atol=1e-5)

@@ -28,7 +28,7 @@ import torch
 
 from ..core.capture import record
 from ..core.head_mask import heads_masked, heads_masked_now
-from ..core.model import Transformer
+from ..core.model import Transformer, padding_mask
 from ..core.probes import ATTENTION_KINDS
 from ..decoding.trace import ALTI_PLUS, Translation
 from .registry import Analysis, ModelAccess
@@ -77,25 +77,42 @@ class Rollout:
     vectors: dict[str, list[torch.Tensor]]  # kind -> per layer (H, keys, D) what each head moves from each key
 
 
+# what decoding records for ALTI+ (the encoder's residual inputs and sums, and its layer outputs), so that its pass
+# runs the decoder alone over the encoder states decoding computed
+ENCODER_STATES = ("encoder_residual_input", "encoder_residual_sum", "encoder_hidden")
+
+
 @torch.no_grad()
 def recorded_pass(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_off, dtype: torch.dtype,
-                  attention: dict | None) -> tuple[dict, dict]:
+                  attention: dict | None, encoder: dict | None = None) -> tuple[dict, dict]:
     """One teacher-forced pass, as `rollout` reads it: each residual sub-layer's input and output (and the encoder's
     normalised output, "memory") in `dtype`, and each attention kind's weights (L, 1, H, Q, K), a switched-off head's
-    set to 0 (it moves nothing)."""
+    set to 0 (it moves nothing). `encoder`: ENCODER_STATES -> (L, S, D) arrays of this very source, as decoding
+    recorded them; the pass then runs the decoder alone over them."""
     src = torch.tensor([src_ids], device=model.device)
     tgt = torch.tensor([[model.config.decoder_start_id] + list(tgt_ids[:-1])], device=model.device)
-    residuals = [layer.attention_residual for layer in model.encoder_layers] + [
+    encoder_residuals = [layer.attention_residual for layer in model.encoder_layers]
+    residuals = ([] if encoder is not None else encoder_residuals) + [
         r for layer in model.decoder_layers
         for r in (layer.self_attention_residual, layer.cross_attention_residual, layer.feed_forward_residual)]
-    names = [point.name for r in residuals for point in (r.input, r.sum)] + ["encoder_final"]
+    names = [point.name for r in residuals for point in (r.input, r.sum)]
     names += [] if attention is not None else list(ATTENTION_KINDS)
-    with heads_masked(model, heads_off), record(model, names) as rec:
+    with heads_masked(model, heads_off), record(model, names + ["encoder_final"] * (encoder is None)) as rec:
         switched_off = heads_masked_now(model)  # `heads_off` and those an enclosing context switched off
-        model.layers_pass(src, tgt)
+        if encoder is None:
+            model.layers_pass(src, tgt)
+        else:
+            states = {name: torch.as_tensor(values, device=model.device) for name, values in encoder.items()}
+            memory = model.encoder_norm(states["encoder_hidden"][-1:])  # (1, S, D), as decoding normalised it
+            model.decoder_layers_output(memory, padding_mask(src, model.config.pad_id), tgt)
     # residual module -> (its input x, its output y: pre-norm, the sum), and the encoder's normalised output
     seen = {r: (rec[r.input.name][0, 0].to(dtype), rec[r.sum.name][0, 0].to(dtype)) for r in residuals}
-    seen["memory"] = rec["encoder_final"][0, 0].to(dtype)
+    if encoder is None:
+        seen["memory"] = rec["encoder_final"][0, 0].to(dtype)
+    else:
+        seen["memory"] = memory[0].to(dtype)
+        seen |= {r: (states["encoder_residual_input"][index].to(dtype), states["encoder_residual_sum"][index].to(dtype))
+                 for index, r in enumerate(encoder_residuals)}
     weights = {kind: torch.tensor(attention[kind])[:, None] if attention is not None else rec[kind]
                for kind in ("encoder_self", "decoder_self", "cross")}  # (L, 1, H, Q, K), copies: zeroed below
     for kind, layer, head in switched_off:  # a switched-off head's weights are recorded, but it moves nothing
@@ -105,14 +122,15 @@ def recorded_pass(model: Transformer, src_ids: list[int], tgt_ids: list[int], he
 
 @torch.no_grad()
 def rollout(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_off=None,
-            dtype: torch.dtype = torch.float64, attention: dict | None = None) -> Rollout:
+            dtype: torch.dtype = torch.float64, attention: dict | None = None, encoder: dict | None = None) -> Rollout:
     """The pass and the layer-by-layer contributions of ALTI+ for the output `tgt_ids` (no BOS), teacher-forced,
     computed in `dtype` (float64 by default: the analyses; the app's live view, which shows bytes, takes float32).
     `attention`: kind -> (L, H, queries, keys) weights of this very output, as decoding recorded them; the pass then
-    records none of its own and runs the fused attention (the weights agree to float32 rounding)."""
+    records none of its own and runs the fused attention (the weights agree to float32 rounding). `encoder`: the
+    encoder states decoding recorded (ENCODER_STATES), so that the pass runs the decoder alone."""
     if model.config.norm != "pre":
         raise ValueError("alti_plus reads pre-norm layers (x + f(LN(x))); this model is post-norm")
-    seen, weights = recorded_pass(model, src_ids, tgt_ids, heads_off, dtype, attention)
+    seen, weights = recorded_pass(model, src_ids, tgt_ids, heads_off, dtype, attention, encoder)
     source, target = len(src_ids), len(tgt_ids)
     moved_by = {kind: [] for kind in ("encoder_self", "decoder_self", "cross")}  # per layer, kept for alti_logit
 
@@ -151,10 +169,11 @@ def rollout(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_of
 
 
 def alti_plus(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_off=None,
-              dtype: torch.dtype = torch.float64, attention: dict | None = None) -> Contributions:
-    """ALTI+ contributions of every prediction of the output `tgt_ids` (no BOS), teacher-forced (`attention`: see
-    `rollout`)."""
-    traced = rollout(model, src_ids, tgt_ids, heads_off, dtype, attention)
+              dtype: torch.dtype = torch.float64, attention: dict | None = None,
+              encoder: dict | None = None) -> Contributions:
+    """ALTI+ contributions of every prediction of the output `tgt_ids` (no BOS), teacher-forced (`attention` and
+    `encoder`: see `rollout`)."""
+    traced = rollout(model, src_ids, tgt_ids, heads_off, dtype, attention, encoder)
     matrix = traced.after[-1].cpu().numpy()
     return Contributions(matrix, matrix[:, :len(src_ids)].sum(1), torch.stack(traced.after).cpu().numpy(),
                          traced.norms)
@@ -162,14 +181,17 @@ def alti_plus(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_
 
 def contributions(model: Transformer, translation: Translation, dtype: torch.dtype = torch.float64
                   ) -> Contributions | None:
-    """ALTI+ of `translation`'s own output in `dtype`, reading the weights decoding recorded where it recorded them,
-    with the heads switched off that the running context switched off; None for a post-norm model."""
+    """ALTI+ of `translation`'s own output in `dtype`, reading the weights and the encoder states decoding recorded
+    where it recorded them, with the heads switched off that the running context switched off; None for a post-norm
+    model."""
     if model.config.norm != "pre":
         return None
     recorded = translation.recorded
     attention = ({kind: recorded[kind].values for kind in ATTENTION_KINDS}
                  if all(kind in recorded for kind in ATTENTION_KINDS) else None)
-    return alti_plus(model, translation.src_ids, translation.tgt_ids, None, dtype, attention)
+    encoder = ({name: recorded[name].values for name in ENCODER_STATES}
+               if all(name in recorded for name in ENCODER_STATES) else None)
+    return alti_plus(model, translation.src_ids, translation.tgt_ids, None, dtype, attention, encoder)
 
 
 def add_contributions(model: Transformer, translation: Translation, dtype: torch.dtype = torch.float64
@@ -188,7 +210,8 @@ def alti_analysis(access: ModelAccess, translation: Translation) -> Contribution
     return contributions(access.model, translation, torch.float32)
 
 
-ANALYSIS = Analysis(ALTI_PLUS, "ALTI+ contributions", Contributions, alti_analysis,
+ANALYSIS = Analysis(ALTI_PLUS, "ALTI+ contributions", Contributions, alti_analysis, records=ENCODER_STATES,
                     description="each prediction's contributions from each source piece, then each decoder input")
 
-__all__ = ["ANALYSIS", "Contributions", "Rollout", "add_contributions", "alti_plus", "contributions", "rollout"]
+__all__ = ["ANALYSIS", "ENCODER_STATES", "Contributions", "Rollout", "add_contributions", "alti_plus", "contributions",
+           "rollout"]

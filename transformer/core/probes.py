@@ -76,6 +76,11 @@ PROBES: dict[str, Probe] = {p.name: p for p in (
           "position: source token", "feature"),
     Probe("decoder_hidden", "decoder.output", "Decoder layer outputs (before the final norm)", DECODER, 0, None,
           _STATE_AXES, False, "position: the token it predicted", "feature"),
+    # what enters and leaves each encoder layer's self-attention residual: ALTI+ reads the encoder decoding ran
+    Probe("encoder_residual_input", "encoder_self_residual.input", "Encoder self-attention residual inputs", ENCODER,
+          0, None, _STATE_AXES, False, "position: source token", "feature"),
+    Probe("encoder_residual_sum", "encoder_self_residual.sum", "Encoder self-attention residual sums", ENCODER, 0,
+          None, _STATE_AXES, False, "position: source token", "feature"),
 )}
 ATTENTION_KINDS = tuple(name for name, probe in PROBES.items() if probe.attention)
 
