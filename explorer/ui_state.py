@@ -161,9 +161,10 @@ class Wiring:
             named.update(view.render(result, state, self.context(model_key), changed))
         return named
 
-    def render(self, views, result, state: dict, model_key: str, changed: str) -> dict:
-        """The views' updates by component, for an event whose outputs are those views' (`outputs_of`)."""
+    def render(self, views, result, state: dict, model_key: str, changed: str, listed=None) -> dict:
+        """The views' updates by component, for an event whose outputs are the views' (`outputs_of`), or those of
+        `listed` where it draws only some of them."""
         updates = self.by_component(self.render_named(views, result, state, model_key, changed))
         # Gradio reads an empty dict as one output value: say "nothing changes" with one of the event's own outputs
         # (a component outside them is refused: "Returned component ... not specified as output of function")
-        return updates or {self.outputs_of(views[0])[0]: gr.update()}
+        return updates or {self.outputs_of((listed or views)[0])[0]: gr.update()}

@@ -111,16 +111,21 @@ def page_checks(ui: Wiring, values) -> list:
 
 
 def wire_rerender(ui: Wiring) -> None:
-    """A control re-renders the views that read it, from the stored result: no model runs, so no queue."""
+    """A control re-renders the views that read it and are on screen (the first screen and the open tab), from the
+    stored result: no model runs, so no queue. A hidden tab that read it is drawn afresh when opened (wire_tab)."""
     for name in ui.state_names:
         readers = [v for v in ui.views if name in v.reads or name in v.controls]
         if not readers:
             continue
 
         def rerender(result, *values, changed=name, readers=readers):
-            return ui.render(readers, result, ui.state_from(values[:-1]), values[-1], changed)
+            *values, model_key, open_tab = values
+            shown = [v for v in readers if v.placement == "first_screen" or v.name == open_tab]
+            if result is not None:  # drawn before this change: drawn again when opened
+                result.rendered_views -= {v.name for v in readers if v not in shown}
+            return ui.render(shown, result, ui.state_from(values), model_key, changed, readers)
 
-        ui.components[name].input(rerender, ui.state_inputs + [ui.components["model"]],
+        ui.components[name].input(rerender, ui.state_inputs + [ui.components["model"], ui.open_tab],
                                   [comp for v in readers for comp in ui.outputs_of(v)], api_visibility="private",
                                   queue=False)
 
@@ -164,9 +169,11 @@ def wire_jump(ui: Wiring, button, target: View) -> None:
     def jump(result, *values):
         state = ui.state_from(values)
         named = target.at_step(ui, ui.prepared([target], result), state, int(state.get("step") or 1))
-        return ui.by_component(named or {}) | {ui.components["tabs"]: gr.Tabs(selected=target.name)}
+        return ui.by_component(named or {}) | {ui.components["tabs"]: gr.Tabs(selected=target.name),
+                                               ui.open_tab: target.name}
 
-    button.click(jump, ui.state_inputs, ui.outputs_of(target) + [ui.components["tabs"]], api_visibility="private")
+    button.click(jump, ui.state_inputs, ui.outputs_of(target) + [ui.components["tabs"], ui.open_tab],
+                 api_visibility="private")
 
 
 def model_inputs(ui: Wiring, model_key: str, result) -> dict:

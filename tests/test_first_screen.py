@@ -26,7 +26,8 @@ def page(tokenizer_file, tmp_path_factory):
     vocab = Tokenizer.load(tokenizer_file).vocab_size
     model = Transformer(tiny_config(vocab, share_embeddings=True, tie_output=True, d_model=32, n_layers=2))
     folder = save_checkpoint(tmp_path_factory.mktemp("first-screen") / "tiny", model, tokenizer_file)
-    _, ui = build_demo(discover(tmp_path_factory.mktemp("none"), [folder]))
+    demo, ui = build_demo(discover(tmp_path_factory.mktemp("none"), [folder]))
+    ui.demo = demo
     return ui, folder
 
 
@@ -82,3 +83,37 @@ def test_an_equal_requests_result_shares_what_a_tab_computed(page, monkeypatch):
     again = first_screen(ui, request)  # from the result cache, its translations shared
     assert again.from_cache and again.translations[0].logit_lens is first.translations[0].logit_lens
     assert not calls
+
+
+def handler(ui, component, event: str):
+    """The function the page runs on `event` of `component`."""
+    return next(fn.fn for fn in ui.demo.fns.values() if (component._id, event) in fn.targets and fn.fn is not None)
+
+
+def test_a_control_redraws_what_is_on_screen_and_a_hidden_tab_when_it_opens(page):
+    ui, folder = page
+    result = first_screen(ui, Request.build(ui.registry, SENTENCE, folder.name, strategy="greedy", max_length=12))
+    state = ui.default_state()
+    values = [state[name] for name in ui.state_names]
+    for tab in ("steps", "attention"):  # both drawn, the attention tab left open
+        handler(ui, ui.tabs[tab], "select")(result, *values)
+    assert {"steps", "attention"} <= result.rendered_views
+    changed = state | {"head": "1"}
+    updates = handler(ui, ui.components["head"], "input")(result, *[changed[name] for name in ui.state_names],
+                                                           folder.name, "attention")
+    steps_outputs = set(ui.outputs_of(ui.view("steps")))
+    assert ui.components["attention_plot"] in updates and not steps_outputs & set(updates)
+    assert "steps" not in result.rendered_views and "attention" in result.rendered_views
+    # the steps tab, opened, is drawn at the head chosen while it was hidden
+    opened = handler(ui, ui.tabs["steps"], "select")(result, *[changed[name] for name in ui.state_names])
+    direct = ui.view("steps").render(result, changed, ui.context(folder.name), TRANSLATION)
+    assert direct and all(same(opened[ui.components[name]], value) for name, value in direct.items())
+
+
+def same(a, b) -> bool:
+    """Two rendered values alike: figures by their JSON, tables by their cells."""
+    if hasattr(a, "to_plotly_json"):
+        return a.to_json() == b.to_json()
+    if hasattr(a, "equals"):
+        return a.equals(b)
+    return a == b
