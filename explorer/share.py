@@ -63,7 +63,8 @@ def wire_link(ui, demo: gr.Blocks) -> None:
             request, view = parse_link(params, ui.registry)
         except RequestError as error:
             raise page_error(str(error)) from error
-        named = ui.translate(request)
+        # the first screen and the tab a page opens on; the other tabs draw when opened, as after a Translate
+        named = ui.translate(request, only=ui.first_screen | {ui.open_tab.value})
         if isinstance(named.get("live_attention"), dict):
             named["live_attention"]["start"] = {**view, "restore": True}
         values = {name: value for name, value in request.page_values().items() if name in restored}

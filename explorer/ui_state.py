@@ -137,6 +137,11 @@ class Wiring:
             result.rendered_views.add(view.name)
         return named
 
+    @property
+    def first_screen(self) -> set[str]:
+        """The views beside the input, drawn with every translation."""
+        return {view.name for view in self.views if view.placement == "first_screen"}
+
     @staticmethod
     def analyses_of(views) -> frozenset[str]:
         """What the views read from a translation (View.analyses): all a translation computes for them."""

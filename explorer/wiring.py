@@ -65,8 +65,7 @@ def wire_translate(ui: Wiring) -> None:
 
     def translate_page(*values):
         request, state = ui.request_values(values), ui.state_from(values[len(ui.request_names):])
-        shown = {v.name for v in views if v.placement == "first_screen"}
-        named = ui.translate(lambda: ui.page_request(request), only=shown, **state)
+        named = ui.translate(lambda: ui.page_request(request), only=ui.first_screen, **state)
         return {ui.result_state: named.pop("result")} | ui.by_component(named)
 
     def draw_open_tab(result, *values):
