@@ -175,7 +175,7 @@ def nearest(name: str, candidates) -> str:
 def short_names(taps) -> list[str]:
     """Every name a caller may ask for: the probes, each site's points in short form, and the points' paths."""
     sites = [f"{site}.{point}" for tap in taps for parent, _, point in [tap.name.rpartition(".")]
-             for site in SITES if matcher(site).fullmatch(parent)]
+             for site, where in SITES.items() if matcher(where).fullmatch(parent)]
     return [*PROBES, *sites, *(tap.name for tap in taps)]
 
 
