@@ -10,6 +10,7 @@ import pytest
 from explorer.atlas_api import atlas_map_endpoint, atlas_neighbours_endpoint
 from explorer.registry import discover
 from explorer.request import Request, RequestError, check_unicode
+from explorer.session import ModelService
 from transformer.analysis.query_key import query_key
 from transformer.atlas import Atlas, BuildSettings, build_atlas
 from transformer.atlas.cli import main as atlas_main
@@ -178,3 +179,11 @@ def test_the_package_names_a_folder_that_is_a_file(tmp_path):
         checkpoint_folder(somefile)
     with pytest.raises(AtlasError, match="atlas folder is a file, not a folder"):
         Atlas.open(somefile)
+
+
+def test_a_typed_continuation_is_named(ui):
+    """The what-if view's typed continuation (session.pieces) passes the same check, named as the page names it."""
+    result = SimpleNamespace(model_key="tiny")
+    service = SimpleNamespace(translator_of=lambda result: ui.registry.get(result.model_key).translator)
+    with pytest.raises(TextError, match="^continuation is not valid Unicode text: character 1 "):
+        ModelService.pieces(service, result, "\ud800ein")
