@@ -17,7 +17,7 @@ from transformer.numbers import NumberError, checked_number
 
 from .api_json import contrast_json, details_json, trace_json, translation_json
 from .page import python_step_reasons
-from .request import DEFAULT_MAX_LENGTH, Request, RequestError, check_unicode
+from .request import DEFAULT_MAX_LENGTH, Request, RequestError, check_unicode, choice
 from .session import ALTI, EVERY_ANALYSIS, NORMS, ModelService, RunResult
 from .text import page_error, page_warning
 from .views.walkthrough_payload import walk_json
@@ -47,6 +47,15 @@ def counted(name: str, value, high=None, of: str = "") -> int:
         return checked_number(name, value, int, 1, high)
     except NumberError as error:
         raise page_error(f"{error}{of} (the API counts {name} from 1)") from None
+
+
+def api_choice(name: str, value, choices, unknown: str | None = None) -> None:
+    """A choice-like API argument (kind, side, model) by the one choice rule: a string among `choices`, else an error
+    naming it (a JSON object or list is refused before it is looked up)."""
+    try:
+        choice(name, value, choices, unknown=unknown)
+    except RequestError as error:
+        raise page_error(str(error)) from None
 
 
 def one_translation(ui, sentence, text, model, device, strategy, settings, max_length, prefix, heads_off):
@@ -89,8 +98,7 @@ def query_key_endpoint(ui):
                   max_length: int = DEFAULT_MAX_LENGTH, prefix: str = None, heads_off: str = None) -> dict:
         """Translate, then take one head's weights at one query apart (layer, head, query and sentence from 1):
         the query vector, each key vector, their elementwise products, the scores and the weights."""
-        if kind not in ATTENTION_KINDS:
-            raise page_error(f"kind must be one of {list(ATTENTION_KINDS)}, got {kind!r}")
+        api_choice("kind", kind, ATTENTION_KINDS)
         for name, value in (("layer", layer), ("head", head), ("query", query)):
             counted(name, value)
         result, translation = one_translation(ui, sentence, text, model, device, strategy, settings, max_length,

@@ -18,7 +18,7 @@ from transformer.core.head_ref import from_shown, shown
 from transformer.core.probes import ATTENTION_KINDS, SOURCE, TARGET
 from transformer.numbers import NumberError
 
-from .api import counted
+from .api import api_choice, counted
 from .atlas_service import MAX_K, one_sentence, sentence_vectors, served_atlas
 from .text import page_error
 
@@ -29,8 +29,7 @@ def atlas_neighbours_endpoint(ui):
         """The k corpus tokens (k in [1, 100]) whose residual vector after `layer` is nearest to that of token
         `token` of `text` (side "source") or of its greedy translation (side "target"), with their sentence pairs;
         layer, token, sentences and positions counted from 1, distances Euclidean."""
-        if side not in (SOURCE, TARGET):
-            raise page_error(f"side must be 'source' or 'target', got {side!r}")
+        api_choice("side", side, (SOURCE, TARGET))
         counted("token", token), counted("layer", layer), counted("k", k, MAX_K)
         text = one_sentence(text)
         served, atlas = served_atlas(ui, model)
@@ -62,8 +61,7 @@ def atlas_map_endpoint(ui):
         sentences and positions (from 1); with `text`, that sentence's own queries and keys placed on the map
         (source side for encoder queries and all keys of encoder and cross attention, its translation otherwise); and
         the other heads of the kind ranked by how alike their maps are (`similar_heads`, share of shared neighbours)."""
-        if kind not in ATTENTION_KINDS:
-            raise page_error(f"kind must be one of {list(ATTENTION_KINDS)}, got {kind!r}")
+        api_choice("kind", kind, ATTENTION_KINDS)
         counted("layer", layer), counted("head", head)
         text = None if text is None else one_sentence(text)
         served, atlas = served_atlas(ui, model)

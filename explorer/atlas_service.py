@@ -8,8 +8,9 @@ import threading
 from transformer.atlas import Atlas
 from transformer.atlas.query import sentence_vectors as vectors
 from transformer.atlas.store import AtlasError
+from transformer.unicode_text import TextError
 
-from .request import RequestError, split_lines
+from .request import RequestError, check_unicode, choice, split_lines
 from .text import page_error
 
 ATLAS_FOLDER = "atlas"  # inside a checkpoint folder
@@ -21,8 +22,11 @@ _lock = threading.Lock()
 def served_atlas(ui, model: str | None):
     """(served model, its Atlas), opened once per model; a model without one is answered with how to build it."""
     key = ui.registry.default_key if model is None else model
-    if key not in ui.registry.models:
-        raise page_error(f"model: unknown model {key!r}; available: {sorted(ui.registry.models)}")
+    try:
+        choice("model", key, sorted(ui.registry.models),
+               unknown=f"model: unknown model {key!r}; available: {sorted(ui.registry.models)}")
+    except RequestError as error:
+        raise page_error(str(error)) from None
     served = ui.registry.get(key)
     folder = served.translator.source / ATLAS_FOLDER
     with _lock:
@@ -41,6 +45,7 @@ def served_atlas(ui, model: str | None):
 
 def one_sentence(text) -> str:
     try:
+        check_unicode("text", text)
         lines = split_lines(text)
     except RequestError as error:
         raise page_error(str(error)) from None
@@ -53,5 +58,5 @@ def sentence_vectors(served, text: str):
     translator = served.translator
     try:
         return vectors(translator.model, translator.tokenizer, text)
-    except AtlasError as error:
+    except (AtlasError, TextError) as error:
         raise page_error(str(error)) from None

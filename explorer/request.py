@@ -10,9 +10,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from urllib.parse import urlencode
 
+from transformer.choices import ChoiceError, checked_choice
 from transformer.core.head_mask import HeadMaskError, check_heads_off
 from transformer.decoding.strategies import STRATEGIES, SettingError, build_settings, get_strategy
 from transformer.numbers import NumberError, checked_number, parsed_number
+from transformer.unicode_text import TextError, check_text
 
 from .heads_off import format_heads_off, parse_heads_off
 
@@ -56,10 +58,11 @@ class Request:
             check_unicode(field, value)
         lines = split_lines(text)
         model = registry.default_key if model is None else model
-        if model not in registry.models:
-            raise RequestError("model", f"unknown model {model!r}; available: {sorted(registry.models)}")
-        if device not in DEVICES:
-            raise RequestError("device", f"device must be 'cpu' or 'cuda', got {device!r}")
+        choice("model", model, sorted(registry.models),
+               unknown=f"unknown model {model!r}; available: {sorted(registry.models)}")
+        choice("device", device, DEVICES, unknown=f"device must be 'cpu' or 'cuda', got {device!r}")
+        if strategy not in (None, ""):  # either: the model's recorded decoding
+            choice("strategy", strategy, STRATEGIES)
         translator = registry.get(model).translator
         strategy, recorded = resolved_strategy(translator, strategy)
         if settings is not None and not isinstance(settings, dict):
@@ -133,6 +136,16 @@ class Request:
         return {"source": self.text, **arguments, **settings}
 
 
+def choice(field: str, value, choices, optional: bool = False, unknown: str | None = None) -> None:
+    """A choice-like field (model, device, strategy, kind, side) checked by the one choice rule
+    (transformer/choices.py): a string among `choices`, else a RequestError naming the field; a JSON object or list
+    is refused before it is looked up."""
+    try:
+        checked_choice(field, value, choices, optional, unknown)
+    except ChoiceError as error:
+        raise RequestError(field, str(error)) from None
+
+
 def resolved_strategy(translator, strategy) -> tuple[str, dict]:
     """(strategy, its recorded settings): the one given, else the model's recorded decoding."""
     try:
@@ -143,14 +156,13 @@ def resolved_strategy(translator, strategy) -> tuple[str, dict]:
 
 def check_unicode(field: str, value) -> None:
     """Text that no encoding can hold (a lone UTF-16 surrogate, as a raw JSON call may send "\\ud800") is refused by
-    the field's name before anything reads it; the tokenizer would fail on it deep inside."""
-    if not isinstance(value, str):
-        return
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as error:
-        raise RequestError(field, f"{field} is not valid Unicode text: character {error.start + 1} is a lone "
-                                  f"surrogate (U+{ord(value[error.start]):04X}), half of a character") from None
+    the field's name before anything reads it, by the package's one Unicode rule (transformer/unicode_text.py); a
+    value that is not text is left to the field's own check."""
+    if isinstance(value, str):
+        try:
+            check_text(field, value)
+        except TextError as error:
+            raise RequestError(field, str(error)) from None
 
 
 def split_lines(text) -> list[str]:

@@ -35,6 +35,7 @@ from transformer.analysis.walkthrough import Walkthrough
 from transformer.core.probes import ATTENTION_KINDS
 from transformer.decoding.hypothesis import HypothesisStep, hypothesis_step, output_log_prob
 from transformer.decoding.strategies import get_strategy
+from transformer.unicode_text import check_text
 
 from .language import LanguageOffer, offer_for
 from .registry import Registry
@@ -205,7 +206,7 @@ class ModelService:
 
     def pieces(self, result: RunResult, text: str) -> list[str]:
         """`text` in the result's target vocabulary (a typed what-if continuation)."""
-        return self.translator_of(result).tokenizer.pieces(text)
+        return self.translator_of(result).tokenizer.pieces(check_text("continuation", text))
 
     def contrast(self, result: RunResult, translation: Translation, step: int, foil: str) -> Contrast:
         """Why `translation` chose its piece at 1-based `step` and not the piece `foil` (analysis/contrastive.py)."""

@@ -50,7 +50,7 @@ def test_the_map_lists_each_sampled_token_and_places_the_sentence(ui):
     ({"k": float("nan")}, "k must be an integer in [1, 100], got nan"),
     ({"layer": 3}, "layer must be in [1, 2], got 3"),
     ({"token": 40}, "got 40 for the source side of this sentence"),
-    ({"side": "middle"}, "side must be 'source' or 'target'"),
+    ({"side": "middle"}, "side must be one of ['source', 'target'], got 'middle'"),
     ({"text": "one .\ntwo ."}, "one sentence at a time"),
     ({"model": "bare"}, "has no atlas: build one with"),
     ({"model": "nope"}, "unknown model 'nope'"),

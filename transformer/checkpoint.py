@@ -20,6 +20,7 @@ from .core.config import ModelConfig
 from .core.model import Transformer
 from .json_files import read_json
 from .marian_tokenizer import MarianTokenizer
+from .path_checks import not_a_folder
 from .tokenizer import Tokenizer
 
 CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE, METRICS_FILE = (
@@ -124,8 +125,8 @@ def checkpoint_folder(directory) -> Path:
             f"{directory}'), or install the package from the repository so that names such as "
             f"{str(directory)!r} resolve")
     names = sorted(p.name for p in SHIPPED_ROOT.iterdir() if (p / CONFIG_FILE).is_file())
-    raise CheckpointError(f"{directory}: checkpoint folder does not exist, and no shipped checkpoint has that name "
-                          f"(shipped: {names or 'none'})")
+    raise CheckpointError(f"{directory}: checkpoint folder {not_a_folder(directory)}, and no shipped checkpoint has "
+                          f"that name (shipped: {names or 'none'})")
 
 
 def load_checkpoint(directory, device="cpu") -> tuple[Transformer, Tokenizer, dict]:

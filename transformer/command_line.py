@@ -19,6 +19,8 @@ from pathlib import Path
 
 from .json_files import read_json
 from .numbers import NumberError, parsed_number
+from .path_checks import folder_problem
+from .unicode_text import TextError, check_text
 
 
 class InputError(ValueError):
@@ -50,6 +52,20 @@ def number_type(flag: str, kind: type = int, low=None, high=None):
     return convert
 
 
+def text_type(flag: str):
+    """An argparse type for text that reaches the tokenizer (a sentence): refused by the flag's name when it is not
+    valid Unicode (a byte of argv that is not UTF-8 arrives as a lone surrogate, unicode_text.py)."""
+
+    def convert(text: str) -> str:
+        try:
+            return check_text(flag, text)
+        except TextError as error:  # argparse puts "argument FLAG: " before the message
+            raise argparse.ArgumentTypeError(str(error).removeprefix(f"{flag} ")) from None
+
+    convert.__name__ = "text"
+    return convert
+
+
 def device_type(text: str) -> str:
     """--device: "cpu", or "cuda" where this machine has a CUDA device."""
     if text not in ("cpu", "cuda"):
@@ -73,12 +89,12 @@ def add_threads(parser: argparse.ArgumentParser) -> None:
 
 @contextmanager
 def answered(parser: argparse.ArgumentParser, *errors: type[Exception]):
-    """Inside it, a bad input file or number (InputError, NumberError), or any of `errors` (the kinds the caller's
-    work raises for what it loads: a CheckpointError, a CorpusError), ends the program through `parser.error`: one
-    line naming the file or value, exit status 2."""
+    """Inside it, a bad input file, number or text (InputError, NumberError, TextError), or any of `errors` (the
+    kinds the caller's work raises for what it loads: a CheckpointError, a CorpusError), ends the program through
+    `parser.error`: one line naming the file or value, exit status 2."""
     try:
         yield
-    except (InputError, NumberError, *errors) as error:
+    except (InputError, NumberError, TextError, *errors) as error:
         parser.error(str(error))
 
 
@@ -89,15 +105,15 @@ def read_json_input(path) -> dict:
 
 
 def check_writable(path) -> Path:
-    """The output path, checked before any work: its folder exists and can be written to."""
+    """The output path, checked before any work: its folder exists and can be written to; a message says what the
+    path or its folder is instead (a file where a folder is needed, read-only, missing: path_checks.py)."""
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
     if path.is_dir():
         raise InputError(f"{path}: is a folder; give a file path to write the result to")
-    if not folder.is_dir():
-        raise InputError(f"{path}: its folder {folder} does not exist")
-    if not os.access(folder, os.W_OK):
-        raise InputError(f"{path}: its folder {folder} cannot be written to")
+    problem = folder_problem(folder)
+    if problem:
+        raise InputError(f"{path}: its folder {folder} {problem}")
     return path
 
 

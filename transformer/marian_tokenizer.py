@@ -23,6 +23,7 @@ from pathlib import Path
 import sentencepiece as spm
 
 from .tokenizer import load_processor
+from .unicode_text import check_text
 
 SOURCE_FILE, TARGET_FILE, VOCAB_FILE = "source.spm", "target.spm", "vocab.json"
 EOS_PIECE, UNK_PIECE, PAD_PIECE = "</s>", "<unk>", "<pad>"
@@ -78,7 +79,7 @@ class MarianTokenizer:
 
     def _pieces(self, text: str, processor: spm.SentencePieceProcessor) -> list[str]:
         pieces = []
-        for part in self.special_split.split(text):
+        for part in self.special_split.split(check_text("text", text)):
             if part in (EOS_PIECE, UNK_PIECE, PAD_PIECE):
                 pieces.append(part)
                 continue

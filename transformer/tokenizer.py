@@ -12,6 +12,8 @@ from pathlib import Path
 
 import sentencepiece as spm
 
+from .unicode_text import check_text
+
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 
 
@@ -65,10 +67,10 @@ class Tokenizer:
         return self.processor.get_piece_size()
 
     def encode(self, text: str) -> list[int]:
-        return self.processor.encode(text, out_type=int)
+        return self.processor.encode(check_text("text", text), out_type=int)
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
-        return self.processor.encode(texts, out_type=int)
+        return self.processor.encode([check_text("text", text) for text in texts], out_type=int)
 
     # target-language text (a forced prefix, a reference); one joint model here, two in Marian's layout
     encode_target, encode_target_batch = encode, encode_batch
@@ -80,7 +82,7 @@ class Tokenizer:
 
     def pieces(self, text: str) -> list[str]:
         """Target-language text as pieces (a typed what-if continuation)."""
-        return self.processor.encode(text, out_type=str)
+        return self.processor.encode(check_text("text", text), out_type=str)
 
     @cached_property
     def piece_table(self) -> list[str]:

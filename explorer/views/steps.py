@@ -78,7 +78,10 @@ class StepsView(View):
         def what_if(result, sentence, step, layer, head, candidate, typed):
             translation = translated(result, {"sentence": sentence})
             step = max(1, min(int(step or 1), len(translation.steps)))
-            continuation = [candidate] if candidate else ui.service.pieces(result, typed or "")
+            try:  # typed text is refused by the one Unicode rule, by its name, before the tokenizer reads it
+                continuation = [candidate] if candidate else ui.service.pieces(result, typed or "")
+            except ValueError as error:
+                raise page_error(str(error)) from error
             if not continuation:
                 raise page_error("Choose another candidate or type a continuation first.")
             try:

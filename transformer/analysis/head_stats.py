@@ -28,6 +28,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from ..choices import checked_choice
 from ..decoding.trace import Recorded, Translation
 from ..decoding.words import WORD_START
 
@@ -82,8 +83,7 @@ def diagonal(kind: str, n_rows: int, n_cols: int) -> np.ndarray:
 
 def head_stats_array(values: np.ndarray, cols: list[str], kind: str) -> list[HeadStats]:
     """Per-head statistics of one sentence's attention `values` (L, H, rows, cols) whose keys are `cols`."""
-    if kind not in DIAGONAL_TOLERANCE:
-        raise ValueError(f"kind must be one of {list(DIAGONAL_TOLERANCE)}, got {kind!r}")
+    checked_choice("kind", kind, DIAGONAL_TOLERANCE)
     weights = np.asarray(values, dtype=np.float64)
     layers, heads, n_rows, n_cols = weights.shape
     if len(cols) != n_cols:

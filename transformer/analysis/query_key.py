@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..choices import checked_choice
 from ..core.capture import record
 from ..core.head_mask import heads_masked
 from ..core.model import Transformer
@@ -39,8 +40,7 @@ def query_key(model: Transformer, src_ids: list[int], tgt_ids: list[int], kind: 
               query: int, heads_off=None) -> QueryKey:
     """The query/key breakdown of `kind`'s head (layer, head), 0-based, at query position `query`: a source
     position for encoder_self, an output step (the position that predicted tgt_ids[query]) otherwise."""
-    if kind not in ATTENTION_KINDS:
-        raise ValueError(f"kind must be one of {list(ATTENTION_KINDS)}, got {kind!r}")
+    checked_choice("kind", kind, ATTENTION_KINDS)
     stack = model.config.stack_of(kind)
     if not (0 <= layer < stack.layers and 0 <= head < stack.heads):
         raise ValueError(f"layer and head must be in [0, {stack.layers - 1}] and [0, {stack.heads - 1}] for {kind}, "

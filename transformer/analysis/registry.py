@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..choices import checked_choice
 from ..core.head_mask import heads_masked
 from ..core.probes import PROBES
 from ..decoding.trace import AnalysisResult, Translation
@@ -90,8 +91,7 @@ def unregister(name: str) -> None:
 
 
 def get_analysis(name: str) -> Analysis:
-    if name not in ANALYSES:
-        raise ValueError(f"analysis must be one of {list(ANALYSES)}, got {name!r}")
+    checked_choice("analysis", name, ANALYSES)
     return ANALYSES[name]
 
 

@@ -19,6 +19,7 @@ from ..checkpoint import SHIPPED_ROOT, WEIGHTS_FILE, checkpoint_folder, load_che
 from ..command_line import write_json_atomically
 from ..core.head_ref import shown
 from ..core.probes import ATTENTION_KINDS, SOURCE, TARGET
+from ..path_checks import folder_problem
 from ..paths import portable_path
 from .corpus import SPLIT, batches, read_corpus, sample_rows, tokenize
 from .engines import ENGINES, run_engine
@@ -112,10 +113,9 @@ def check_disk(folder: Path, needed: int) -> None:
 def check_out(out: Path) -> Path:
     if out.exists():
         raise AtlasError(f"{out}: already exists; remove it or choose another folder (an atlas is never overwritten)")
-    if not out.parent.is_dir():
-        raise AtlasError(f"{out}: its folder {out.parent} does not exist")
-    if not os.access(out.parent, os.W_OK):
-        raise AtlasError(f"{out}: its folder {out.parent} cannot be written to")
+    problem = folder_problem(out.parent)
+    if problem:
+        raise AtlasError(f"{out}: its folder {out.parent} {problem}")
     return out
 
 

@@ -13,7 +13,7 @@ import sys
 from dataclasses import asdict
 
 from ..checkpoint import CheckpointError, load_checkpoint
-from ..command_line import CommandParser, answered, command_text, number_type
+from ..command_line import CommandParser, answered, command_text, number_type, text_type
 from ..core.head_ref import from_shown, shown
 from ..core.probes import ATTENTION_KINDS, SOURCE, TARGET
 from ..corpus.parallel import CorpusError
@@ -69,7 +69,8 @@ def parser() -> CommandParser:
                                           "nearest to that of token N of the sentence (source side) or of its greedy "
                                           "translation (target side), with their sentence pairs.")
     ask.add_argument("atlas", help="an atlas folder made by `build`")
-    ask.add_argument("--sentence", required=True, help="a sentence in the checkpoint's source language")
+    ask.add_argument("--sentence", type=text_type("--sentence"), required=True,
+                     help="a sentence in the checkpoint's source language")
     ask.add_argument("--token", type=number_type("--token", int, 1), required=True,
                      help="which token, counted from 1 (the source's pieces, or its translation's)")
     ask.add_argument("--layer", type=number_type("--layer", int, 1), required=True, help="layer, counted from 1")

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..corpus.parallel import CorpusError, read_parallel
+from ..path_checks import not_a_folder
 from .store import SIDES, AtlasError
 
 SPLIT = "train"  # CORPUS_DIR holds train.<src> and train.<tgt>, as the project's corpora do
@@ -41,7 +42,7 @@ def read_corpus(folder, languages: dict, limit: int | None) -> tuple[list[str], 
     line naming the files."""
     folder = Path(folder)
     if not folder.is_dir():
-        raise AtlasError(f"{folder}: corpus folder does not exist (it must hold {SPLIT}.{languages['src']} and "
+        raise AtlasError(f"{folder}: corpus folder {not_a_folder(folder)} (it must hold {SPLIT}.{languages['src']} and "
                          f"{SPLIT}.{languages['tgt']})")
     try:
         corpus = read_parallel(folder, SPLIT, languages["src"], languages["tgt"])

@@ -10,10 +10,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..choices import ChoiceError, checked_choice
 from ..core.head_ref import shown
 from ..core.probes import ATTENTION_KINDS, SOURCE, TARGET
 from ..decoding.translator import Translator
 from ..numbers import NumberError, checked_number
+from ..unicode_text import check_text
 from .corpus import TokenizedCorpus
 from .extract import PARTS, extract_batch, part_side
 from .index import search
@@ -49,6 +51,7 @@ def sentence_vectors(model, tokenizer, text: str) -> SentenceVectors:
     """Runs `text` teacher-forced over its own greedy translation, every token's queries and keys kept."""
     if not isinstance(text, str) or not text.strip():
         raise AtlasError("sentence must be a non-empty text")
+    check_text("sentence", text)  # a TextError naming it, before the tokenizer reads it
     translation = Translator(model, tokenizer).translate(text, strategy="greedy")
     ids = {SOURCE: translation.src_ids, TARGET: translation.tgt_ids}
     offsets = {side: np.array([0, len(ids[side])], np.int64) for side in SIDES}
@@ -59,10 +62,16 @@ def sentence_vectors(model, tokenizer, text: str) -> SentenceVectors:
     return SentenceVectors(pieces, translation.text, extracted)
 
 
+def atlas_choice(name: str, value, choices) -> None:
+    try:
+        checked_choice(name, value, choices)
+    except ChoiceError as error:
+        raise AtlasError(str(error)) from None
+
+
 def check_question(atlas: Atlas, vectors: SentenceVectors, token: int, layer: int, side: str, k: int) -> None:
     """0-based token and layer; messages count from 1, as the command line and the API do."""
-    if side not in SIDES:
-        raise AtlasError(f"side must be one of {list(SIDES)}, got {side!r}")
+    atlas_choice("side", side, SIDES)
     try:
         checked_number("layer", shown(layer), int, 1, atlas.stack(side).layers)
     except NumberError as error:
@@ -93,8 +102,7 @@ def neighbours(atlas: Atlas, vectors: SentenceVectors, token: int, layer: int, s
 
 def check_head(atlas: Atlas, kind: str, layer: int, head: int) -> None:
     """A 0-based layer and head of `kind`, within that kind's own stack; messages count from 1."""
-    if kind not in ATTENTION_KINDS:
-        raise AtlasError(f"kind must be one of {list(ATTENTION_KINDS)}, got {kind!r}")
+    atlas_choice("kind", kind, ATTENTION_KINDS)
     shape = atlas.stack(kind)
     try:
         checked_number("layer", shown(layer), int, 1, shape.layers)

@@ -25,10 +25,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ..choices import ChoiceError, checked_choice
 from ..command_line import InputError
 from ..core.head_ref import shown
-from ..core.probes import ATTENTION_KINDS, SOURCE, TARGET
+from ..core.probes import SOURCE, TARGET
 from ..json_files import read_json
+from ..path_checks import not_a_folder
 
 MANIFEST, SENTENCES = "atlas.json", "sentences.parquet"
 # atlas.json's "format": raised when the layout changes, so an older reader refuses a newer folder. Format 1 (the
@@ -48,8 +50,10 @@ class AtlasError(InputError):
 
 def stack_name(name: str) -> str:
     """"encoder" or "decoder": the stack an attention kind or a side's residual stream belongs to."""
-    if name not in STACK_OF:
-        raise AtlasError(f"kind must be one of {list(ATTENTION_KINDS)}, got {name!r}")
+    try:
+        checked_choice("kind", name, STACK_OF)
+    except ChoiceError as error:
+        raise AtlasError(str(error)) from None
     return STACK_OF[name]
 
 
@@ -114,7 +118,8 @@ def file_hash(path: Path, chunk: int = 1 << 20) -> str:
 def read_manifest(folder: Path) -> dict:
     path = Path(folder) / MANIFEST
     if not Path(folder).is_dir():
-        raise AtlasError(f"{folder}: atlas folder does not exist (build one with `python -m transformer.atlas build`)")
+        raise AtlasError(f"{folder}: atlas folder {not_a_folder(folder)} (build one with "
+                         "`python -m transformer.atlas build`)")
     if not path.is_file():
         raise AtlasError(f"{path}: file is missing: {folder} is not an atlas, or its build did not finish")
     try:

@@ -24,7 +24,8 @@ import contextlib
 import torch
 from torch import nn
 
-from .probes import ATTENTION_KINDS, PROBES, Tap, active_recordings, matcher, points_of
+from ..choices import type_phrase
+from .probes import ATTENTION_KINDS, PROBES, Tap, active_recordings, matcher, name_list, nearest, points_of
 
 
 class Recording:
@@ -47,12 +48,24 @@ class Recording:
             self.found_paths[name] = frozenset(path for path in self.paths if match(path))
         return self.found_paths[name]
 
-    def _matching(self, name: str) -> list[int]:
+    def _recorded_paths(self, name: str) -> frozenset[str]:
+        """The recorded paths `name` matches; a name that matches none (misspelt, or not asked for) is a KeyError
+        naming what this recording holds, never an empty answer that reads as "nothing ran"."""
+        if not isinstance(name, str):
+            raise TypeError(f"a recording is read by name (a string), got {type_phrase(name)}")
         paths = self._paths(name)
+        if not paths:
+            raise KeyError(f"{name!r} was not recorded{nearest(name, [*self.found, *self.paths])}; this recording "
+                           f"holds {list(self.found)} ({len(self.paths)} points, e.g. {self.paths[:2]})")
+        return paths
+
+    def _matching(self, name: str) -> list[int]:
+        paths = self._recorded_paths(name)
         return [i for i, (path, _) in enumerate(self.calls) if path in paths]
 
     def __getitem__(self, name: str) -> torch.Tensor | None:
-        """One forward pass's tensors for `name`, stacked over its points (the layers), in the model's order."""
+        """One forward pass's tensors for `name`, stacked over its points (the layers), in the model's order; None
+        when the block ran nothing that reached them. A name that was not recorded is a KeyError."""
         calls = [self.calls[i][1] for i in self._matching(name)]
         if not calls:
             return None
@@ -64,17 +77,20 @@ class Recording:
             )
         return torch.stack(calls)
 
+    def _kind(self, kind: str) -> torch.Tensor | None:
+        return self[kind] if self._paths(kind) else None  # an attention kind not asked for reads as None
+
     @property
     def encoder_self(self) -> torch.Tensor | None:
-        return self["encoder_self"]
+        return self._kind("encoder_self")
 
     @property
     def decoder_self(self) -> torch.Tensor | None:
-        return self["decoder_self"]
+        return self._kind("decoder_self")
 
     @property
     def cross(self) -> torch.Tensor | None:
-        return self["cross"]
+        return self._kind("cross")
 
     def take(self, name: str) -> list[torch.Tensor]:
         """Returns and forgets what was recorded for `name` so far, in call order (used between decoding steps)."""
@@ -90,8 +106,7 @@ AttentionRecord = Recording  # the name the first version of the package exporte
 @contextlib.contextmanager
 def record(model: nn.Module, names=ATTENTION_KINDS):
     """Records every point `names` find (probes.pattern) while the block runs, in this context only."""
-    names = (names,) if isinstance(names, str) else tuple(names)
-    recording = Recording(points_of(model, names))
+    recording = Recording(points_of(model, name_list("names", names)))
 
     def hook(module, inputs, output):
         if recording in active_recordings.get():
@@ -110,10 +125,12 @@ def record(model: nn.Module, names=ATTENTION_KINDS):
 
 
 def capture_attention(model: nn.Module, kinds=ATTENTION_KINDS):
-    """`record` restricted to attention probabilities."""
-    not_attention = sorted(set(kinds) - set(ATTENTION_KINDS))
+    """`record` restricted to attention probabilities: one kind ("cross") or a list of them."""
+    kinds = name_list("kinds", kinds)
+    not_attention = [kind for kind in kinds if kind not in ATTENTION_KINDS]
     if not_attention:
-        raise ValueError(f"unknown attention kinds {not_attention}; choose from {ATTENTION_KINDS}")
+        named = ", ".join(repr(kind) + nearest(kind, ATTENTION_KINDS) for kind in not_attention)
+        raise ValueError(f"kinds: unknown attention kinds {named}; choose from {list(ATTENTION_KINDS)}")
     return record(model, kinds)
 
 

@@ -19,6 +19,7 @@ it cannot be built (no compiler, no AVX2/F16C, ATTENTION_EXPLORER_HALF_WEIGHTS=0
 from __future__ import annotations
 
 import atexit
+import logging
 import sys
 import threading
 from dataclasses import dataclass
@@ -27,11 +28,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .kernel_build import EXTENSION, SWITCH, build_folder, compile_kernel, stop_builder
+from .kernel_build import EXTENSION, SWITCH, KernelFolderError, build_folder, compile_kernel, stop_builder
 
 __all__ = ["EXTENSION", "KERNEL", "MAX_ROWS", "SWITCH", "attach_half_weights", "build_folder", "detach_half_weights",
            "project"]
 
+log = logging.getLogger(__name__)
 # measured on a 2-core CPU: 1 row 7x faster than F.linear, 4 rows 3x, 16 rows even; beyond that the
 # float32 matmul, which reuses each weight across rows, wins
 MAX_ROWS = 8
@@ -82,6 +84,9 @@ class KernelBuild:
     def _build(self) -> None:
         try:
             self.module, self.status = compile_kernel(), "ready"
+        except KernelFolderError as error:  # a folder that cannot be written: said once, in its one line
+            self.status = f"unavailable: {error}"
+            log.warning("%s", error)
         except Exception as error:  # any failure leaves the float32 path, which is always correct
             self.status = f"unavailable: {type(error).__name__}: {str(error).strip()[:300]}"
         finally:

@@ -23,9 +23,13 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
+
+from ..command_line import CommandParser
+from ..path_checks import folder_problem, os_error_phrase
 
 SWITCH = "ATTENTION_EXPLORER_HALF_WEIGHTS"
 # the kernel, every decoder layer's step on it (fused_step.cpp), and their shared matrix product (half_linear.h);
@@ -38,11 +42,38 @@ BUILDER = "import sys; from transformer.core.kernel_build import main; sys.exit(
 LOG = "build.log"  # the builder's output, in the build folder: its last lines explain a failed build
 
 
+class KernelFolderError(RuntimeError):
+    """The build folder cannot be made or written: one line naming the path, what it is, and what to do."""
+
+
+def folder_failure(path, what: str) -> KernelFolderError:
+    return KernelFolderError(f"float16 kernel: not built: {path} {what}; set TORCH_EXTENSIONS_DIR to a writable "
+                             "folder (meanwhile the layers use float32 F.linear, which is always correct)")
+
+
+@contextmanager
+def folder_errors(folder: Path):
+    """Inside it, a file-system failure (read-only, a file where a folder belongs) is a KernelFolderError naming the
+    path, never a traceback out of torch's build."""
+    try:
+        yield
+    except OSError as error:
+        raise folder_failure(error.filename or folder, os_error_phrase(error)) from None
+
+
 def build_folder() -> Path:
-    """Where the compiled kernel is cached: TORCH_EXTENSIONS_DIR or ~/.cache/torch_extensions, per torch version."""
-    root = Path(os.environ.get("TORCH_EXTENSIONS_DIR") or Path.home() / ".cache" / "torch_extensions")
+    """Where the compiled kernel is cached: TORCH_EXTENSIONS_DIR or ~/.cache/torch_extensions, per torch version;
+    made here, or a KernelFolderError naming the path that cannot be made or written."""
+    try:
+        root = Path(os.environ.get("TORCH_EXTENSIONS_DIR") or Path.home() / ".cache" / "torch_extensions")
+    except RuntimeError:  # no HOME, and no user entry to find one in
+        raise folder_failure("~", "cannot be found (no HOME)") from None
     folder = root / f"{EXTENSION}-torch{torch.__version__}"
-    folder.mkdir(parents=True, exist_ok=True)
+    with folder_errors(folder):
+        folder.mkdir(parents=True, exist_ok=True)
+    problem = folder_problem(folder)
+    if problem:
+        raise folder_failure(folder, problem)
     return folder
 
 
@@ -130,6 +161,11 @@ def compile_kernel():
     """The compiled module: built by a builder process where anything is to compile, then imported here."""
     check_machine()
     folder = build_folder()
+    with folder_errors(folder):
+        return build_in(folder)
+
+
+def build_in(folder: Path):
     if up_to_date(folder):
         return load_built(folder)
     # the builder imports this package from where this process found it, whatever its working directory
@@ -207,11 +243,12 @@ def watch_caller(caller: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="attention-explorer-build-kernel",
         description="Compiles the float16-weight kernel (transformer/core/half_linear.cpp, fused_step.cpp) into "
                     "TORCH_EXTENSIONS_DIR (default ~/.cache/torch_extensions), showing ninja's steps; does nothing "
-                    "if it is up to date. The app and the package build it on first use otherwise.")
+                    "if it is up to date. The app and the package build it on first use otherwise. A build folder "
+                    "that cannot be made or written ends it with one line naming the path (exit status 2).")
     parser.add_argument("--caller", type=int, help=argparse.SUPPRESS)  # the process a background build is for
     args = parser.parse_args(argv)
     if args.caller is not None:
@@ -221,11 +258,15 @@ def main(argv: list[str] | None = None) -> int:
     except RuntimeError as error:
         print(f"float16 kernel: not built ({error}); the layers use float32 F.linear, which is always correct")
         return 0
-    folder = build_folder()
-    print(f"float16 kernel: building in {folder} (ninja's steps follow; nothing to do if it is up to date)",
-          flush=True)
-    started = time.monotonic()
-    load_built(folder, verbose=True)
+    try:
+        folder = build_folder()
+        print(f"float16 kernel: building in {folder} (ninja's steps follow; nothing to do if it is up to date)",
+              flush=True)
+        started = time.monotonic()
+        with folder_errors(folder):
+            load_built(folder, verbose=True)
+    except KernelFolderError as error:
+        parser.error(str(error))
     print(f"float16 kernel: ready ({time.monotonic() - started:.1f} s)", flush=True)
     return 0
 

@@ -18,6 +18,7 @@ own recordings, and `tap` costs one ContextVar read when none is open.
 """
 from __future__ import annotations
 
+import difflib
 import functools
 import re
 from contextvars import ContextVar
@@ -25,6 +26,8 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
+
+from ..choices import type_phrase
 
 ENCODER, DECODER = "encoder", "decoder"
 SOURCE, TARGET = "source", "target"
@@ -154,28 +157,61 @@ def matcher(name: str) -> re.Pattern:
     return re.compile(r"\.".join(parts))
 
 
+def name_list(argument: str, names) -> tuple[str, ...]:
+    """The one reading of a name or a list of names (probes, sites' points, module paths): a str is one name, never
+    its letters; a list or tuple holds strings. Anything else is a TypeError naming `argument` and the bad item."""
+    if isinstance(names, str):
+        return (names,)
+    if not isinstance(names, (list, tuple)):
+        raise TypeError(f"{argument} must be a name or a list of names (strings), got {type_phrase(names)}")
+    for number, name in enumerate(names):
+        if not isinstance(name, str):
+            raise TypeError(f"{argument} must be a name or a list of names (strings); item {number} is "
+                            f"{type_phrase(name)} ({name!r})")
+    return tuple(names)
+
+
+def nearest(name: str, candidates) -> str:
+    """" (did you mean 'cross.weights'?)" for the closest of `candidates`, or "" when none is close."""
+    close = difflib.get_close_matches(name, list(dict.fromkeys(candidates)), n=3, cutoff=0.6)
+    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
+
+
+def short_names(taps) -> list[str]:
+    """Every name a caller may ask for: the probes, each site's points in short form, and the points' paths."""
+    sites = [f"{site}.{point}" for tap in taps for parent, _, point in [tap.name.rpartition(".")]
+             for site, where in SITES.items() if matcher(where).fullmatch(parent)]
+    return [*PROBES, *sites, *(tap.name for tap in taps)]
+
+
 def points_of(model: nn.Module, names) -> dict[str, list[Tap]]:
-    """The Taps each name finds, in the model's order; a name that finds none is refused, with examples. Kept on the
-    model per set of names (its Taps are made with it), so a translation's recording does not search again."""
+    """The Taps each name finds, in the model's order; a name that finds none is refused with the nearest valid names
+    and examples. Kept on the model per set of names (its Taps are made with it), so a translation's recording does
+    not search again."""
+    names = name_list("names", names)
     cache = model.__dict__.setdefault("_found_points", {})
-    if tuple(names) in cache:
-        return cache[tuple(names)]
+    if names in cache:
+        return cache[names]
     taps = [m for m in model.modules() if isinstance(m, Tap)]
     found = {name: [t for t in taps if matcher(name).fullmatch(t.name)] for name in names}
     missing = [name for name, points in found.items() if not points]
     if missing:
+        valid = short_names(taps)
         raise ValueError(
-            f"the model records nothing named {missing}; ask for a probe ({', '.join(PROBES)}), a site's point "
-            f"(e.g. cross.weights, encoder_ff.hidden) or a module path such as {taps[0].name if taps else '-'}"
+            f"the model records nothing named {', '.join(repr(m) + nearest(m, valid) for m in missing)}; ask for a "
+            f"probe ({', '.join(PROBES)}), a site's point (e.g. cross.weights, encoder_ff.hidden) or a module path "
+            f"such as {taps[0].name if taps else '-'}"
         )
-    cache[tuple(names)] = found
+    cache[names] = found
     return found
 
 
-def check_probe_names(names) -> tuple[str, ...]:
-    """Names of PROBES, the sets decoding assembles per sentence."""
-    names = tuple(names)
-    unknown = sorted(set(names) - set(PROBES))
+def check_probe_names(names, argument: str = "record") -> tuple[str, ...]:
+    """Names of PROBES, the sets decoding assembles per sentence: one name or a list (`name_list`); an unknown one is
+    named with the nearest probe."""
+    names = name_list(argument, names)
+    unknown = [name for name in names if name not in PROBES]
     if unknown:
-        raise ValueError(f"unknown probes {unknown}; the model declares {list(PROBES)}")
+        raise ValueError(f"{argument}: unknown probes {', '.join(repr(u) + nearest(u, PROBES) for u in unknown)}; "
+                         f"the model declares {list(PROBES)}")
     return names

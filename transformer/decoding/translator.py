@@ -15,10 +15,12 @@ from ..checkpoint import (
     read_metrics,
     save_checkpoint,
 )
+from ..choices import ChoiceError, type_phrase
 from ..core.head_mask import HeadMaskError, check_heads_off, heads_masked
 from ..core.model import Transformer
 from ..core.probes import ATTENTION_KINDS, check_probe_names
 from ..tokenizer import Tokenizer
+from ..unicode_text import check_text
 from .decoded import DecodedSentence
 from .logit_lens import logit_lens
 from .strategies import SettingError, build_settings, get_strategy
@@ -26,6 +28,8 @@ from .trace import Step, Translation, label_recorded, labelled_tree, path_tree
 
 
 def check_device(device: str) -> torch.device:
+    if not isinstance(device, (str, torch.device)):
+        raise ChoiceError("device", f"device must be a string such as 'cpu' or 'cuda', got {type_phrase(device)}")
     device = torch.device(device)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("device 'cuda' was asked for but CUDA is not available here; use device='cpu'")
@@ -66,7 +70,7 @@ class Translator:
         if not isinstance(recorded, dict):
             raise CheckpointError(f"{self.source / METRICS_FILE}: 'decoding' must be an object of a strategy and its "
                                   f"settings, got {recorded!r}")
-        strategy = strategy or recorded.get("strategy", "beam")
+        strategy = recorded.get("strategy", "beam") if strategy in (None, "") else strategy  # {} is no strategy
         if strategy != recorded.get("strategy"):
             recorded = {}
         return strategy, {spec.name: recorded.get(spec.name, spec.default) for spec in get_strategy(strategy).specs}
@@ -90,7 +94,7 @@ class Translator:
         return ids[:room] + [self.tokenizer.eos_id], len(ids) > room
 
     def translate(self, text: str, **settings) -> Translation:
-        return self.translate_batch([text], **settings)[0]
+        return self.translate_batch([check_text("text", text)], **settings)[0]
 
     def prefix_ids(self, prefix: str | list[str] | None, max_length: int | None) -> list[int]:
         """The ids a forced prefix stands for: text is tokenized, a list is taken as pieces exactly as they
@@ -98,10 +102,10 @@ class Translator:
         if prefix is None or (isinstance(prefix, (str, list, tuple)) and len(prefix) == 0):
             return []
         if isinstance(prefix, str):
-            before, ends, _ = prefix.partition("</s>")
+            before, ends, _ = check_text("prefix", prefix).partition("</s>")
             ids = self.tokenizer.encode_target(before) + ([self.tokenizer.eos_id] if ends else [])
         elif isinstance(prefix, (list, tuple)) and all(isinstance(p, str) for p in prefix):
-            ids = [self.tokenizer.piece_to_id(p) for p in prefix]
+            ids = [self.tokenizer.piece_to_id(check_text("prefix", p)) for p in prefix]
             unknown = [p for p, i in zip(prefix, ids) if self.tokenizer.id_to_piece(i) != p]
             if unknown:
                 raise SettingError(f"prefix pieces {unknown} are not in the vocabulary")
@@ -139,6 +143,8 @@ class Translator:
             raise SettingError(str(error)) from None
         if not texts:
             return []
+        for number, text in enumerate(texts):
+            check_text(f"texts[{number}]", text)
         encoded = [self.source_ids(text) for text in texts]
         options = {"prefixes": [forced] * len(texts)} if forced else {}
         with heads_masked(self.model, masked):

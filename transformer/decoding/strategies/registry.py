@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields
 
+from ...choices import ChoiceError, checked_choice
 from ...numbers import NumberError, checked_number
 
 
@@ -92,8 +93,10 @@ def unregister(name: str) -> None:
 
 
 def get_strategy(name) -> Strategy:
-    if name not in STRATEGIES:
-        raise SettingError(f"strategy must be one of {list(STRATEGIES)}, got {name!r}")
+    try:
+        checked_choice("strategy", name, STRATEGIES)
+    except ChoiceError as error:
+        raise SettingError(str(error)) from None
     return STRATEGIES[name]
 
 
