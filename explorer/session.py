@@ -89,11 +89,8 @@ def run(registry: Registry, request: Request, analyses: frozenset[str] | None = 
         translations = decode(translator, request, analyses)
     elapsed = (time.perf_counter() - started) * 1000
     access = ModelAccess(translator.model, translator.tokenizer, tuple(request.heads_off))
-    kept_only_for_analyses = [name for name in recorded_for(analyses) if name not in ATTENTION_KINDS + (LOGIT_LENS,)]
     for translation in translations:
         add_analyses(access, translation, analyses)
-        for name in kept_only_for_analyses:  # (ALTI+'s encoder states) read: not part of the result
-            translation.recorded.pop(name, None)
     cut = [i + 1 for i, t in enumerate(translations) if t.truncated]
     if cut:
         notices.append(f"Line(s) {cut} exceeded the model's {translator.model.config.max_len - 1} source tokens: "

@@ -317,10 +317,10 @@ def test_the_page_shows_the_new_analysis_in_the_new_view(app):
         texts.append(f"Most focused cross-attention head: layer {layer + 1}, head {head + 1} "
                      f"({entropy[layer, head]:.3f} nats)")
     assert named["toy_entropy"] == texts[0]
-    # the shell re-renders the view when a control it reads changes: the second sentence chosen
+    # the shell re-renders the view when a control it reads changes while its tab is open: the second sentence
     state = ui.default_state() | {"sentence": 1}
     values = [state[name] for name in ui.state_names]
-    rerendered = wired(demo, ui.components["sentence"], "input")(result, *values, result.model_key)
+    rerendered = wired(demo, ui.components["sentence"], "input")(result, *values, result.model_key, "toy_entropy")
     assert rerendered[ui.components["toy_entropy"]] == texts[1] != texts[0]
     # the view's button asks the session service for an on-demand analysis of the chosen sentence
     analyses.register(Analysis("log_prob", "Output log-probability", OutputLogProb, output_log_prob, cheap=False))
