@@ -63,7 +63,9 @@ def main() -> None:
     from explorer.session import ALTI, NORMS, run
     from explorer.shell import build_demo
     from explorer.views import TRANSLATION
+    from transformer.core.half_linear import KERNEL
 
+    KERNEL.wait(timeout=600)  # decoding on the server's path: the float16 kernel built (or known unavailable)
     registry = discover(checkpoint.parent)
     key = checkpoint.name
     _, ui = build_demo(registry)
@@ -94,7 +96,8 @@ def main() -> None:
         cpu_ms(work, batch[:5])
         times = cpu_ms(work, batch[5:])
         rows[name] = {"median_ms": round(statistics.median(times), 2), "mean_ms": round(statistics.mean(times), 2)}
-    out = {"checkout": os.getcwd(), "requests": args.requests, "cpu": cpu_name(), "rows": rows}
+    out = {"checkout": os.getcwd(), "requests": args.requests, "cpu": cpu_name(), "kernel": KERNEL.status,
+           "rows": rows}
     if args.profile:
         profiler = cProfile.Profile()
         profiler.enable()

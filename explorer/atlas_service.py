@@ -4,6 +4,7 @@ against its weights; nothing is built or read at start-up."""
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 
 from transformer.atlas import Atlas
 from transformer.atlas.query import sentence_vectors as vectors
@@ -55,8 +56,30 @@ def one_sentence(text) -> str:
 
 
 def sentence_vectors(served, text: str):
-    translator = served.translator
+    """The sentence's every token's vectors (its greedy translation, teacher-forced), the same for every question
+    about it: the maps drawn, then each token clicked, each source of the API's calls. The last VECTORS_KEPT
+    sentences' are kept, so a click after the first asks the index alone."""
     try:
-        return vectors(translator.model, translator.tokenizer, text)
+        return _kept_vectors(served, text)
     except (AtlasError, TextError) as error:
         raise page_error(str(error)) from None
+
+
+VECTORS_KEPT = 64
+_kept: OrderedDict = OrderedDict()  # (the model's id, text) -> its SentenceVectors, the latest last
+_kept_lock = threading.Lock()
+
+
+def _kept_vectors(served, text: str):
+    model, tokenizer = served.translator.model, served.translator.tokenizer
+    key = (id(model), text)
+    with _kept_lock:
+        if key in _kept:
+            _kept.move_to_end(key)
+            return _kept[key]
+    made = vectors(model, tokenizer, text)  # outside the lock: two first questions at once both compute, alike
+    with _kept_lock:
+        _kept[key] = made
+        while len(_kept) > VECTORS_KEPT:
+            _kept.popitem(last=False)
+    return made

@@ -33,6 +33,25 @@ def test_neighbours_equal_the_command_lines(ui, capsys):
     assert answer["piece"] == answer["pieces"]["source"][1] and len(answer["neighbours"]) == 4
 
 
+def test_questions_about_one_sentence_translate_it_once(ui, monkeypatch, capsys):
+    """The maps, then each token clicked: the sentence's vectors are made on the first question and kept, and every
+    answer equals the command line's, which makes them afresh."""
+    import explorer.atlas_service as service
+
+    made = []
+    make = service.vectors
+    monkeypatch.setattr(service, "vectors", lambda *a: made.append(a[-1]) or make(*a))
+    service._kept.clear()
+    sentence = "a blue ball rolls ."
+    atlas_map_endpoint(ui)("cross", 1, 1, text=sentence, model="tiny")
+    for token in (1, 2, 3):
+        answer = atlas_neighbours_endpoint(ui)(sentence, token=token, layer=2, k=3, model="tiny")
+        main(["neighbours", str(ui.registry.get("tiny").translator.source / "atlas"), "--sentence", sentence,
+              "--token", str(token), "--layer", "2", "--k", "3"])
+        assert answer["neighbours"] == json.loads(capsys.readouterr().out)["neighbours"]
+    assert made == [sentence]
+
+
 def test_the_map_lists_each_sampled_token_and_places_the_sentence(ui):
     answer = atlas_map_endpoint(ui)(kind="cross", layer=1, head=2, text="a red ball .", model="tiny")
     atlas = Atlas.open(ui.registry.get("tiny").translator.source / "atlas")
