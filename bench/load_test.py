@@ -14,6 +14,9 @@ server's result cache answers repeats; distinct: every request a sentence of its
 and every request is translated; same: every client the same sentence with the model's own settings, a class
 typing the sentence on the board. --result-cache N: the server's cache size (0: off; default: the app's).
 
+--walks N: one more visitor, while the load runs, translates a sentence and opens its walk-through, N times; the
+report adds the walks' p50 and p95 (the walk opened under a class's load).
+
 --endpoint: translate_trace (default) is what a class pressing Translate gets: the translation and the
 compact trace the live view draws (every kind, layer and head, norms and ALTI+); translate_details is every
 number at full precision; translate is the text alone.
@@ -251,8 +254,27 @@ def unpacked(trace: dict) -> np.ndarray:
                            for _, kind in sorted(trace["kinds"].items())])
 
 
+def walks_under_load(url: str, plan: list[tuple[str, dict]], walks: int, running: threading.Event) -> list[float]:
+    """One more visitor while the load runs: translates a sentence of the plan, then opens its walk-through
+    (/walkthrough, piece 1, step 1, its translation then answered from the result cache as the page's is from its
+    result), `walks` times or until the load ends; the walks' latencies in ms."""
+    client, latencies = HttpClient(url), []
+    for text, settings in plan[:walks]:
+        if not running.is_set():
+            break
+        client.predict(text, **settings, api_name="/translate_trace")
+        started = time.perf_counter()
+        client.call("/walkthrough", text=text, **settings)
+        latencies.append((time.perf_counter() - started) * 1000)
+    return latencies
+
+
+def percentile_95(ordered: list[float]):
+    return round(ordered[max(0, int(0.95 * len(ordered)) - 1)]) if ordered else None
+
+
 def run_load_test(url: str, clients: int, plan: list[tuple[str, dict]], max_seconds: float, alone: dict[str, str],
-                  endpoint: str = "translate_trace", server_pid: int | None = None) -> dict:
+                  endpoint: str = "translate_trace", server_pid: int | None = None, walks: int = 0) -> dict:
     api_name = "/" + endpoint
     local = threading.local()
     deadline = time.perf_counter() + max_seconds
@@ -286,9 +308,17 @@ def run_load_test(url: str, clients: int, plan: list[tuple[str, dict]], max_seco
     started = time.perf_counter()
     processes = server_processes(server_pid) if server_pid else []  # the server and its workers
     server_cpu, client_cpu = sum(map(cpu_seconds, processes)), cpu_seconds()
+    running, walked = threading.Event(), []
+    running.set()
+    walker = threading.Thread(target=lambda: walked.extend(walks_under_load(url, plan[::-1], walks, running)))
+    if walks:
+        walker.start()
     with ThreadPoolExecutor(max_workers=clients) as pool:
         list(pool.map(send, plan))
     wall = time.perf_counter() - started
+    running.clear()
+    if walks:
+        walker.join()
     # where the 2 cores went while the clients were at it: the server's and the clients' (this process) CPU time
     server_cpu = round(sum(map(cpu_seconds, processes)) - server_cpu, 1) if server_pid else None
     client_cpu = round(cpu_seconds() - client_cpu, 1)
@@ -305,11 +335,13 @@ def run_load_test(url: str, clients: int, plan: list[tuple[str, dict]], max_seco
         "mismatches": len(mismatches),
         "mismatch_examples": mismatches[:5],
         "p50_ms": round(statistics.median(ordered)) if ordered else None,
-        "p95_ms": round(ordered[max(0, int(0.95 * len(ordered)) - 1)]) if ordered else None,
+        "p95_ms": percentile_95(ordered),
         "wall_s": round(wall, 1),
         "server_cpu_s": server_cpu,
         "client_cpu_s": client_cpu,
         "requests_per_s": round(len(latencies) / wall, 2) if wall else None,
+        **({"walks": len(walked), "walk_p50_ms": round(statistics.median(walked)) if walked else None,
+            "walk_p95_ms": percentile_95(sorted(walked))} if walks else {}),
     }
 
 
@@ -334,6 +366,9 @@ def main() -> None:
     parser.add_argument("--result-cache", type=at_least(0), default=None,
                         help="the server's result cache size, 0 for off (default: the app's)")
     parser.add_argument("--max-seconds", type=float, default=600, help="stop sending after this long")
+    parser.add_argument("--walks", type=at_least(0), default=0,
+                        help="one more visitor opens this many walk-throughs while the load runs, each after "
+                             "translating its sentence; reports their p50 and p95 (default: 0, none)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     try:
@@ -350,7 +385,8 @@ def main() -> None:
     process, url = start_server(result_cache=args.result_cache)  # afresh: nothing cached from the pass alone
     try:
         status = HttpClient(url).call("/server_status")
-        report = run_load_test(url, args.clients, plan, args.max_seconds, alone, args.endpoint, process.pid)
+        report = run_load_test(url, args.clients, plan, args.max_seconds, alone, args.endpoint, process.pid,
+                               args.walks)
         report["plan"], report["result_cache"] = args.plan, args.result_cache
         report["workers"], report["workers_status"], report["kernel"] = (status["workers"], status["workers_status"],
                                                                          status["kernel"])
