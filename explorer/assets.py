@@ -13,7 +13,9 @@ def static_text(*names: str) -> str:
 
 
 PAGE_CSS = static_text("style.css")
-# the numbering for people and the data modules (pure functions, tested under node) first, then the drawing
-LIVE_JS, LIVE_CSS = static_text("head_ref.js", "live_data.js", "live_render.js"), static_text("live_view.css")
+# the numbering for people and the data modules (pure functions, tested under node) first, then the drawing (the
+# live view's downloads in a file of their own)
+LIVE_JS = static_text("head_ref.js", "live_data.js", "live_export.js", "live_render.js")
+LIVE_CSS = static_text("live_view.css")
 WALK_JS = static_text("head_ref.js", "walk_data.js", "walk_figures.js", "walk_render.js")
 WALK_CSS = static_text("walk_view.css")

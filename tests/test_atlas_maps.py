@@ -121,3 +121,29 @@ def test_similar_heads_rank_a_turned_copy_of_a_map_first():
     order = ranked(similarity_matrix(maps), 0, 2)
     assert order[0][:2] == (1, 1) and order[0][2] == pytest.approx(1.0)  # a share of counted neighbours
     assert max(share for _, _, share in order[1:]) < 0.2  # unrelated maps share ~10/299 of each neighbourhood
+
+
+def test_a_tsne_map_keeps_clusters_and_nearest_neighbours():
+    """The build's t-SNE settings (fewer iterations, Barnes-Hut) on 8 well-separated clusters in 32 dimensions, 60
+    queries and 60 keys each: nearly every point's 10 nearest neighbours on the map are of its own cluster (chance:
+    1 in 8), and a point keeps far more of its 10 nearest neighbours in the input than a random map does."""
+    rng = np.random.default_rng(4)
+    centres = rng.normal(scale=6.0, size=(8, 32))
+    labels = np.repeat(np.arange(8), 60)
+    queries = (centres[labels] + rng.normal(size=(480, 32))).astype(np.float32)
+    keys = (centres[labels] + rng.normal(size=(480, 32))).astype(np.float32)
+    head = head_map(queries, keys, "tsne", threads=2)
+    points = reference_points(head, queries, keys)
+    both = np.concatenate([labels, labels])
+
+    def neighbours(xy):  # each point's 10 nearest others, by exact distances computed here
+        distances = ((xy[:, None] - xy[None]) ** 2).sum(-1)
+        np.fill_diagonal(distances, np.inf)
+        return np.argsort(distances, axis=1)[:, :10]
+
+    on_map, in_input = neighbours(head.coordinates.astype(np.float64)), neighbours(points.astype(np.float64))
+    assert (both[on_map] == both[:, None]).mean() > 0.9
+    kept = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(on_map, in_input)])
+    random_map = neighbours(rng.normal(size=(len(points), 2)))
+    by_chance = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(random_map, in_input)])
+    assert kept > 0.2 and kept > 10 * by_chance, (kept, by_chance)

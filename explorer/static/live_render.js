@@ -1,8 +1,8 @@
 // The live attention view's drawing: every kind, layer, head and step of one translation, drawn here in the
 // browser from one compact payload (weights quantised to bytes, deflated, base64), so that switching never asks the server.
 // Runs as the js_on_load of a gr.HTML component, after live_data.js (the data work: decodeWeights, matrix,
-// colour): `element`, `props` and `watch` come from Gradio. Labels come from the payload, set with textContent,
-// never as markup.
+// colour) and live_export.js (the downloads): `element`, `props` and `watch` come from Gradio. Labels come from the
+// payload, set with textContent, never as markup.
 const SVG = "http://www.w3.org/2000/svg";
 const HEAD_COLOURS = ["#2563eb", "#f97316", "#16a34a", "#db2777", "#7c3aed", "#0891b2", "#ca8a04", "#dc2626"];
 const view = {kind: null, layer: null, head: "mean", mode: "heatmap", step: null, merge: false, focus: null,
@@ -245,48 +245,6 @@ function overview(root) {
     grid.appendChild(tile);
   }
   root.appendChild(grid);
-}
-
-// The drawing as a file for a paper or a slide: the SVG with its text styled inline (the page's CSS does not
-// travel with it), or a PNG of it at twice the size.
-function svgText(svg) {
-  const clone = svg.cloneNode(true);
-  clone.setAttribute("xmlns", SVG);
-  const style = document.createElementNS(SVG, "style");
-  style.textContent = "text { font: 11px sans-serif; fill: #1f2937; } .ae-focus { font-weight: 700; }";
-  clone.insertBefore(style, clone.firstChild);
-  return new XMLSerializer().serializeToString(clone);
-}
-
-function save(url, name) {
-  const a = node("a", {href: url, download: name});
-  document.body.appendChild(a);
-  a.click();
-  a.remove();
-}
-
-function downloads(root) {
-  const svg = root.querySelector("svg.ae-heatmap, svg.ae-lines");
-  if (!svg) return;
-  const name = `attention-${view.kind}-${view.mode}` + (view.layer === "overview" ? "" : `-layer${shown(view.layer)}`) +
-    (view.head === "mean" ? "-mean" : `-head${shown(view.head)}`) + (view.measure === "norms" ? "-norms" : "");
-  const bar = node("div", {class: "ae-downloads"}, "Download: ");
-  const asSvg = node("button", {type: "button", class: "ae-download", "data-format": "svg"}, "SVG");
-  asSvg.addEventListener("click", () => save(URL.createObjectURL(new Blob([svgText(svg)], {type: "image/svg+xml"})), name + ".svg"));
-  const asPng = node("button", {type: "button", class: "ae-download", "data-format": "png"}, "PNG");
-  asPng.addEventListener("click", () => {
-    const image = new Image(), width = Number(svg.getAttribute("width")), height = Number(svg.getAttribute("height"));
-    image.onload = () => {
-      const canvas = node("canvas", {width: 2 * width, height: 2 * height}), context = canvas.getContext("2d");
-      context.fillStyle = "#ffffff";
-      context.fillRect(0, 0, canvas.width, canvas.height);
-      context.drawImage(image, 0, 0, canvas.width, canvas.height);
-      save(canvas.toDataURL("image/png"), name + ".png");
-    };
-    image.src = "data:image/svg+xml;charset=utf-8," + encodeURIComponent(svgText(svg));
-  });
-  bar.append(asSvg, " ", asPng);
-  root.appendChild(bar);
 }
 
 function draw() {

@@ -21,11 +21,30 @@ function halfToNumber(h) {
   return sign * (1 + fraction / 1024) * 2 ** (exponent - 15);
 }
 
-// A flat list of numbers, -Infinity written "-inf" as the API writes it
+// The payload as sent (walkthrough_payload.py's walk_payload): its header, and "document" (the stages' JSON) and
+// "data" (the numbers' binary block), each deflated and base64, inflated by the browser's own DecompressionStream
+// (Node has it too). The result is the whole payload, each pool entry and the logits holding their bytes.
+async function inflate(text) {
+  const stream = new Blob([base64Bytes(text)]).stream().pipeThrough(new DecompressionStream("deflate"));
+  return new Uint8Array(await new Response(stream).arrayBuffer());
+}
+
+async function unpackPayload(sent) {
+  const {document, data, ...header} = sent;
+  const [text, block] = await Promise.all([inflate(document), inflate(data)]);
+  const payload = {...header, ...JSON.parse(new TextDecoder().decode(text))};
+  const bytes = where => block.subarray(where.offset, where.offset + where.length);
+  payload.pool.forEach(entry => { entry.bytes = bytes(entry); });
+  payload.logits = {...payload.logits, exact: bytes(payload.logits.exact), below: bytes(payload.logits.below)};
+  return payload;
+}
+
+// A flat list of numbers from a pool entry's bytes (its dtype: f16, f32, or i8 times its scale), -Infinity written
+// "-inf" as the API writes it
 function decodeFlat(entry) {
-  const bytes = base64Bytes(entry.f16 || entry.f32 || entry.i8), view = new DataView(bytes.buffer), out = [];
-  if (entry.f16) for (let i = 0; i < bytes.length; i += 2) out.push(halfToNumber(view.getUint16(i, true)));
-  else if (entry.f32) for (let i = 0; i < bytes.length; i += 4) out.push(view.getFloat32(i, true));
+  const bytes = entry.bytes, view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength), out = [];
+  if (entry.dtype === "f16") for (let i = 0; i < bytes.length; i += 2) out.push(halfToNumber(view.getUint16(i, true)));
+  else if (entry.dtype === "f32") for (let i = 0; i < bytes.length; i += 4) out.push(view.getFloat32(i, true));
   else for (let i = 0; i < bytes.length; i++) { const q = view.getInt8(i); out.push(q === -128 ? -Infinity : q * entry.scale); }
   return out.map(v => (v === -Infinity ? "-inf" : v));
 }
@@ -38,7 +57,7 @@ function decodeEntry(entry) {
   return rows;
 }
 
-// The payload with a cache for its pool: each array is decoded the first time a stage shows it
+// The unpacked payload with a cache for its pool: each array is decoded the first time a stage shows it
 function decodePayload(payload) {
   return {...payload, decoded: new Array(payload.pool.length), logitValues: null};
 }
@@ -159,7 +178,7 @@ function firstStageOf(payload, block) {
 
 // The step's logits over the whole vocabulary: float16 distances below the largest, the largest ones exact
 function decodeLogits(compact) {
-  const below = decodeFlat({f16: compact.below}), exact = decodeFlat({f32: compact.exact});
+  const below = decodeFlat({dtype: "f16", bytes: compact.below}), exact = decodeFlat({dtype: "f32", bytes: compact.exact});
   const out = new Float64Array(compact.size);
   for (let i = 0; i < compact.size; i++) out[i] = below[i] === "-inf" || below[i] === Infinity ? -Infinity : compact.largest - below[i];
   compact.top.forEach((id, i) => { out[id] = exact[i]; });
@@ -198,7 +217,7 @@ function sampling(logits, temperature, topK, topP) {
 }
 
 if (typeof module !== "undefined") {
-  module.exports = {halfToNumber, decodeFlat, decodeEntry, decodePayload, pooled, logitsOf, variantIndex, stageAt,
+  module.exports = {halfToNumber, unpackPayload, decodeFlat, decodeEntry, decodePayload, pooled, logitsOf, variantIndex, stageAt,
                     stageForKey, answerOf, formatValue, shownValues, maxAbs, vectorScale, hasMasked, diverging, cellName, move,
                     keyAction, blockOf, firstStageOf, decodeLogits, sampling};
 }

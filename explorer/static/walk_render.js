@@ -5,6 +5,7 @@
 // the js_on_load of a gr.HTML component, after walk_data.js: `element`, `props` and `watch` come from Gradio (or from
 // the standalone file). Text comes from the payload and is set with textContent, never as markup.
 const walk = {payload: null, source: null, stage: 1, open: null, layer: 0, head: 0, pinned: null, predict: false,
+              unpacking: null, unpacked: null,  // the sent payload being inflated; the last inflated, with its source
               overview: false,  // on a phone the overview folds away behind a button, so the stage is on the first screen
               revealed: new Set(), sliders: {temperature: 1, topK: 0, topP: 1}};
 
@@ -223,8 +224,8 @@ function drawWalk() {
   if (!root) return;
   const started = performance.now();
   const payload = props.value;
-  if (!payload || !payload.stages) {
-    walk.payload = walk.source = null;
+  if (!payload || !payload.document) {
+    walk.payload = walk.source = walk.unpacking = null;
     root.replaceChildren(wkNode("div", {class: "wk-empty"},
       "Press “Walk through” above, or “How it computed this” beside the translation, to walk through every operation " +
       "on its numbers (translate a sentence first if none is showing)."));
@@ -232,11 +233,20 @@ function drawWalk() {
     return;
   }
   const opened = payload !== walk.source, first = !walk.source;
+  if (opened && walk.unpacked?.from !== payload) {  // a new walk is inflated first; the old one stays until it is
+    if (walk.unpacking !== payload) {
+      walk.unpacking = payload;
+      unpackPayload(payload).then(unpacked => {
+        if (walk.unpacking === payload) { walk.unpacked = {from: payload, unpacked}; drawWalk(); }
+      });
+    }
+    return;
+  }
   const focused = root.contains(document.activeElement);
   if (opened) {  // a new walk: the same stage, layer and head as before (a new piece or step), else the first stage
     const key = walk.payload ? walk.payload.stages[walk.stage - 1].key : null;
     walk.source = payload;
-    walk.payload = decodePayload(payload);
+    walk.payload = decodePayload(walk.unpacked.unpacked);
     wkTitles.clear();
     walk.stage = key ? stageForKey(walk.payload, key) : 1;
     walk.layer = Math.min(walk.layer, fromShown(payload.layers));

@@ -1,7 +1,7 @@
 """Live attention: the translation's attention drawn in the browser, on the first screen. Kind, layer, head,
 step, word merging, a heatmap or bertviz-style lines (heads as colours, hover a token to follow it) and the
 layer x head overview all switch there, without asking the server (static/live_data.js, the data work;
-static/live_render.js, the drawing)."""
+static/live_render.js, the drawing, and live_export.js, its downloads)."""
 
 from __future__ import annotations
 

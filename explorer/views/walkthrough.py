@@ -117,7 +117,7 @@ class WalkthroughView(View):
         except ValueError as error:
             raise page_error(str(error)) from error
         payload = walk_payload(walk)
-        text = (f"**{literal(translation.source)}** → **{literal(translation.text)}**: {len(payload['stages'])} stages "
+        text = (f"**{literal(translation.source)}** → **{literal(translation.text)}**: {len(walk.stages)} stages "
                 f"for the source piece “{literal(payload['token_piece'])}” and step {payload['step']} "
                 f"(“{literal(payload['step_piece'])}”)" + (f", opened on {opened}" if opened else "") +
                 ". Use Next/Back, the list, the overview or the arrow keys (with the walk focused); its Layer and "

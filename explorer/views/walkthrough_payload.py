@@ -1,13 +1,17 @@
 """The walk-through as JSON: every stage's named, labelled numbers at every layer and head, numbered from 1 (stages,
 the piece, the step, layers and heads) like the rest of the API. The API sends them at 6 decimals (`walk_json`); the
-page gets them compactly (`walk_payload`): every array once, as float16 (float32 where float16 would overflow)
-little-endian bytes in base64, in one pool the stages point into; the step's logits over the whole vocabulary as
-float32; the overview's blocks; and the glossary entries of the terms its stages use. That is everything the browser
-draws (static/walk_data.js, walk_render.js), so moving between stages, layers and heads never asks the server."""
+page gets them compactly (`walk_payload`): every array once, as float16 (float32 where float16 would overflow; keys,
+values and large matrices as int8 times one scale) little-endian bytes in one binary block the stages point into; the
+step's logits over the whole vocabulary; the overview's blocks; and the glossary entries of the terms its stages use.
+The words and the binary block each go deflated and base64-encoded (the words shrink to a seventh, the numbers by a
+fifth), beside the walk's header in the clear. That is everything the browser draws (static/walk_data.js inflates it,
+walk_render.js draws it), so moving between stages, layers and heads never asks the server."""
 from __future__ import annotations
 
 import base64
+import json
 import math
+import zlib
 
 import numpy as np
 
@@ -106,12 +110,20 @@ def walk_json(walk, digits: int = 6) -> dict:
 
 
 class Pool:
-    """Every numeric array of the payload once, as base64 of little-endian float16 (float32 where a value would
-    overflow float16); a stage's vector, row or matrix holds its index there."""
+    """Every numeric array of the payload once, as little-endian float16 (float32 where a value would overflow
+    float16; int8 times a scale for keys, values and large matrices) bytes in one block; a stage's vector, row or
+    matrix holds its index into `arrays`, each entry the dtype, shape and byte range of its values."""
 
     def __init__(self):
         self.arrays: list[dict] = []
+        self.data = bytearray()
         self.index: dict[tuple, int] = {}
+
+    def add(self, raw: bytes) -> dict:
+        """Appends bytes to the block: their {offset, length}."""
+        where = {"offset": len(self.data), "length": len(raw)}
+        self.data += raw
+        return where
 
     def __call__(self, n):
         if n.kind not in ("vector", "row", "matrix"):
@@ -119,20 +131,21 @@ class Pool:
         values = np.asarray(n.values, dtype=np.float64)
         finite = values[np.isfinite(values)]
         largest = float(np.abs(finite).max()) if finite.size else 0.0
+        scale = None
         if n.kind == "matrix" and (values.size > LARGE_MATRIX or n.name in QUANTISED):
             scale = float(f"{(largest / LEVELS or 1.0):.6g}")
             finite_mask = np.isfinite(values)
-            whole = np.where(finite_mask, np.round(np.where(finite_mask, values, 0.0) / scale), MASKED).astype("i1")
-            entry = {"i8": base64.b64encode(whole.tobytes()).decode("ascii"), "scale": scale}
+            dtype, raw = "i8", np.where(finite_mask, np.round(np.where(finite_mask, values, 0.0) / scale),
+                                        MASKED).astype("i1").tobytes()
         elif largest < FLOAT16_MAX:
-            entry = {"f16": base64.b64encode(values.astype("<f2").tobytes()).decode("ascii")}
+            dtype, raw = "f16", values.astype("<f2").tobytes()
         else:
-            entry = {"f32": base64.b64encode(values.astype("<f4").tobytes()).decode("ascii")}
-        entry["shape"] = list(values.shape)
-        key = repr(entry)
+            dtype, raw = "f32", values.astype("<f4").tobytes()
+        key = (dtype, raw, values.shape, scale)
         if key not in self.index:
             self.index[key] = len(self.arrays)
-            self.arrays.append(entry)
+            self.arrays.append({"dtype": dtype, "shape": list(values.shape), **self.add(raw),
+                                **({"scale": scale} if scale is not None else {})})
         return self.index[key]
 
 
@@ -185,28 +198,41 @@ def overview(walk, stages: list[dict]) -> list[dict]:
 EXACT_LOGITS = 512
 
 
-def compact_logits(logits) -> dict:
+def compact_logits(logits, pool: Pool) -> dict:
     """The step's logits over the whole vocabulary: the EXACT_LOGITS largest as float32 with their ids ("top",
     "exact"); every logit as float16 below the largest ("below", largest - logit), whose rounding error (at most
-    2^-11 of the distance) falls on pieces e^distance times less probable than the top one."""
+    2^-11 of the distance) falls on pieces e^distance times less probable than the top one. Both in the pool's block."""
     logits = np.asarray(logits, dtype=np.float64)
     largest = float(np.max(logits))
     top = np.argsort(-logits, kind="stable")[:EXACT_LOGITS]
     below = np.where(np.isfinite(logits), largest - logits, np.inf)
     return {"size": int(logits.size), "largest": largest, "top": top.astype("<i4").tolist(),
-            "exact": base64.b64encode(logits[top].astype("<f4").tobytes()).decode("ascii"),
-            "below": base64.b64encode(np.minimum(below, np.inf).astype("<f2").tobytes()).decode("ascii")}
+            "exact": pool.add(logits[top].astype("<f4").tobytes()), "below": pool.add(below.astype("<f2").tobytes())}
 
 
-def walk_payload(walk) -> dict:
-    """What the page's walk-through draws: every stage at every layer and head (numbers pooled), the step's logits,
-    the overview's blocks, and the glossary text of every term a stage uses."""
+def deflated(raw: bytes) -> str:
+    """zlib (what the browser's DecompressionStream("deflate") reads), base64. Level 6: within a percent of level 9's
+    size, several times faster."""
+    return base64.b64encode(zlib.compress(raw, 6)).decode("ascii")
+
+
+def walk_document(walk) -> tuple[dict, bytes]:
+    """What the page's walk-through draws, apart from its header: every stage at every layer and head (numbers
+    pooled), the step's logits, the overview's blocks, and the glossary text of every term a stage uses; and the
+    pool's binary block."""
     pool = Pool()
     stages = [stage_payload(number, stage, variants, pool)
               for number, (stage, variants) in enumerate(zip(walk.stages, walk.variants), start=1)]
     terms = sorted({term for s in stages for term in s["terms"]} | set(CONTROL_TERMS))
-    return walk_header(walk) | {
-        "stages": stages, "pool": pool.arrays, "blocks": overview(walk, stages),
-        "logits": compact_logits(walk.logits),
-        "top_ids": walk.top_ids, "top_pieces": walk.top_pieces,
-        "glossary": {term: definition(term) for term in terms if definition(term)}}
+    document = {"stages": stages, "pool": pool.arrays, "blocks": overview(walk, stages),
+                "logits": compact_logits(walk.logits, pool), "top_ids": walk.top_ids, "top_pieces": walk.top_pieces,
+                "glossary": {term: definition(term) for term in terms if definition(term)}}
+    return document, bytes(pool.data)
+
+
+def walk_payload(walk) -> dict:
+    """The walk's header in the clear (what the page's text and a saved file name), and the rest (walk_document)
+    deflated: "document", its JSON, and "data", the pool's block. static/walk_data.js's unpackPayload reads it."""
+    document, data = walk_document(walk)
+    text = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()
+    return walk_header(walk) | {"document": deflated(text), "data": deflated(data)}

@@ -5,13 +5,17 @@ const assert = require("node:assert/strict");
 const fs = require("node:fs");
 const path = require("node:path");
 const walkData = require("../../explorer/static/walk_data.js");
-const {decodePayload, stageAt, stageForKey, formatValue, shownValues, maxAbs, diverging, cellName, move, keyAction,
+const {unpackPayload, decodePayload, stageAt, stageForKey, formatValue, shownValues, maxAbs, diverging, cellName, move, keyAction,
        blockOf, firstStageOf, sampling, halfToNumber, vectorScale, answerOf, logitsOf} = walkData;
 
 const fixturePath = process.env.LIVE_FIXTURE;
 if (!fixturePath) throw new Error("LIVE_FIXTURE must name the file tests/js/export_fixtures.py wrote");
 const fixture = JSON.parse(fs.readFileSync(path.resolve(fixturePath), "utf-8")).walk;
-const payload = decodePayload(fixture.payload);
+let payload, unpacked;  // the payload as sent, inflated (walk_data.js's unpackPayload), then with its pool's cache
+test.before(async () => {
+  unpacked = await unpackPayload(fixture.payload);
+  payload = decodePayload(unpacked);
+});
 
 // float16 keeps 11 significant bits: a value is within 2^-11 of itself (relative), plus the smallest step near 0
 const HALF = (x) => Math.abs(x) * 2 ** -11 + 2 ** -24;
@@ -108,7 +112,7 @@ test("colours: blue above 0, red below, grey for a masked score; one scale per s
 test("predict first: the answer revealed is what the softmax ranks first", () => {
   const output = stageAt(payload, fixture.keys.indexOf("output.softmax") + 1, 0, 0);
   assert.ok(output.ask.includes("which piece"));
-  assert.equal(answerOf(output).piece, fixture.payload.top_pieces[0]);
+  assert.equal(answerOf(output).piece, unpacked.top_pieces[0]);
   const cross = stageAt(payload, fixture.keys.indexOf("decoder.cross.softmax") + 1, 1, 2);
   const weights = fixture.views[2].stages[fixture.keys.indexOf("decoder.cross.softmax")].values[0];
   assert.equal(answerOf(cross).index, weights.indexOf(Math.max(...weights)));

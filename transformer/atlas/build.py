@@ -17,14 +17,14 @@ import numpy as np
 
 from ..checkpoint import SHIPPED_ROOT, WEIGHTS_FILE, checkpoint_folder, load_checkpoint
 from ..command_line import write_json_atomically
-from ..core.head_ref import shown
+from ..core.head_ref import HeadRef, shown
 from ..core.probes import ATTENTION_KINDS, SOURCE, TARGET
 from ..path_checks import folder_problem
 from ..paths import portable_path
 from .corpus import SPLIT, batches, read_corpus, sample_rows, tokenize
 from .engines import ENGINES, run_engine
 from .index import build_index, tune, write_index
-from .maps import PROJECTIONS, head_map, save_maps
+from .maps import DEFAULT_SAMPLE, PROJECTIONS, head_map, save_maps
 from .store import (
     FORMAT,
     MANIFEST,
@@ -47,7 +47,8 @@ class BuildSettings:
     engine: str = "local"  # one of engines.ENGINES
     batch_size: int = 32  # sentence pairs per teacher-forced batch
     threads: int | None = None  # torch threads per engine worker (None: torch's choice)
-    sample: int = 10_000  # tokens per side whose queries and keys are kept for the maps (AttentionViz: 5-10k)
+    # tokens per side whose queries and keys are kept for the maps; None: maps.DEFAULT_SAMPLE for the projection
+    sample: int | None = None
     projection: str = "tsne"  # one of maps.PROJECTIONS
     recall: float = 0.95  # recall@10 against exact search that the index's nprobe is tuned to reach
     seed: int = 0  # the sample, the index's training set and t-SNE's start
@@ -68,6 +69,8 @@ class BuildSettings:
             raise AtlasError(f"--projection must be one of {list(PROJECTIONS)}, got {self.projection!r}")
         if not self.keep_samples and self.projection != "pca":
             raise AtlasError("--drop-samples needs --projection pca: a t-SNE map places new points among its samples")
+        if self.sample is None:
+            self.sample = DEFAULT_SAMPLE[self.projection]
 
 
 def checkpoint_identity(checkpoint) -> dict:
@@ -150,6 +153,7 @@ def build_indexes(folder: Path, layers: dict[str, tuple[int, ...]], settings: Bu
 
 
 def build_maps(folder: Path, config, settings: BuildSettings, progress) -> None:
+    threads = settings.threads or os.cpu_count() or 1  # t-SNE's neighbours and gradients on every core by default
     for kind in ATTENTION_KINDS:
         queries = np.load(folder / sample_file(kind, "queries"), mmap_mode="r")
         keys = np.load(folder / sample_file(kind, "keys"), mmap_mode="r")
@@ -158,18 +162,19 @@ def build_maps(folder: Path, config, settings: BuildSettings, progress) -> None:
             maps.append([])
             for head in range(shape.heads):
                 maps[-1].append(head_map(queries[layer, head], keys[layer, head], settings.projection,
-                                         settings.seed, settings.threads or 1))
-                progress("maps", 1)
+                                         settings.seed, threads))
+                progress("maps", 1, f"{kind} {HeadRef(kind, layer, head).label}")
         save_maps(folder / map_file(kind), maps, settings.projection)
         if not settings.keep_samples:
             for part in ("queries", "keys"):
                 (folder / sample_file(kind, part)).unlink()
 
 
-def build_atlas(checkpoint, corpus_dir, out, settings: BuildSettings, progress=lambda stage, done: None,
+def build_atlas(checkpoint, corpus_dir, out, settings: BuildSettings, progress=lambda stage, done, what=None: None,
                 command: str = "") -> dict:
     """Builds the atlas of `checkpoint` over CORPUS_DIR/train.* into `out`; returns its atlas.json. `progress(stage,
-    n)` is told of each step done: ("extracting", sentences), ("indexing", 1) per index, ("maps", 1) per head."""
+    n, what=None)` is told of each step done: ("extracting", sentences), ("indexing", 1) per index, ("maps", 1, the
+    head's kind, layer and head) per head."""
     out = check_out(Path(out))
     for module in ("pyarrow", "faiss", "openTSNE" if settings.projection == "tsne" else "numpy"):
         require(module)

@@ -20,6 +20,7 @@ from ..corpus.parallel import CorpusError
 from ..paths import portable_words
 from .build import BuildSettings, build_atlas, indexed_layers
 from .corpus import read_corpus
+from .maps import DEFAULT_SAMPLE
 from .query import neighbours as nearest
 from .query import sentence_vectors
 from .reader import Atlas
@@ -47,10 +48,13 @@ def parser() -> CommandParser:
                        help="sentence pairs per teacher-forced batch (default: 32)")
     build.add_argument("--threads", type=number_type("--threads", int, 1, 1024), default=None,
                        help="torch CPU threads (per Ray actor with --engine ray; default: torch's choice)")
-    build.add_argument("--sample", type=number_type("--sample", int, 10, 10_000), default=10_000,
-                       help="tokens per side whose queries and keys are kept for the maps (default and most: 10000)")
+    build.add_argument("--sample", type=number_type("--sample", int, 10, 10_000), default=None,
+                       help="tokens per side whose queries and keys are kept for the maps, at most 10000 (default: "
+                            f"{DEFAULT_SAMPLE['tsne']} with t-SNE maps, whose time grows with them; "
+                            f"{DEFAULT_SAMPLE['pca']} with PCA maps)")
     build.add_argument("--projection", choices=("tsne", "pca"), default="tsne",
-                       help="the maps' projection: tsne (openTSNE, default) or pca (instant)")
+                       help="the maps' projection: tsne (openTSNE, default; about 2 s a head on 2 cores) or pca "
+                            "(instant)")
     build.add_argument("--layers", type=layer_list, default=None,
                        help="layers whose residual vectors are stored and indexed, from 1, comma-separated "
                             "(default: all; a shipped atlas keeps the last to fit its size). The source side has "
@@ -95,11 +99,13 @@ class StageBars:
 
         self.tqdm, self.totals, self.bars = tqdm, totals, {}
 
-    def __call__(self, stage: str, done: int) -> None:
+    def __call__(self, stage: str, done: int, what: str | None = None) -> None:
         if stage not in self.bars:
             for bar in self.bars.values():
                 bar.close()
             self.bars[stage] = self.tqdm(total=self.totals.get(stage), desc=stage, file=sys.stderr)
+        if what:  # the step just done (a map's kind, layer and head), beside the bar
+            self.bars[stage].set_postfix_str(what, refresh=False)
         self.bars[stage].update(done)
 
     def close(self) -> None:

@@ -279,28 +279,3 @@ std::vector<torch::Tensor> select_rows(std::vector<torch::Tensor> caches, torch:
   }
   return selected;
 }
-
-// The packed product alone, for tests: x (rows, K) float32, packed (blocks, K, kBlock) float16, or int8 with scales
-// (N) float32, bias (N) float32.
-torch::Tensor packed_linear(torch::Tensor x, torch::Tensor packed, torch::Tensor bias, c10::optional<torch::Tensor> scales) {
-  TORCH_CHECK(x.dim() == 2 && x.scalar_type() == torch::kFloat32 && x.is_contiguous(), "x must be contiguous 2-D float32");
-  const bool int8 = packed.scalar_type() == torch::kChar;
-  TORCH_CHECK(packed.dim() == 3 && (int8 || packed.scalar_type() == torch::kFloat16) && packed.is_contiguous() &&
-              packed.size(1) == x.size(1) && packed.size(2) == kBlock,
-              "packed must be contiguous (blocks, K, 64) float16 or int8");
-  TORCH_CHECK(bias.scalar_type() == torch::kFloat32 && bias.is_contiguous() && bias.numel() <= packed.size(0) * kBlock &&
-              bias.numel() > (packed.size(0) - 1) * kBlock, "bias must hold one float32 per output");
-  const bool scaled = scales.has_value() && scales->defined();
-  TORCH_CHECK(int8 == scaled, "int8 weights need scales, and only they take them");
-  TORCH_CHECK(!scaled || (scales->scalar_type() == torch::kFloat32 && scales->is_contiguous() &&
-                          scales->numel() == bias.numel()), "scales must hold one float32 per output");
-  auto y = torch::empty({x.size(0), bias.numel()}, x.options());
-  if (int8) {
-    packed_int8_matmul(x.data_ptr<float>(), x.size(0), x.size(1), packed.data_ptr<int8_t>(), scales->data_ptr<float>(),
-                       bias.numel(), bias.data_ptr<float>(), y.data_ptr<float>());
-  } else {
-    packed_matmul(x.data_ptr<float>(), x.size(0), x.size(1), half_data(packed), bias.numel(), bias.data_ptr<float>(),
-                  y.data_ptr<float>());
-  }
-  return y;
-}

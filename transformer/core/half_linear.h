@@ -206,5 +206,6 @@ std::vector<torch::Tensor> greedy_steps(torch::Tensor token, torch::Tensor token
                                         int64_t position, int64_t heads, double eps, torch::Tensor never_produced,
                                         int64_t eos, int64_t limit, int64_t topk, std::vector<torch::Tensor> scales);
 std::vector<torch::Tensor> select_rows(std::vector<torch::Tensor> caches, torch::Tensor rows, int64_t filled);
+// half_linear.cpp
 torch::Tensor packed_linear(torch::Tensor x, torch::Tensor packed, torch::Tensor bias,
                             c10::optional<torch::Tensor> scales);
