@@ -96,7 +96,7 @@ class QueryKeyView(View):
 
         c["live_attention"].select(clicked, [ui.result_state, c["sentence"]], [ui.result_state] + [
                                    c[name] for name in ("tabs", "qk_kind", "qk_text", "qk_query", "qk_layer_head")],
-                                   api_visibility="private").then(
+                                   api_visibility="private").success(  # not after a message: nothing chosen
             drawn, [ui.result_state, c["sentence"], c["qk_kind"], c["qk_query"], c["qk_layer_head"]],
             [c["qk_text"], c["qk_plot"]], api_visibility="private")
 

@@ -1,0 +1,145 @@
+"""Every click a visitor can make in every tab after a translation, in the browser: each Gradio button and each
+Radio option (a few per group: a sentence's token chips are many) once when the page is idle, then in pairs, the
+second while the first one's event still runs. No click may leave an error toast, a component in its error state, or
+an error in the server's log, except the messages below, which tell the visitor what to do first.
+
+Not clicked: Gradio's own icon buttons (copy, fullscreen, reset, a plot's toolbar), accordions, the links of
+exported files (a download; tests/test_browser.py saves one), and the buttons a custom HTML view draws itself (the
+walk-through's: tests/test_browser_walkthrough.py)."""
+import re
+import time
+
+import pytest
+
+from .app_server import ServerLog
+from .test_browser import CHROMIUM, TIMEOUT, browser, open_translated, server_url  # noqa: F401
+
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium missing (scripts/test.sh installs it)")]
+SENTENCE = "The dog is sleeping."
+OPTIONS_PER_GROUP = 3  # Radio options clicked per group (the first ones): enough to change each control twice
+# The error toasts a click after a translation may give: each names what the visitor must do first, as gr.Error
+# (explorer/text.py's page_error); the same text ends the server log's traceback of it. Nothing else is allowed.
+ALLOWED = (
+    "Choose one of the nearest corpus tokens first.",  # Atlas: "Open this sentence" before choosing a neighbour
+    "Choose another candidate or type a continuation first.",  # Step by step: "Continue from here" with none
+    "Choose a candidate to compare with first.",  # Step by step: "Why?" with no candidate chosen
+)
+BUTTONS = "button.primary, button.secondary, button.stop"  # Gradio's Button components (a variant each)
+OPTIONS = "label[data-testid$='-radio-label']"
+# the open tab's panel; a page is idle when every status tracker is hidden (its event ended) or shows an error
+PANEL = "[role=tabpanel]:not([hidden])"
+IDLE_JS = """() => [...document.querySelectorAll("[data-testid='status-tracker']")].every(tracker =>
+  tracker.classList.contains('hide') || tracker.querySelector('.error')?.innerText.trim())"""
+ERRORS_JS = """() => ({
+  toasts: [...document.querySelectorAll("[data-testid='toast-body'].error")].map(t => t.innerText.trim()),
+  components: [...document.querySelectorAll("[data-testid='status-tracker'] .error")]
+    .filter(e => e.innerText.trim())
+    .map(e => (e.closest('[id]')?.id || '?') + ': ' + e.innerText.trim()),
+})"""
+
+
+def idle(page) -> None:
+    """Waits until no event of the page is running, twice in a row 100 ms apart (a chained event starts after)."""
+    for _ in range(2):
+        page.wait_for_function(IDLE_JS, timeout=TIMEOUT)
+        time.sleep(0.1)
+
+
+class Errors:
+    """What the page shows as errors after each click: error toasts (closed once read) and components in their error
+    state. An allowed message puts its event's outputs in the error state too, until an event updates them: those
+    are explained, and a component already in the error state is reported only when it goes there anew."""
+
+    def __init__(self, page):
+        self.page, self.components = page, set()
+
+    def after(self, click: str) -> list[str]:
+        found = self.page.evaluate(ERRORS_JS)
+        self.page.evaluate("() => document.querySelectorAll(\"[data-testid='toast-body'] button\")"
+                           ".forEach(button => button.click())")
+        toasts = [text for text in found["toasts"] if not any(allowed in text for allowed in ALLOWED)]
+        new = set(found["components"]) - self.components
+        self.components = set(found["components"])
+        explained = len(toasts) < len(found["toasts"])  # an allowed message came with this click
+        return [f"{click}: toast {text!r}" for text in toasts] + (
+            [] if explained else [f"{click}: component in error state: {where}" for where in sorted(new)])
+
+
+def log_errors(lines: list[str]) -> list[str]:
+    """The server log's errors: every traceback, warning-or-worse record and 'Error'/'Exception' line, except the
+    tracebacks of an allowed gr.Error (they end in `gradio.exceptions.Error: <message>`)."""
+    found, block = [], []
+    for line in lines + [""]:
+        if line.startswith("Traceback") or (block and (line.startswith(" ") or not line or "above exception" in line
+                                                       or line.startswith("During handling"))):
+            block.append(line)
+            continue
+        if block:  # `line` is the exception that ends the traceback
+            message = line.removeprefix("gradio.exceptions.Error: ")
+            if not (line.startswith("gradio.exceptions.Error: ") and message.strip("'\"") in ALLOWED):
+                found.append("\n".join(block + [line]))
+            block = []
+        elif re.search(r"Traceback|Exception|Error|CRITICAL", line):
+            found.append(line)
+    return found
+
+
+def clickables(page, tab: str) -> list[tuple[str, object]]:
+    """The open tab's visible, enabled buttons and the first options of each Radio group, with a name each. The
+    tab's panel is marked with the tab's name, so that the locators stay in it when another tab opens."""
+    page.locator(PANEL).last.evaluate("(panel, tab) => panel.setAttribute('data-clicked-tab', tab)", tab)
+    panel = page.locator(f"[data-clicked-tab={tab!r}]")
+    found = []
+    for index in range(panel.locator(BUTTONS).count()):
+        button = panel.locator(BUTTONS).nth(index)
+        if button.is_visible() and button.is_enabled():
+            found.append((f"button {button.inner_text().strip()!r}", button))
+    groups = panel.locator("fieldset")
+    for group_index in range(groups.count()):
+        options = groups.nth(group_index).locator(OPTIONS)
+        for index in range(min(options.count(), OPTIONS_PER_GROUP)):
+            option = options.nth(index)
+            if option.is_visible() and option.locator("input").is_enabled():
+                found.append((f"option {option.inner_text().strip()!r}", option))
+    return found
+
+
+def click(page, tab: str, name: str, target, problems: list[str], reopen: bool = True) -> None:
+    """Clicks `target` in `tab`, opened again if an earlier click went to another tab; not at all when `reopen` is
+    False (the click before it opens another tab, now or while this one waits: a visitor could not click it
+    either)."""
+    try:
+        if not target.is_visible():
+            if not reopen:
+                return
+            page.get_by_role("tab", name=tab, exact=True).click()
+            target.wait_for(state="visible", timeout=5_000)
+        target.click(timeout=5_000)
+    except Exception as error:  # noqa: BLE001 - a control that vanished mid-test is reported with the others
+        if not reopen and not target.is_visible():  # the first click's tab opened while this one waited
+            return
+        problems.append(f"{tab}: {name} could not be clicked: {str(error)[-600:]}")
+
+
+def test_every_click_in_every_tab_answers_without_an_error(browser, server_url):  # noqa: F811
+    page = open_translated(browser, server_url, SENTENCE)
+    problems, errors = [], Errors(page)
+    with ServerLog() as log:
+        tabs = page.get_by_role("tab")
+        for tab in [tabs.nth(index).inner_text().strip() for index in range(tabs.count())]:
+            page.get_by_role("tab", name=tab, exact=True).click()
+            idle(page)
+            targets = clickables(page, tab)
+            for name, target in targets:  # one at a time, each after the last event ended
+                click(page, tab, name, target, problems)
+                idle(page)
+                problems += errors.after(f"{tab}: {name}")
+            for (first, first_target), (second, second_target) in zip(targets[::2], targets[1::2]):
+                click(page, tab, first, first_target, problems)  # the second while the first one's event runs
+                click(page, tab, second, second_target, problems, reopen=False)
+                idle(page)
+                problems += errors.after(f"{tab}: {first} then {second}")
+    page.close()
+    problems += [f"server log: {error}" for error in log_errors(log.lines())]
+    assert not problems, "\n".join(problems)
