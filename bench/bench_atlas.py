@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -102,16 +103,24 @@ def tab_latency(folder: Path, sentence: str = "The dog is sleeping in front of t
                 placed(atlas, vectors, kind, layer, head)
     place_all = time.perf_counter() - started
     neighbours(atlas, vectors, 0, atlas.indexed["source"][-1], "source", 10)  # the index and records read once
+    # a click as the tab answers it: the sentence's vectors through the app's service, made on the first question
+    # about the sentence (here a new one: the maps' sentence is another) and kept for the next
+    from explorer.atlas_service import sentence_vectors as served_vectors
+    from transformer import Translator
+
+    served = SimpleNamespace(translator=Translator(model, tokenizer))
+    clicked = sentence.replace("dog", "cat")
     timings = []
     for token in range(len(vectors.pieces["source"])):
         started = time.perf_counter()
         last = atlas.indexed["source"][-1]
-        neighbours(atlas, sentence_vectors(model, tokenizer, sentence), token, last, "source", 10)
+        neighbours(atlas, served_vectors(served, clicked), token, last, "source", 10)
         timings.append((time.perf_counter() - started) * 1000)
     return {"atlas": str(folder.relative_to(ROOT)) if folder.is_relative_to(ROOT) else folder.name,
             "first_maps_of_a_kind_s": round(first_maps, 3), "place_sentence_on_every_map_s": round(place_all, 3),
-            "token_to_neighbours_median_ms": round(statistics.median(timings), 1),
-            "token_to_neighbours_p95_ms": round(p95(timings), 1)}
+            "token_to_neighbours_first_click_ms": round(timings[0], 1),
+            "token_to_neighbours_later_median_ms": round(statistics.median(timings[1:]), 1),
+            "token_to_neighbours_later_p95_ms": round(p95(timings[1:]), 1)}
 
 
 def main() -> None:
