@@ -56,6 +56,9 @@ class Visitor:
 
     def __init__(self, demo, state: SessionState | None = None, values: dict | None = None):
         self.demo, self.state = demo, state or SessionState(demo)
+        # the components' configurations, as a page load reads them (the app's lazy sessions, explorer/
+        # gradio_sessions.py, make them only when read: a test run after the app's import has the patch)
+        list(self.state.components)
         self.values = values if values is not None else {
             key: config.get("props", {}).get("value") for key, config in self.state.config_values.items()}
 
