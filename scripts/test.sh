@@ -62,17 +62,5 @@ step "testing the live view's browser code (node --test)..."
 ATTENTION_EXPLORER_HALF_WEIGHTS=0 .venv/bin/python tests/js/export_fixtures.py "$fixtures/live.json"
 LIVE_FIXTURE="$fixtures/live.json" node --test tests/js/
 
-# the tests that do not drive a browser run in one process per core (pytest-xdist, a file's tests in one process);
-# the browser tests after them, in one process: they time the page, and a second process on the cores slows it
-# (pytest's status 5, no test selected, is not a failure here: extra arguments may select one lane's tests alone)
-workers=$(nproc 2>/dev/null || echo 2)
-selected() { "$@" || [[ $? -eq 5 ]]; }
-if [[ ${#lane[@]} -gt 0 ]]; then
-  step "running pytest ${lane[*]} in $workers processes..."
-  selected .venv/bin/python -m pytest tests "${lane[@]}" -n "$workers" --dist loadfile "$@"
-else
-  step "running pytest: every test but the browser's, in $workers processes..."
-  selected .venv/bin/python -m pytest tests -m "not browser" -n "$workers" --dist loadfile "$@"
-  step "running pytest: the browser tests..."
-  selected .venv/bin/python -m pytest tests -m browser "$@"
-fi
+step "running pytest ${lane[*]}..."
+.venv/bin/python -m pytest tests "${lane[@]}" "$@"
