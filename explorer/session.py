@@ -149,7 +149,8 @@ class ModelService:
         translations, so each is computed once for both."""
         if result is None:
             return result
-        missing = [name for name in cheap_analyses() if name in set(names) - result.analysed]
+        wanted = set(names) - result.analysed
+        missing = frozenset(name for name in cheap_analyses() if name in wanted)
         if not missing:
             return result
         access = self.access(result)
@@ -162,8 +163,8 @@ class ModelService:
                 if LENS in made_while_decoding:
                     translation.logit_lens = decoded.logit_lens
         for translation in result.translations:
-            add_analyses(access, translation, frozenset(missing) - made_while_decoding)
-        result.analysed = result.analysed | frozenset(missing)
+            add_analyses(access, translation, missing - made_while_decoding)
+        result.analysed = result.analysed | missing
         return result
 
     def translator_of(self, result: RunResult):

@@ -111,7 +111,8 @@ def page_checks(ui: Wiring, values) -> list:
 
 def wire_rerender(ui: Wiring) -> None:
     """A control re-renders the views that read it and are on screen (the first screen and the open tab), from the
-    stored result: no model runs, so no queue. A hidden tab that read it is drawn afresh when opened (wire_tab)."""
+    stored result: both were drawn with their analyses, so no model runs, and no queue. A hidden tab that read it is
+    drawn afresh when opened (wire_tab)."""
     for name in ui.state_names:
         readers = [v for v in ui.views if name in v.reads or name in v.controls]
         if not readers:
