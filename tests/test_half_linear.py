@@ -1,6 +1,7 @@
 """The float16 weight copies (core/half_linear.py): the compiled kernel against F.linear on the float32 weights,
 decoding with and without them, and the cases that must fall back to F.linear."""
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -234,15 +235,30 @@ def compilers_in(folder: Path) -> list[str]:
     return found
 
 
+def seed_with_one_object(folder: Path) -> None:
+    """Copies the suite's own build of fused_step.cpp (its object, ninja's files, their times) into the empty
+    `folder`, so that ninja compiles half_linear.cpp alone there: half the compiling, the same build. Nothing is
+    copied where the suite's build is of other sources (another checkout); ninja then compiles both."""
+    built = build_folder()
+    if not (built / "fused_step.o").exists() or str(Path(__file__).parents[1] / "transformer") not in (
+            built / "build.ninja").read_text():
+        return
+    folder.mkdir(parents=True)
+    for name in ("build.ninja", ".ninja_log", ".ninja_deps", "fused_step.o"):
+        if (built / name).exists():
+            shutil.copy2(built / name, folder / name)
+
+
 def test_short_scripts_leave_no_compiler_running_and_the_next_run_uses_the_kernel(tmp_path):
-    """From a fresh cache: a script killed mid-build takes its compilers with it (they used to outlive it under
-    PID 1 and die half-way, leaving lock files); a short script that exits while the build runs waits for it at
-    exit and leaves nothing running; the run after that loads the kernel without compiling."""
+    """From a cache without the kernel: a script killed mid-build takes its compilers with it (they used to outlive
+    it under PID 1 and die half-way, leaving lock files); a short script that exits while the build runs waits for it
+    at exit and leaves nothing running; the run after that loads the kernel without compiling."""
     if torch.backends.cpu.get_cpu_capability() not in ("AVX2", "AVX512"):
         pytest.skip("the kernel needs AVX2; F.linear is used instead")
     env = {**os.environ, "TORCH_EXTENSIONS_DIR": str(tmp_path)}
     env.pop("ATTENTION_EXPLORER_HALF_WEIGHTS", None)
     folder = tmp_path / f"{EXTENSION}-torch{torch.__version__}"
+    seed_with_one_object(folder)
     run = dict(env=env, cwd=Path(__file__).parents[1], capture_output=True, text=True, timeout=400)
     killed = subprocess.Popen([sys.executable, "-c", "from transformer.core.half_linear import KERNEL; "
                                "KERNEL.start(); import time; time.sleep(600)"], env=env, cwd=run["cwd"])
