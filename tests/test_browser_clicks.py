@@ -29,6 +29,8 @@ BUTTONS = "button.primary, button.secondary, button.stop"  # Gradio's Button com
 OPTIONS = "label[data-testid$='-radio-label']"
 # the open tab's panel; a page is idle when every status tracker is hidden (its event ended) or shows an error
 PANEL = "[role=tabpanel]:not([hidden])"
+SELECTED_JS = """() => [...document.querySelectorAll('[role=tab]')]
+  .filter(t => t.getAttribute('aria-selected') === 'true').map(t => t.innerText.trim())"""
 IDLE_JS = """() => [...document.querySelectorAll("[data-testid='status-tracker']")].every(tracker =>
   tracker.classList.contains('hide') || tracker.querySelector('.error')?.innerText.trim())"""
 ERRORS_JS = """() => ({
@@ -105,15 +107,19 @@ def clickables(page, tab: str) -> list[tuple[str, object]]:
     return found
 
 
-def reopened(page, tab: str, target, tries: int = 3) -> None:
+def reopened(page, tab: str, target, seconds: float = 20) -> None:
     """Opens `tab` again until `target` shows: a jump an earlier click started (Step by step's "Show this step in
-    the logit lens") may open its own tab after this one was reopened, when its event chain ends."""
-    for _ in range(tries):
+    the logit lens") may open its own tab after this one was reopened, when its event chain ends. Raises naming the
+    tab that stays open otherwise."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
         page.get_by_role("tab", name=tab, exact=True).click()
         idle(page)
+        page.wait_for_timeout(250)
         if target.is_visible():
             return
-    target.wait_for(state="visible", timeout=5_000)
+    shown = page.evaluate(SELECTED_JS)
+    raise AssertionError(f"still hidden after {seconds} s of reopening {tab!r}; the open tab: {shown}")
 
 
 def click(page, tab: str, name: str, target, problems: list[str], reopen: bool = True) -> None:
