@@ -6,6 +6,7 @@ backward pass (estimate.py). The JSON counts layers, positions, heads and pieces
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -18,7 +19,7 @@ from ...decoding.trace import Translation
 from ..registry import Analysis, ModelAccess
 from .estimate import DISAGREE, agreement, estimate
 from .exact import HEAD_SITES, RECORDED, TRACE_SITES, Exact, Grid
-from .question import Question, Runs, aligned_positions, embedding_noise_scale
+from .question import NOISE_TIMES_STD, Question, Runs, aligned_positions, embedding_noise_scale
 
 ANALYSES = ("trace", "heads", "path", "attribution")
 
@@ -128,8 +129,10 @@ def patching_json(result: Patching, pieces=None) -> dict:
 
 
 def question_of(access: ModelAccess, translation: Translation, corrupted: str | None, target: int,
-                contrast: str | None = None, noise_word: int | None = None, seed: int = 0) -> Question:
-    """The question in ids: `target` and `noise_word` count pieces from 1; `contrast` is a piece of the vocabulary."""
+                contrast: str | None = None, noise_word: int | None = None, noise_std: float = NOISE_TIMES_STD,
+                seed: int = 0) -> Question:
+    """The question in ids: `target` and `noise_word` count pieces from 1; `contrast` is a piece of the vocabulary;
+    `noise_std` the noise's scale in standard deviations of the embeddings."""
     tokenizer, model = access.tokenizer, access.model
     if not 1 <= target <= len(translation.tgt_ids):
         raise ValueError(f"target must be a piece of the clean translation, in [1, {len(translation.tgt_ids)}], "
@@ -143,8 +146,10 @@ def question_of(access: ModelAccess, translation: Translation, corrupted: str | 
     if noise_word is not None:
         if not 1 <= noise_word <= len(clean) - 1:
             raise ValueError(f"noise_word must be a source piece, in [1, {len(clean) - 1}], got {noise_word}")
+        if not (isinstance(noise_std, (int, float)) and math.isfinite(noise_std) and 0 < noise_std <= 100):
+            raise ValueError(f"noise_std must be a finite number in (0, 100] (standard deviations), got {noise_std}")
         return Question(clean, clean, list(translation.tgt_ids), target - 1, contrast_id, (noise_word - 1,),
-                        embedding_noise_scale(model), seed)
+                        embedding_noise_scale(model, noise_std), seed)
     if not isinstance(corrupted, str) or not corrupted.strip():
         raise ValueError("corrupted: give a corrupted sentence (it is empty), or noise on one source word")
     ids = tokenizer.encode(corrupted)[: model.config.max_len - 1] + [tokenizer.eos_id]
@@ -152,8 +157,9 @@ def question_of(access: ModelAccess, translation: Translation, corrupted: str | 
 
 
 def patching_analysis(access: ModelAccess, translation: Translation, corrupted: str | None = None, target: int = 1,
-                      contrast: str | None = None, analyses=ANALYSES, noise_word: int | None = None) -> Patching:
-    question = question_of(access, translation, corrupted, target, contrast, noise_word)
+                      contrast: str | None = None, analyses=ANALYSES, noise_word: int | None = None,
+                      noise_std: float = NOISE_TIMES_STD) -> Patching:
+    question = question_of(access, translation, corrupted, target, contrast, noise_word, noise_std)
     return causal_patching(access.model, question, analyses)
 
 

@@ -36,10 +36,11 @@ def aligned_positions(clean: list[int], corrupted: list[int]) -> list[tuple[int,
     return [(i, i) for i in range(start)] + tail
 
 
-def embedding_noise_scale(model: Transformer) -> float:
-    """ROME's noise: NOISE_TIMES_STD x the standard deviation of the source embeddings, as the model scales them."""
+def embedding_noise_scale(model: Transformer, times_std: float = NOISE_TIMES_STD) -> float:
+    """ROME's noise: `times_std` (NOISE_TIMES_STD) x the standard deviation of the source embeddings, as the model
+    scales them."""
     embedding = model.src_embed
-    return float(NOISE_TIMES_STD * embedding.weight.detach().float().std() * embedding.scale)
+    return float(times_std * embedding.weight.detach().float().std() * embedding.scale)
 
 
 @dataclass
