@@ -11,10 +11,8 @@ every endpoint is: a bad piece, layer, head or setting is named with its range c
 from __future__ import annotations
 
 from transformer.analysis.causal import ANALYSES, patching_json
-from transformer.analysis.causal.exact import HEAD_SITES, TRACE_SITES
 from transformer.analysis.causal.question import NOISE_TIMES_STD
-from transformer.analysis.causal.redecode import Cell, check_cell
-from transformer.core.head_ref import from_shown
+from transformer.analysis.causal.redecode import parse_hold
 from transformer.numbers import NumberError, parsed_number
 
 from .api import counted, one_translation
@@ -32,21 +30,6 @@ def checked_analyses(analyses) -> tuple[str, ...]:
         raise page_error(f"analyses: {', '.join(map(repr, unknown)) or 'none given'}; choose some of "
                          f"{', '.join(ANALYSES)}")
     return names
-
-
-def parsed_hold(hold: str) -> tuple[str, str, int, int]:
-    """("trace", "residual", layer, index) as typed, counted from 1 (ranges are checked against the model later)."""
-    parts = hold.split() if isinstance(hold, str) else []
-    sites = {"trace": TRACE_SITES, "heads": HEAD_SITES, "path": {"cross": None}}
-    if len(parts) != 4 or parts[0] not in sites or parts[1] not in sites[parts[0]]:
-        raise page_error("hold must be 'trace SITE LAYER POSITION' (SITE: " + ", ".join(TRACE_SITES) + "), 'heads "
-                         "KIND LAYER HEAD' (KIND: " + ", ".join(HEAD_SITES) + ") or 'path cross LAYER HEAD', "
-                         f"counted from 1; got {hold!r}")
-    what = "position" if parts[0] == "trace" else "head"
-    try:
-        return parts[0], parts[1], parsed_number("layer", parts[2], int, 1), parsed_number(what, parts[3], int, 1)
-    except NumberError as error:
-        raise page_error(f"hold: {error} (counted from 1)") from None
 
 
 def checked_text(name: str, value) -> str:
@@ -79,7 +62,10 @@ def patch_endpoint(ui):
                 raise page_error(str(error)) from None
         if contrast is not None:
             checked_text("contrast", contrast)
-        held = parsed_hold(hold) if hold is not None else None
+        try:
+            held = parse_hold(hold) if hold is not None else None
+        except ValueError as error:
+            raise page_error(str(error)) from error
         result, translation = one_translation(ui, 1, clean, model, device, None, None, max_length, None, None)
         if len(result.translations) > 1:
             raise page_error(f"clean must be one sentence on one line; it has {len(result.translations)} lines")
@@ -102,10 +88,8 @@ def patch_endpoint(ui):
                                     corrupted_translation.text},
                       **patching_json(found, lambda ids: [tokenizer.id_to_piece(i) for i in ids])}
             if held is not None:
-                cell = Cell(held[0], held[1], from_shown(held[2]), from_shown(held[3]))
-                check_cell(ui.service.translator_of(result).model, found.question, cell)
                 answer["held"] = {"cell": hold, "translation": ui.service.held_translation(
-                    result, translation, corrupted or None, target, noise_word, noise_std, cell)}
+                    result, translation, corrupted or None, target, noise_word, noise_std, held)}
         except ValueError as error:
             raise page_error(str(error)) from error
         return answer

@@ -5,8 +5,10 @@ import pytest
 
 from transformer import Translator
 
+from .app_server import ServerLog
 from .conftest import SHIPPED, recorded
 from .test_browser import CHROMIUM, SCREENSHOTS, TIMEOUT, browser, open_translated, server_url  # noqa: F401
+from .test_browser_clicks import log_errors
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium missing (scripts/test.sh installs it)")]
@@ -109,3 +111,35 @@ def test_the_step_view_opens_the_tree_and_the_lens(page):
     assert layout["y"] == [f"layer {n}" for n in range(1, layers + 1)]
     assert layout["x"][0].startswith("1: ") and "decoder layer" in layout["ytitle"]
     page.locator("#lens-plot").screenshot(path=str(SCREENSHOTS / "logit-lens.png"))
+
+
+def test_the_cause_tab_shows_both_translations_the_trace_and_a_clicked_cells_translation(page):
+    """What causes a word: a corrupted sentence typed, both translations and the heatmaps shown, a cell clicked
+    and the corrupted sentence translated again with it held."""
+    corrupted = "A man is riding a bicycle down the street."
+    reference = Translator.from_pretrained(SHIPPED)
+    clean_text = reference.translate(SENTENCE, max_length=64, **recorded(reference)).text
+    corrupted_text = reference.translate(corrupted, max_length=64, **recorded(reference)).text
+    with ServerLog() as log:
+        page.get_by_role("tab", name="Cause").click()
+        clicked_cell_translation(page, corrupted)
+    assert log_errors(log.text.getvalue().splitlines()) == [] and not log.records
+    shown = page.locator("#cause-text").inner_text()
+    assert clean_text in shown and corrupted_text in shown
+
+
+def clicked_cell_translation(page, corrupted):
+    from playwright.sync_api import expect
+
+    page.locator("#cause-corrupted textarea").fill(corrupted)
+    page.locator("#cause-target input").fill("2")
+    page.locator("#cause-button").click()
+    expect(page.locator("#cause-text")).to_contain_text("Target piece 2", timeout=TIMEOUT)
+    page.wait_for_function("() => document.querySelector('#cause-trace .js-plotly-plot')?.data?.length === 3",
+                           timeout=TIMEOUT)
+    assert page.locator("#cause-heads .js-plotly-plot").count() == 1
+    page.locator("#cause-trace .nsewdrag").first.click()  # hover then click: a cell of the residual heatmap
+    expect(page.locator("#cause-held")).to_contain_text("held, the corrupted sentence translates as",
+                                                        timeout=TIMEOUT)
+    assert page.locator("#cause-hold textarea").input_value().startswith("trace residual ")
+    assert page.locator("#cause-text .error, #cause-held .error").count() == 0

@@ -16,6 +16,7 @@ from ...core.capture import record
 from ...core.patching import Replace, patch
 from ...core.probes import at_layer
 from ...decoding.strategies.greedy import GreedySettings, decode_greedy
+from ...numbers import NumberError, parsed_number
 from .exact import HEAD_SITES, PATH_POINTS, TRACE_SITES
 from .question import Question, Runs
 
@@ -28,6 +29,24 @@ class Cell:
     site: str
     layer: int
     index: int  # a clean source position (trace) or a head
+
+
+def parse_hold(text) -> Cell:
+    """A cell as people type it, counted from 1: "trace residual 2 5" (layer 2, source position 5),
+    "heads cross 1 3" (layer 1, head 3) or "path cross 1 3"; a ValueError says the form. Ranges are checked against
+    the model by `check_cell`."""
+    parts = text.split() if isinstance(text, str) else []
+    sites = {"trace": TRACE_SITES, "heads": HEAD_SITES, "path": {"cross": None}}
+    if len(parts) != 4 or parts[0] not in sites or parts[1] not in sites[parts[0]]:
+        raise ValueError("hold must be 'trace SITE LAYER POSITION' (SITE: " + ", ".join(TRACE_SITES) + "), 'heads "
+                         "KIND LAYER HEAD' (KIND: " + ", ".join(HEAD_SITES) + ") or 'path cross LAYER HEAD', "
+                         f"counted from 1; got {text!r}")
+    what = "position" if parts[0] == "trace" else "head"
+    try:
+        layer, index = parsed_number("layer", parts[2], int, 1), parsed_number(what, parts[3], int, 1)
+    except NumberError as error:
+        raise ValueError(f"hold: {error} (counted from 1)") from None
+    return Cell(parts[0], parts[1], layer - 1, index - 1)
 
 
 def check_cell(model, question: Question, cell: Cell) -> None:
@@ -93,4 +112,4 @@ def patched_translation(model, question: Question, cell: Cell | None, max_length
     return decoded.token_ids
 
 
-__all__ = ["Cell", "check_cell", "patched_translation"]
+__all__ = ["Cell", "check_cell", "parse_hold", "patched_translation"]
