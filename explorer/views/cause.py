@@ -80,66 +80,79 @@ class CauseView(View):
         c = ui.components
         inputs = [ui.result_state, c["sentence"], c["cause_corrupted"], c["cause_target"], c["cause_contrast"],
                   c["cause_noise"], c["cause_noise_word"]]
-
-        def question(result, sentence, corrupted, target, contrast, noise, noise_word):
-            translation = translated(result, {"sentence": sentence}, ", then find what causes a word")
-            if not noise and not (corrupted or "").strip():
-                raise page_error("Corrupted sentence: it is empty; type one, or choose noise on a source piece.")
-            if target is None or not 1 <= int(target) <= len(translation.tgt_ids):
-                raise page_error(f"Target piece must be in [1, {len(translation.tgt_ids)}] for this translation.")
-            return translation, (None if noise else corrupted), int(target), (contrast or None), (
-                int(noise_word or 1) if noise else None)
-
-        def find(result, *values):
-            translation, corrupted, target, contrast, noise_word = question(result, *values)
-            other = ""
-            if corrupted is not None:
-                request = result.request
-                try:
-                    asked = Request.build(ui.registry, corrupted, result.model_key, result.device, request.strategy,
-                                          request.settings, request.max_length)
-                except RequestError as error:
-                    raise page_error(f"Corrupted sentence: {error}") from error
-                if len(asked.lines) > 1:
-                    raise page_error("Corrupted sentence: one sentence on one line.")
-                other = ui.service.run(asked, frozenset()).translations[0].text
-            try:
-                found = ui.service.patching(result, translation, corrupted, target, contrast, ("trace", "heads",
-                                            "path", "attribution"), noise_word, NOISE_TIMES_STD)
-            except ValueError as error:
-                raise page_error(str(error)) from error
-            piece = translation.tgt_tokens[target - 1]
-            corrupted_line = (f"noise on source piece {noise_word} (“{literal(translation.src_tokens[noise_word - 1])}”"
-                              f", scale {found.question.noise_scale:.2f})" if corrupted is None else
-                              f"“{literal(corrupted)}” → “{literal(other)}”")
-            text = (f"| | sentence → translation |\n|---|---|\n| clean | “{literal(translation.source)}” → "
-                    f"“{literal(translation.text)}” |\n| corrupted | {corrupted_line} |\n\n"
-                    f"Target piece {target}: “{literal(piece)}”, p = {found.p_clean:.3f} clean, "
-                    f"{found.p_corrupted:.3f} corrupted.")
-            unaligned = [i + 1 for i in range(len(translation.src_ids)) if i not in dict(found.aligned)]
-            if unaligned:
-                text += (f" The sentences differ in length: clean positions {unaligned} line up with no corrupted "
-                         "position and are not patched.")
-            rho = found.rank_correlation
-            agreement = (f"Attribution patching against the exact cells: rank correlation "
-                         f"{'n/a' if rho is None else f'{rho:.2f}'}; {len(found.disagreements)} cells differ by more "
-                         f"than 0.2.")
-            trace = [g for g in found.grids if g.analysis == "trace"]
-            heads = [g for g in found.grids if g.analysis in ("heads", "path")]
-            return {c["cause_text"]: text, c["cause_trace"]: trace_figure(trace, translation.src_tokens),
-                    c["cause_heads"]: heads_figure(heads), c["cause_agreement"]: agreement}
-
-        def hold(result, *values):
-            typed = values[-1]
-            translation, corrupted, target, _, noise_word = question(result, *values[:-1])
-            try:
-                text = ui.service.held_translation(result, translation, corrupted, target, noise_word,
-                                                   NOISE_TIMES_STD, parse_hold(typed))
-            except ValueError as error:
-                raise page_error(str(error)) from error
-            return f"With **{literal(typed)}** held, the corrupted sentence translates as: “{literal(text)}”"
-
-        c["cause_button"].click(find, inputs, [c["cause_text"], c["cause_trace"], c["cause_heads"],
-                                               c["cause_agreement"]], api_visibility="private")
-        c["cause_hold_button"].click(hold, inputs + [c["cause_hold"]], [c["cause_held"]], api_visibility="private")
+        c["cause_button"].click(lambda *values: found_cause(ui, *values), inputs,
+                                [c["cause_text"], c["cause_trace"], c["cause_heads"], c["cause_agreement"]],
+                                api_visibility="private")
+        c["cause_hold_button"].click(lambda *values: held_translation(ui, *values), inputs + [c["cause_hold"]],
+                                     [c["cause_held"]], api_visibility="private")
         c["cause_trace"].change(None, None, None, js=CLICK_JS)
+
+
+def question(result, sentence, corrupted, target, contrast, noise, noise_word):
+    """(translation, corrupted text or None, target, contrast or None, noised piece or None) as the tab asks."""
+    translation = translated(result, {"sentence": sentence}, ", then find what causes a word")
+    if not noise and not (corrupted or "").strip():
+        raise page_error("Corrupted sentence: it is empty; type one, or choose noise on a source piece.")
+    if target is None or not 1 <= int(target) <= len(translation.tgt_ids):
+        raise page_error(f"Target piece must be in [1, {len(translation.tgt_ids)}] for this translation.")
+    return translation, (None if noise else corrupted), int(target), (contrast or None), (
+        int(noise_word or 1) if noise else None)
+
+
+def corrupted_translation(ui, result, corrupted: str) -> str:
+    """The corrupted sentence translated as the result's request asks (the same model, strategy and settings)."""
+    request = result.request
+    try:
+        asked = Request.build(ui.registry, corrupted, result.model_key, result.device, request.strategy,
+                              request.settings, request.max_length)
+    except RequestError as error:
+        raise page_error(f"Corrupted sentence: {error}") from error
+    if len(asked.lines) > 1:
+        raise page_error("Corrupted sentence: one sentence on one line.")
+    return ui.service.run(asked, frozenset()).translations[0].text
+
+
+def found_cause(ui, result, *values) -> dict:
+    c = ui.components
+    translation, corrupted, target, contrast, noise_word = question(result, *values)
+    other = "" if corrupted is None else corrupted_translation(ui, result, corrupted)
+    try:
+        found = ui.service.patching(result, translation, corrupted, target, contrast, ("trace", "heads", "path",
+                                    "attribution"), noise_word, NOISE_TIMES_STD)
+    except ValueError as error:
+        raise page_error(str(error)) from error
+    trace = [g for g in found.grids if g.analysis == "trace"]
+    heads = [g for g in found.grids if g.analysis in ("heads", "path")]
+    return {c["cause_text"]: summary(translation, found, corrupted, other, target, noise_word),
+            c["cause_trace"]: trace_figure(trace, translation.src_tokens), c["cause_heads"]: heads_figure(heads),
+            c["cause_agreement"]: (f"Attribution patching against the exact cells: rank correlation "
+                                   f"{'n/a' if found.rank_correlation is None else f'{found.rank_correlation:.2f}'}; "
+                                   f"{len(found.disagreements)} cells differ by more than 0.2.")}
+
+
+def summary(translation, found, corrupted, other, target, noise_word) -> str:
+    """Both translations side by side, the target piece's probabilities and what is not lined up."""
+    piece = translation.tgt_tokens[target - 1]
+    corrupted_line = (f"noise on source piece {noise_word} (“{literal(translation.src_tokens[noise_word - 1])}”, "
+                      f"scale {found.question.noise_scale:.2f})" if corrupted is None else
+                      f"“{literal(corrupted)}” → “{literal(other)}”")
+    text = (f"| | sentence → translation |\n|---|---|\n| clean | “{literal(translation.source)}” → "
+            f"“{literal(translation.text)}” |\n| corrupted | {corrupted_line} |\n\n"
+            f"Target piece {target}: “{literal(piece)}”, p = {found.p_clean:.3f} clean, "
+            f"{found.p_corrupted:.3f} corrupted.")
+    unaligned = [i + 1 for i in range(len(translation.src_ids)) if i not in dict(found.aligned)]
+    if unaligned:
+        text += (f" The sentences differ in length: clean positions {unaligned} line up with no corrupted position "
+                 "and are not patched.")
+    return text
+
+
+def held_translation(ui, result, *values) -> str:
+    typed = values[-1]
+    translation, corrupted, target, _, noise_word = question(result, *values[:-1])
+    try:
+        text = ui.service.held_translation(result, translation, corrupted, target, noise_word, NOISE_TIMES_STD,
+                                           parse_hold(typed))
+    except ValueError as error:
+        raise page_error(str(error)) from error
+    return f"With **{literal(typed)}** held, the corrupted sentence translates as: “{literal(text)}”"

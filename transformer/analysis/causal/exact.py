@@ -9,7 +9,9 @@
                                     one head reads it, and nothing else the memory feeds
 
 Each site kind is one batched forward pass: row r of the batch is the corrupted source with cell r's value put
-back, so a layer's patch is one `torch.where` of a (rows, ...) mask over its tensor. The restored share of a cell
+back, so a layer's patch is one `torch.where` of a (rows, ...) mask over its tensor. Where only the decoder is
+patched (its heads, the cross-attention's keys and values) the corrupted encoder output is computed once and the
+batch runs the decoder alone. The restored share of a cell
 is (p_patched - p_corrupted) / (p_clean - p_corrupted) of the target piece.
 """
 from __future__ import annotations
@@ -68,15 +70,22 @@ class Exact:
             return clean  # decoder positions: the same prefix in both runs
         return self.runs.in_corrupted_frame(clean, corrupted, 2 if name in PATH_POINTS else 1)
 
-    def patched(self, replacements: dict, rows: int) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """The target's probability and logit difference in `rows` corrupted runs with `replacements` open."""
-        with self.runs.corruption(), patch(self.model, replacements):
-            logits = self.runs.last_logits(self.runs.corrupted_src, rows)
+    def patched(self, replacements: dict, rows: int, decoder_only: bool = False):
+        """The target's probability and logit difference in `rows` corrupted runs with `replacements` open;
+        `decoder_only`: they patch the decoder alone, so the corrupted encoder output is computed once."""
+        if decoder_only:
+            self.runs.decoder_last_logits(1)  # the memory, before any patch is open
+            with patch(self.model, replacements):
+                logits = self.runs.decoder_last_logits(rows)
+        else:
+            with self.runs.corruption(), patch(self.model, replacements):
+                logits = self.runs.last_logits(self.runs.corrupted_src, rows)
         return self.runs.probability(logits), self.runs.logit_difference(logits)
 
     def grid(self, analysis, site, points, axes, cells, shape, replacements) -> Grid:
         start = time.perf_counter()
-        p, difference = self.patched(replacements, len(cells))
+        decoder_only = site != "encoder_self" and analysis != "trace"
+        p, difference = self.patched(replacements, len(cells), decoder_only)
         shares = np.full(shape, np.nan)
         differences = None if difference is None else np.full(shape, np.nan)
         for row, cell in enumerate(cells):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ...core.model import Transformer
+from ...core.model import Transformer, padding_mask
 from ...core.patching import patch
 
 NOISE_TIMES_STD = 3.0  # ROME (Meng et al., 2022): noise of 3 x the standard deviation of the embeddings
@@ -73,6 +73,7 @@ class Runs:
         self.prefix = torch.tensor([prefix], device=device)  # (1, T)
         self.pairs = aligned_positions(question.clean_src, question.corrupted_src)
         self.noise = None
+        self.memory = None  # the corrupted run's encoder output and mask, once a decoder-only pass asks
         if question.noise_positions:
             generator = torch.Generator().manual_seed(question.seed)
             noise = torch.randn(len(question.noise_positions), model.config.d_model, generator=generator)
@@ -91,6 +92,18 @@ class Runs:
         context tell them apart)."""
         src = src.expand(rows, -1)
         return self.model(src, self.prefix.expand(rows, -1))[:, -1].float()
+
+    def decoder_last_logits(self, rows: int) -> torch.Tensor:
+        """`last_logits` of the corrupted source for patches the decoder alone reads: the corrupted encoder output,
+        computed once, shared by the `rows` decoder passes."""
+        if self.memory is None:
+            with self.corruption():
+                mask = padding_mask(self.corrupted_src, self.model.config.pad_id)
+                self.memory = self.model.encode(self.corrupted_src, mask), mask
+        memory, mask = self.memory
+        logits = self.model.decode(memory.expand(rows, -1, -1), mask.expand(rows, -1, -1, -1),
+                                   self.prefix.expand(rows, -1))
+        return logits[:, -1].float()
 
     def clean(self) -> torch.Tensor:
         return self.last_logits(self.clean_src)
