@@ -142,4 +142,5 @@ def clicked_cell_translation(page, corrupted):
     expect(page.locator("#cause-held")).to_contain_text("held, the corrupted sentence translates as",
                                                         timeout=TIMEOUT)
     assert page.locator("#cause-hold textarea").input_value().startswith("trace residual ")
+    page.locator("#cause-trace").screenshot(path=str(SCREENSHOTS / "cause.png"))
     assert page.locator("#cause-text .error, #cause-held .error").count() == 0

@@ -21,7 +21,7 @@ def stacked(grids: list, columns: list[list[str]], holds: list[list[list[str]]],
             title: str, row_height: int) -> go.Figure:
     """One heatmap per grid, stacked, on one colour scale centred at 0."""
     figure = make_subplots(rows=len(grids), cols=1, subplot_titles=[label(SITE_TITLES[g.site]) for g in grids],
-                           vertical_spacing=0.35 / max(len(grids), 1))
+                           vertical_spacing=0.5 / max(len(grids), 1))
     for row, (grid, x, hold, hover) in enumerate(zip(grids, columns, holds, hovers), start=1):
         shares = np.where(np.isnan(grid.shares), None, np.round(grid.shares, 3))
         figure.add_trace(go.Heatmap(
@@ -31,7 +31,7 @@ def stacked(grids: list, columns: list[list[str]], holds: list[list[list[str]]],
             hovertemplate="%{text}<br>restored share %{z}<extra></extra>", xgap=1, ygap=1), row=row, col=1)
         figure.update_yaxes(autorange="reversed", type="category", row=row, col=1)
         figure.update_xaxes(type="category", tickangle=-45, row=row, col=1)
-    return base_layout(figure, title, height=80 + sum(row_height * g.shares.shape[0] + 60 for g in grids))
+    return base_layout(figure, title, height=80 + sum(row_height * g.shares.shape[0] + 90 for g in grids))
 
 
 def trace_figure(grids: list, pieces: list[str]) -> go.Figure:
