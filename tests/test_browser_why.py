@@ -1,4 +1,5 @@
 """Why this word, in the browser: a what-if from another candidate, a click on a tree node, the logit lens."""
+import re
 from pathlib import Path
 
 import pytest
@@ -116,6 +117,8 @@ def test_the_step_view_opens_the_tree_and_the_lens(page):
 def test_the_cause_tab_shows_both_translations_the_trace_and_a_clicked_cells_translation(page):
     """What causes a word: a corrupted sentence typed, both translations and the heatmaps shown, a cell clicked
     and the corrupted sentence translated again with it held."""
+    from playwright.sync_api import expect
+
     corrupted = "A man is riding a bicycle down the street."
     reference = Translator.from_pretrained(SHIPPED)
     clean_text = reference.translate(SENTENCE, max_length=64, **recorded(reference)).text
@@ -123,6 +126,17 @@ def test_the_cause_tab_shows_both_translations_the_trace_and_a_clicked_cells_tra
     with ServerLog() as log:
         page.get_by_role("tab", name="Cause").click()
         clicked_cell_translation(page, corrupted)
+        page.locator("#copy-link").click()  # the share link carries the tab's inputs, and restores them
+        expect(page.locator("#link textarea, #link input").first).to_have_value(re.compile("cause_corrupted="),
+                                                                            timeout=TIMEOUT)
+        link = page.locator("#link textarea, #link input").first.input_value()
+        restored = page.context.browser.new_page()
+        restored.goto(link)
+        expect(restored.locator("#translation textarea")).to_have_value(clean_text, timeout=TIMEOUT)
+        restored.get_by_role("tab", name="Cause").click()
+        expect(restored.locator("#cause-corrupted textarea")).to_have_value(corrupted, timeout=TIMEOUT)
+        expect(restored.locator("#cause-target input")).to_have_value("2", timeout=TIMEOUT)
+        restored.close()
     assert log_errors(log.text.getvalue().splitlines()) == [] and not log.records
     shown = page.locator("#cause-text").inner_text()
     assert clean_text in shown and corrupted_text in shown
