@@ -91,7 +91,14 @@ class Runs:
         """(rows, V) logits of the target piece: `rows` copies of the source run at once (the patches open in this
         context tell them apart)."""
         src = src.expand(rows, -1)
-        return self.model(src, self.prefix.expand(rows, -1))[:, -1].float()
+        mask = padding_mask(src, self.model.config.pad_id)
+        return self.output(self.model.encode(src, mask), mask, rows)
+
+    def output(self, memory: torch.Tensor, mask: torch.Tensor, rows: int) -> torch.Tensor:
+        """The target piece's logits (rows, V): the decoder over the prefix, and the final norm and the output
+        projection at its last position only (over every position they would cost the most of a pass)."""
+        hidden = self.model.decoder_layers_output(memory, mask, self.prefix.expand(rows, -1))
+        return self.model.generator(self.model.decoder_norm(hidden[:, -1])).float()
 
     def decoder_last_logits(self, rows: int) -> torch.Tensor:
         """`last_logits` of the corrupted source for patches the decoder alone reads: the corrupted encoder output,
@@ -101,9 +108,7 @@ class Runs:
                 mask = padding_mask(self.corrupted_src, self.model.config.pad_id)
                 self.memory = self.model.encode(self.corrupted_src, mask), mask
         memory, mask = self.memory
-        logits = self.model.decode(memory.expand(rows, -1, -1), mask.expand(rows, -1, -1, -1),
-                                   self.prefix.expand(rows, -1))
-        return logits[:, -1].float()
+        return self.output(memory.expand(rows, -1, -1), mask.expand(rows, -1, -1, -1), rows)
 
     def clean(self) -> torch.Tensor:
         return self.last_logits(self.clean_src)
