@@ -2,6 +2,7 @@
 
     attribution_ms        attribution patching for every site: one forward and one backward pass, and the sums
     trace_ms              the exact encoder trace: layers x positions x 3 site kinds, one batched pass per kind
+    trace_residual_ms     its residual-stream kind alone (one batched pass of layers x positions rows)
     heads_ms              the head matrices of all three kinds, one batched pass per kind
     path_ms               every cross-attention head's keys and values, one batched pass
     first_picture_ms      what /patch computes before it answers with the trace and the head matrices: the clean and
@@ -73,6 +74,7 @@ def main() -> None:
         measured = {
             "attribution_ms": ms["attribution"],
             "trace_ms": sum(v for k, v in ms.items() if k.startswith("trace")),
+            "trace_residual_ms": ms["trace residual"],
             "heads_ms": sum(v for k, v in ms.items() if k.startswith("heads")),
             "path_ms": sum(v for k, v in ms.items() if k.startswith("path")),
             "first_picture_ms": ms["clean and corrupted runs"] + ms["attribution"] + sum(

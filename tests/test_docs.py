@@ -185,7 +185,7 @@ def test_the_patching_example_gives_the_numbers_the_page_states():
     command = next(line for line in page.splitlines() if line.startswith("python -m transformer.analysis patch"))
     argv = shlex.split(command)
     assert argv[:4] == ["python", "-m", "transformer.analysis", "patch"]
-    out = run(argv[4:] + ["--threads", "2"])
+    out = run(argv[4:] + ["--threads", "1"])
     assert out["clean"]["translation"] == "Der alte Mann sitzt auf der Bank des Flusses."
     assert out["corrupted"]["translation"] == "Der alte Mann sitzt auf der Bank der Stadt."
     assert (round(out["p_clean"], 3), round(out["p_corrupted"], 3)) == (0.710, 0.018)
