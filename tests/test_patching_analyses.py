@@ -128,3 +128,17 @@ def test_positions_line_up_only_where_the_pieces_do(model):
     report = patching_json(result)
     assert report["unaligned_clean_positions"] == [2] and report["unaligned_corrupted_positions"] == [2, 3]
     assert [row[1] for row in report["analyses"]["trace"][0]["restored_share"]] == [None] * 3
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--target", "0"], "argument --target: must be"),
+    (["--target", "1", "--analyses", "trace,everything"], "'everything'] not known; choose some of trace"),
+    (["--target", "1", "--noise-word", "NaN"], "argument --noise-word: must be"),
+])
+def test_the_command_line_refuses_bad_settings_in_one_line(argv, message, capsys):
+    from transformer.analysis.causal.cli import run
+
+    with pytest.raises(SystemExit) as exit_status:
+        run(["--model", "en-de", "--clean", "A dog runs.", "--corrupted", "A cat runs.", *argv])
+    error = capsys.readouterr().err
+    assert exit_status.value.code == 2 and message in error and len(error.strip().splitlines()) == 1, error
