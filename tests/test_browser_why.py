@@ -157,4 +157,7 @@ def clicked_cell_translation(page, corrupted):
                                                         timeout=TIMEOUT)
     assert page.locator("#cause-hold textarea").input_value().startswith("trace residual ")
     page.locator("#cause-trace").screenshot(path=str(SCREENSHOTS / "cause.png"))
+    page.locator("#cause-save").click()  # the tab as one HTML file
+    expect(page.locator("#cause-file a").first).to_have_attribute("href", re.compile(r"cause\.html"),
+                                                                   timeout=TIMEOUT)
     assert page.locator("#cause-text .error, #cause-held .error").count() == 0

@@ -1,5 +1,7 @@
 """The patching analyses (analysis/causal): their batched cells against one-cell forward passes written here with
 plain module hooks, attribution patching against gradient x difference computed here, on tiny unequal stacks."""
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -142,3 +144,14 @@ def test_the_command_line_refuses_bad_settings_in_one_line(argv, message, capsys
         run(["--model", "en-de", "--clean", "A dog runs.", "--corrupted", "A cat runs.", *argv])
     error = capsys.readouterr().err
     assert exit_status.value.code == 2 and message in error and len(error.strip().splitlines()) == 1, error
+
+
+def test_the_saved_tab_opens_offline_and_keeps_markup_as_text(result):
+    from explorer.figures.cause import heads_figure, trace_figure
+    from explorer.standalone import cause_html
+
+    trace = trace_figure([g for g in result.grids if g.analysis == "trace"], ["<b>", "a", "b", "c", "</s>"])
+    heads = heads_figure([g for g in result.grids if g.analysis in ("heads", "path")])
+    page = cause_html("“<script>alert(1)</script>” → “x”", [trace, heads], "rank correlation 0.9", {"model": "t"})
+    assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)" in page
+    assert page.count("Plotly.newPlot") == 2 and not re.search(r"<(script|link)[^>]+(src|href)=", page)

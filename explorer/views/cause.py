@@ -10,6 +10,7 @@ import gradio as gr
 from transformer.analysis.causal.question import NOISE_TIMES_STD
 from transformer.analysis.causal.redecode import parse_hold
 
+from ..exports import cause_file
 from ..figures.cause import heads_figure, trace_figure
 from ..request import Request, RequestError
 from ..text import literal, page_error
@@ -65,15 +66,19 @@ class CauseView(View):
                               placeholder="click a cell, or type e.g. trace residual 2 5, heads cross 1 3")
             hold_button = gr.Button("Translate with it held", elem_id="cause-hold-button", scale=1)
         held = gr.Markdown(elem_id="cause-held")
+        save = gr.Button("Save this tab as one HTML file", elem_id="cause-save", size="sm")
+        saved = gr.File(label="The tab as HTML (opens offline)", elem_id="cause-file")
+        shown = gr.State(None)  # the last pictures' summary, figures and agreement, for the saved file
         return {"cause_corrupted": corrupted, "cause_target": target, "cause_contrast": contrast,
                 "cause_noise": noise, "cause_noise_word": noise_word, "cause_button": button, "cause_text": text,
                 "cause_trace": trace, "cause_heads": heads, "cause_agreement": agreement, "cause_hold": hold,
-                "cause_hold_button": hold_button, "cause_held": held}
+                "cause_hold_button": hold_button, "cause_held": held, "cause_save": save, "cause_file": saved,
+                "cause_shown": shown}
 
     def render(self, result, state, context, changed):
         if changed in (TRANSLATION, "sentence"):  # the pictures belong to one sentence: cleared for another
             return {"cause_text": PROMPT, "cause_trace": None, "cause_heads": None, "cause_agreement": "",
-                    "cause_held": ""}
+                    "cause_held": "", "cause_shown": None, "cause_file": None}
         return {}
 
     def wire(self, ui):
@@ -81,8 +86,10 @@ class CauseView(View):
         inputs = [ui.result_state, c["sentence"], c["cause_corrupted"], c["cause_target"], c["cause_contrast"],
                   c["cause_noise"], c["cause_noise_word"]]
         c["cause_button"].click(lambda *values: found_cause(ui, *values), inputs,
-                                [c["cause_text"], c["cause_trace"], c["cause_heads"], c["cause_agreement"]],
-                                api_visibility="private")
+                                [c["cause_text"], c["cause_trace"], c["cause_heads"], c["cause_agreement"],
+                                 c["cause_shown"]], api_visibility="private")
+        c["cause_save"].click(lambda result, shown: saved_file(ui, result, shown), [ui.result_state, c["cause_shown"]],
+                              [c["cause_file"]], api_visibility="private")
         c["cause_hold_button"].click(lambda *values: held_translation(ui, *values), inputs + [c["cause_hold"]],
                                      [c["cause_held"]], api_visibility="private")
         c["cause_trace"].change(None, None, None, js=CLICK_JS)
@@ -121,13 +128,20 @@ def found_cause(ui, result, *values) -> dict:
                                     "attribution"), noise_word, NOISE_TIMES_STD)
     except ValueError as error:
         raise page_error(str(error)) from error
-    trace = [g for g in found.grids if g.analysis == "trace"]
-    heads = [g for g in found.grids if g.analysis in ("heads", "path")]
-    return {c["cause_text"]: summary(translation, found, corrupted, other, target, noise_word),
-            c["cause_trace"]: trace_figure(trace, translation.src_tokens), c["cause_heads"]: heads_figure(heads),
-            c["cause_agreement"]: (f"Attribution patching against the exact cells: rank correlation "
-                                   f"{'n/a' if found.rank_correlation is None else f'{found.rank_correlation:.2f}'}; "
-                                   f"{len(found.disagreements)} cells differ by more than 0.2.")}
+    trace = trace_figure([g for g in found.grids if g.analysis == "trace"], translation.src_tokens)
+    heads = heads_figure([g for g in found.grids if g.analysis in ("heads", "path")])
+    text = summary(translation, found, corrupted, other, target, noise_word)
+    agreement = (f"Attribution patching against the exact cells: rank correlation "
+                 f"{'n/a' if found.rank_correlation is None else f'{found.rank_correlation:.2f}'}; "
+                 f"{len(found.disagreements)} cells differ by more than 0.2.")
+    return {c["cause_text"]: text, c["cause_trace"]: trace, c["cause_heads"]: heads, c["cause_agreement"]: agreement,
+            c["cause_shown"]: (text, [trace, heads], agreement)}
+
+
+def saved_file(ui, result, shown) -> str:
+    if result is None or shown is None:
+        raise page_error("Find the cause first, then save it.")
+    return cause_file(result, ui.registry, *shown)
 
 
 def summary(translation, found, corrupted, other, target, noise_word) -> str:
