@@ -10,7 +10,7 @@ from pathlib import Path
 
 from transformer.decoding.export import attention_csv, bertviz_dict, steps_csv, to_json
 
-from .standalone import live_view_html, walk_html
+from .standalone import cause_html, live_view_html, walk_html
 from .version import APP_VERSION
 
 EXPORT_ROOT = Path(tempfile.gettempdir()) / "attention-explorer-exports"
@@ -49,4 +49,12 @@ def walk_file(result, registry, translation, payload: dict) -> str:
     folder = Path(tempfile.mkdtemp(dir=EXPORT_ROOT))
     path = folder / f"walkthrough-token{payload['token']}-step{payload['step']}.html"
     path.write_text(walk_html(payload, run_description(result, registry)), encoding="utf-8")
+    return str(path)
+
+
+def cause_file(result, registry, summary: str, figures: list, agreement: str) -> str:
+    """The Cause tab's pictures saved as one HTML file that opens offline; returns its path."""
+    EXPORT_ROOT.mkdir(exist_ok=True)
+    path = Path(tempfile.mkdtemp(dir=EXPORT_ROOT)) / "cause.html"
+    path.write_text(cause_html(summary, figures, agreement, run_description(result, registry)), encoding="utf-8")
     return str(path)

@@ -123,6 +123,17 @@ GLOSSARY: dict[str, str] = {
             "translation (0 to 100).",
     "entropy": "How spread out a distribution is: 0 when all weight is on one piece, higher when it is spread.",
     "confidence": "The probability the model gave the piece it chose.",
+    # causes (the patching analyses)
+    "activation patching": "Run the model on a corrupted input, put one internal value back from the run on the "
+                           "clean input, and measure how much of the clean prediction returns: a causal test, where "
+                           "attention weights and gradients are correlations.",
+    "causal tracing": "Activation patching of every layer and source position in turn (Meng et al., 2022): which "
+                      "encoder position, after which layer, carries what makes the word.",
+    "restored share": "(p patched − p corrupted) / (p clean − p corrupted) of the target piece: 1 when the patch "
+                      "brings the clean prediction back entirely, 0 when it changes nothing.",
+    "attribution patching": "A first-order estimate of activation patching from one forward and one backward pass: "
+                            "the gradient at the corrupted run times the clean-minus-corrupted difference (Nanda, "
+                            "2023).",
 }
 
 

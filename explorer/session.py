@@ -11,6 +11,8 @@ import torch
 
 from transformer import Translation
 from transformer.analysis.attribution import Attribution
+from transformer.analysis.causal import Patching, question_of
+from transformer.analysis.causal.redecode import Cell, patched_translation
 from transformer.analysis.contrastive import Contrast
 from transformer.analysis.query_key import QueryKey
 from transformer.analysis.registered import (  # noqa: F401
@@ -19,6 +21,7 @@ from transformer.analysis.registered import (  # noqa: F401
     CONTRAST,
     LENS,
     NORMS,
+    PATCHING,
     QUERY_KEY,
     WALKTHROUGH,
 )
@@ -225,3 +228,19 @@ class ModelService:
     def attribute(self, result: RunResult, translation: Translation) -> Attribution:
         """Input x gradient of the translation's own output over its source."""
         return self.analyse(result, translation, ATTRIBUTION)
+
+    def patching(self, result: RunResult, translation: Translation, corrupted: str | None, target: int,
+                 contrast: str | None, analyses, noise_word: int | None, noise_std: float) -> Patching:
+        """What causes the piece `target` (from 1) of `translation`: activation patching against the corrupted
+        sentence, or noise on its source piece `noise_word` (analysis/causal)."""
+        return self.analyse(result, translation, PATCHING, corrupted=corrupted, target=target, contrast=contrast,
+                            analyses=analyses, noise_word=noise_word, noise_std=noise_std)
+
+    def held_translation(self, result: RunResult, translation: Translation, corrupted: str | None, target: int,
+                         noise_word: int | None, noise_std: float, cell: Cell) -> str:
+        """The corrupted source decoded again (greedy) with one cell (0-based) put back from the clean run."""
+        access = self.access(result)
+        question = question_of(access, translation, corrupted, target, None, noise_word, noise_std)
+        with access.heads_masked():
+            ids = patched_translation(access.model, question, cell, result.request.max_length)
+        return access.tokenizer.decode(ids)

@@ -1,7 +1,8 @@
 """Shareable links: the query string holds the request and the view, numbered from 1 as the page numbers
 them, e.g. ?text=A+dog+runs.&model=en-de&strategy=beam&beam_size=4&kind=cross&layer=3&head=2&step=4.
-Opening one restores the controls, translates and opens that view; every value is checked and a bad one is
-named. The link itself is built in the browser (LINK_JS) from the controls and the live view's state."""
+Opening one restores the controls (the Cause tab's inputs too: cause_corrupted, cause_target, cause_contrast),
+translates and opens that view; every value is checked and a bad one is named. The link itself is built in the
+browser (LINK_JS) from the controls and the live view's state."""
 from __future__ import annotations
 
 import json
@@ -12,17 +13,18 @@ from transformer.core.head_ref import from_shown
 from transformer.core.probes import ATTENTION_KINDS
 from transformer.decoding.strategies import all_settings
 
-from .request import Request, RequestError, number
+from .request import MAX_CHARACTERS, MAX_OUTPUT_TOKENS, Request, RequestError, check_unicode, number, split_lines
 from .text import page_error
 
 VIEW_KEYS = ("kind", "layer", "head", "step")
+CAUSE_KEYS = ("cause_corrupted", "cause_target", "cause_contrast")  # the Cause tab's inputs
 
 
 def parse_link(params: dict, registry) -> tuple[Request, dict]:
     """(the request, the live view to open: kind, 0-based layer, head, step) from a query string. A link holds
     the chosen strategy's settings by name; one of another strategy's (older links held every control) is
     ignored."""
-    known = {"text", "model", "device", "strategy", "max_length", "prefix", "heads_off", *VIEW_KEYS,
+    known = {"text", "model", "device", "strategy", "max_length", "prefix", "heads_off", *VIEW_KEYS, *CAUSE_KEYS,
              *(s.name for s in all_settings())}
     unknown = sorted(set(params) - known - {"__theme"})
     if unknown:
@@ -37,7 +39,34 @@ def parse_link(params: dict, registry) -> tuple[Request, dict]:
     head = params.get("head", "mean")
     view["head"] = "mean" if head == "mean" else from_shown(in_range("head", head, 1, stack.heads))
     view["step"] = in_range("step", params["step"], 1, 10_000) if "step" in params else None
+    if any(key in params for key in CAUSE_KEYS):
+        view["cause"] = cause_of_link(params)
     return request, view
+
+
+def cause_of_link(params: dict) -> dict:
+    """The Cause tab's inputs from a link: the corrupted sentence (one line, as long as a request's text may be),
+    the target piece (from 1; checked against the translation once it is made) and the contrast piece."""
+    corrupted, contrast = params.get("cause_corrupted", ""), params.get("cause_contrast", "")
+    for name, value in (("cause_corrupted", corrupted), ("cause_contrast", contrast)):
+        check_unicode(name, value)
+    if len(corrupted) > MAX_CHARACTERS:
+        raise RequestError("cause_corrupted", f"cause_corrupted has {len(corrupted):,} characters; the limit is "
+                                              f"{MAX_CHARACTERS:,}")
+    if len(split_lines(corrupted or "x")) > 1:
+        raise RequestError("cause_corrupted", "cause_corrupted must be one sentence on one line")
+    target = in_range("cause_target", params.get("cause_target", "1"), 1, MAX_OUTPUT_TOKENS)
+    return {"corrupted": corrupted, "target": target, "contrast": contrast}
+
+
+def checked_cause(cause: dict | None, translation) -> dict:
+    """The Cause tab's values for the page, the target checked against the translation the link made."""
+    if cause is None:
+        return {}
+    if cause["target"] > len(translation.tgt_ids):
+        raise RequestError("cause_target", f"cause_target must be in [1, {len(translation.tgt_ids)}] for this "
+                                           f"translation, got {cause['target']}")
+    return {"cause_corrupted": cause["corrupted"], "cause_target": cause["target"], "cause_contrast": cause["contrast"]}
 
 
 def in_range(name: str, text: str, low: int, high: int) -> int:
@@ -61,17 +90,21 @@ def wire_link(ui, demo: gr.Blocks) -> None:
             return {c["source"]: gr.update()}
         try:
             request, view = parse_link(params, ui.registry)
+            cause = view.pop("cause", None)
+            # the first screen and the tab a page opens on; the other tabs draw when opened, as after a Translate
+            named = ui.translate(request, only=ui.first_screen | {ui.open_tab.value})
+            causes = checked_cause(cause, named["result"].translations[0]) if cause_names else {}
         except RequestError as error:
             raise page_error(str(error)) from error
-        # the first screen and the tab a page opens on; the other tabs draw when opened, as after a Translate
-        named = ui.translate(request, only=ui.first_screen | {ui.open_tab.value})
         if isinstance(named.get("live_attention"), dict):
             named["live_attention"]["start"] = {**view, "restore": True}
-        values = {name: value for name, value in request.page_values().items() if name in restored}
+        values = {name: value for name, value in request.page_values().items() if name in restored} | causes
         return ({ui.result_state: named.pop("result")} | ui.by_component(named)
                 | {c[name]: gr.update(value=value) for name, value in values.items()})
 
-    outputs = [ui.result_state] + [c[name] for name in ui.translate_output_names] + [c[name] for name in restored]
+    cause_names = [name for name in ("cause_corrupted", "cause_target", "cause_contrast") if name in c]
+    outputs = ([ui.result_state] + [c[name] for name in ui.translate_output_names]
+               + [c[name] for name in restored + cause_names])
     demo.load(open_link, None, outputs, api_visibility="private", **ui.quiet)
 
 
@@ -92,6 +125,14 @@ LINK_JS = """
     if (view.layer !== null) params.set('layer', view.layer);
     params.set('head', view.head);
     if (view.step) params.set('step', view.step);
+  }
+  const cause = document.querySelector('#cause-corrupted textarea');  // the Cause tab's inputs, once one is typed
+  if (cause && cause.value.trim()) {
+    params.set('cause_corrupted', cause.value);
+    const target = document.querySelector('#cause-target input');
+    if (target && target.value) params.set('cause_target', target.value);
+    const contrast = document.querySelector('#cause-contrast textarea, #cause-contrast input');
+    if (contrast && contrast.value) params.set('cause_contrast', contrast.value);
   }
   const link = window.location.origin + window.location.pathname + '?' + params.toString();
   window.history.replaceState(null, '', link);

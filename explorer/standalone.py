@@ -78,3 +78,40 @@ def walk_html(payload: dict, run: dict) -> str:
     title = f"How it computed this: {payload['source']}"
     return page("walkthrough", '<div class="wk-walk" tabindex="0"></div>', title, title, note, WALK_CSS, payload,
                 WALK_JS, dark=True)
+
+
+CAUSE_PAGE = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title}</title>
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 16px; color: #1f2937; background: #fff; }}
+{dark}
+h1 {{ font-size: 15px; margin: 0 0 4px; }} p {{ font-size: 13px; margin: 0 0 10px; }}
+.summary {{ white-space: pre-wrap; font-size: 13px; }}
+</style>
+</head>
+<body>
+<h1>{title}</h1>
+<p class="summary">{summary}</p>
+{figures}
+<p>{agreement}</p>
+<p>{note}</p>
+</body>
+</html>
+"""
+
+
+def cause_html(summary: str, figures: list, agreement: str, run: dict) -> str:
+    """The Cause tab as one file: its summary and agreement as text, its figures with plotly's code inlined once
+    (no network: the file opens offline). `run` says what produced it."""
+    drawn = "".join(figure.to_html(full_html=False, include_plotlyjs=number == 0, include_mathjax=False)
+                    for number, figure in enumerate(figures))
+    note = (f"model {run.get('model')}, {run.get('strategy')} {json.dumps(run.get('settings'), ensure_ascii=False)}, "
+            f"Attention Explorer {run.get('app_version')}")
+    plain = summary.replace("**", "").replace("|---|---|", "").replace(" |", "").replace("| ", "")
+    return CAUSE_PAGE.format(title="What causes this word (activation patching)", dark=DARK,
+                             summary=html.escape(plain), figures=drawn, agreement=html.escape(agreement),
+                             note=html.escape(note))

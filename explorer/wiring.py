@@ -15,6 +15,7 @@ from .api import wire_api
 from .atlas_api import atlas_endpoints
 from .language_offer import wire_language_offer
 from .page import PLOT_SVG_JS, decoding_path, glossary_marks_js
+from .patch_api import patch_endpoint
 from .request import RequestError
 from .share import wire_link
 from .text import examples_for, literal, placeholder_for
@@ -38,7 +39,7 @@ AFTER_LIVE_VIEW_JS = """(...args) => new Promise(done => {
 
 def wire(ui: Wiring, demo: gr.Blocks) -> None:
     wire_translate(ui)
-    wire_api(ui, demo, atlas_endpoints(ui))
+    wire_api(ui, demo, {**atlas_endpoints(ui), "patch": patch_endpoint(ui)})
     wire_rerender(ui)
     wire_model_choice(ui, demo)
     for view in ui.views:

@@ -364,3 +364,53 @@ def test_text_in_another_served_language_is_translated_as_asked_and_the_answer_s
     assert any("looks German" in notice and "German → English" in notice for notice in out["notices"])
     assert client.predict(german, model="de-en", api_name="/translate")["other_language"] is None
     assert client.predict(SENTENCE, model="en-de", api_name="/translate")["other_language"] is None
+
+
+PATCH_CLEAN, PATCH_CORRUPTED = "The man sits on the bank of the river.", "The man sits on the bank of the city."
+
+
+def test_patch_answers_with_the_packages_restored_shares(server, reference):
+    """/patch: the same shares the package computes for the same question (analysis/causal, whose cells
+    tests/test_patching_analyses.py holds against hooked forward passes), counted from 1, and one cell held."""
+    from transformer.analysis.causal import Question, causal_patching
+
+    _, client = server
+    clean = reference.translate(PATCH_CLEAN, **recorded(reference))
+    target = clean.tgt_tokens.index("▁des") + 1
+    out = client.predict(PATCH_CLEAN, PATCH_CORRUPTED, target, "▁der", "trace,heads", None, 3.0,
+                         "trace residual 1 9", api_name="/patch")
+    corrupted_ids = reference.tokenizer.encode(PATCH_CORRUPTED) + [reference.tokenizer.eos_id]
+    want = causal_patching(reference.model, Question(clean.src_ids, corrupted_ids, clean.tgt_ids, target - 1,
+                                                     reference.tokenizer.piece_to_id("▁der")), ("trace", "heads"))
+    assert out["clean"]["translation"] == clean.text and out["target"] == {"piece": target, "text": "▁des"}
+    assert out["corrupted"]["translation"] == reference.translate(PATCH_CORRUPTED, **recorded(reference)).text
+    assert out["p_clean"] == pytest.approx(want.p_clean, abs=1e-5)
+    trace = out["analyses"]["trace"][0]
+    assert trace["axes"] == ["layer (from 1)", "position (from 1)"] and trace["site"] == "residual"
+    # server threads may split torch's sums otherwise (see above); shares divide by p_clean - p_corrupted
+    np.testing.assert_allclose(np.array(trace["restored_share"], dtype=float), want.grids[0].shares, atol=1e-3)
+    assert [g["site"] for g in out["analyses"]["heads"]] == ["cross", "encoder_self", "decoder_self"]
+    assert isinstance(out["held"]["translation"], str) and out["held"]["translation"]
+
+
+@pytest.mark.parametrize("args, message", [
+    ({"corrupted": "  "}, "corrupted: the corrupted sentence is empty"),
+    ({"target": 99}, r"target must be in \[1, \d+\], got 99 for this translation \(the API counts target from 1\)"),
+    ({"hold": "heads cross 9 1"}, r"layer must be in \[1, 4\], got 9"),
+    ({"hold": "heads cross 1 7"}, r"head must be in \[1, 4\], got 7"),
+    ({"corrupted": "", "noise_word": 2, "noise_std": "NaN"}, "noise_std must be .*got 'NaN'"),
+    ({"corrupted": "x" * 5000}, "5,000 characters; the limit is 2,000"),
+    ({"analyses": "trace,everything"}, "analyses: 'everything'; choose some of trace, heads, path, attribution"),
+])
+def test_patch_refuses_bad_input_with_one_message_naming_it(server, args, message):
+    _, client = server
+    with pytest.raises(Exception, match=message):
+        client.predict(**{"clean": PATCH_CLEAN, "corrupted": PATCH_CORRUPTED, "target": 2, "analyses": "trace",
+                          **args}, api_name="/patch")
+
+
+def test_patch_keeps_markup_as_text(server):
+    _, client = server
+    out = client.predict(clean="<b>The dog</b> runs.", corrupted="<i>The cat</i> runs.", target=1,
+                         analyses="heads", api_name="/patch")
+    assert out["clean"]["text"] == "<b>The dog</b> runs." and out["corrupted"]["text"] == "<i>The cat</i> runs."

@@ -24,6 +24,8 @@ ALLOWED = (
     "Choose one of the nearest corpus tokens first.",  # Atlas: "Open this sentence" before choosing a neighbour
     "Choose another candidate or type a continuation first.",  # Step by step: "Continue from here" with none
     "Choose a candidate to compare with first.",  # Step by step: "Why?" with no candidate chosen
+    "Corrupted sentence: it is empty; type one, or choose noise on a source piece.",  # Cause, before one is typed
+    "Find the cause first, then save it.",  # Cause: "Save this tab" before any picture
 )
 BUTTONS = "button.primary, button.secondary, button.stop"  # Gradio's Button components (a variant each)
 OPTIONS = "label[data-testid$='-radio-label']"

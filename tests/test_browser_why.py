@@ -1,12 +1,15 @@
 """Why this word, in the browser: a what-if from another candidate, a click on a tree node, the logit lens."""
+import re
 from pathlib import Path
 
 import pytest
 
 from transformer import Translator
 
+from .app_server import ServerLog
 from .conftest import SHIPPED, recorded
 from .test_browser import CHROMIUM, SCREENSHOTS, TIMEOUT, browser, open_translated, server_url  # noqa: F401
+from .test_browser_clicks import log_errors
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium missing (scripts/test.sh installs it)")]
@@ -109,3 +112,52 @@ def test_the_step_view_opens_the_tree_and_the_lens(page):
     assert layout["y"] == [f"layer {n}" for n in range(1, layers + 1)]
     assert layout["x"][0].startswith("1: ") and "decoder layer" in layout["ytitle"]
     page.locator("#lens-plot").screenshot(path=str(SCREENSHOTS / "logit-lens.png"))
+
+
+def test_the_cause_tab_shows_both_translations_the_trace_and_a_clicked_cells_translation(page):
+    """What causes a word: a corrupted sentence typed, both translations and the heatmaps shown, a cell clicked
+    and the corrupted sentence translated again with it held."""
+    from playwright.sync_api import expect
+
+    corrupted = "A man is riding a bicycle down the street."
+    reference = Translator.from_pretrained(SHIPPED)
+    clean_text = reference.translate(SENTENCE, max_length=64, **recorded(reference)).text
+    corrupted_text = reference.translate(corrupted, max_length=64, **recorded(reference)).text
+    with ServerLog() as log:
+        page.get_by_role("tab", name="Cause").click()
+        clicked_cell_translation(page, corrupted)
+        page.locator("#copy-link").click()  # the share link carries the tab's inputs, and restores them
+        expect(page.locator("#link textarea, #link input").first).to_have_value(re.compile("cause_corrupted="),
+                                                                            timeout=TIMEOUT)
+        link = page.locator("#link textarea, #link input").first.input_value()
+        restored = page.context.browser.new_page()
+        restored.goto(link)
+        expect(restored.locator("#translation textarea")).to_have_value(clean_text, timeout=TIMEOUT)
+        restored.get_by_role("tab", name="Cause").click()
+        expect(restored.locator("#cause-corrupted textarea")).to_have_value(corrupted, timeout=TIMEOUT)
+        expect(restored.locator("#cause-target input")).to_have_value("2", timeout=TIMEOUT)
+        restored.close()
+    assert log_errors(log.text.getvalue().splitlines()) == [] and not log.records
+    shown = page.locator("#cause-text").inner_text()
+    assert clean_text in shown and corrupted_text in shown
+
+
+def clicked_cell_translation(page, corrupted):
+    from playwright.sync_api import expect
+
+    page.locator("#cause-corrupted textarea").fill(corrupted)
+    page.locator("#cause-target input").fill("2")
+    page.locator("#cause-button").click()
+    expect(page.locator("#cause-text")).to_contain_text("Target piece 2", timeout=TIMEOUT)
+    page.wait_for_function("() => document.querySelector('#cause-trace .js-plotly-plot')?.data?.length === 3",
+                           timeout=TIMEOUT)
+    assert page.locator("#cause-heads .js-plotly-plot").count() == 1
+    page.locator("#cause-trace .nsewdrag").first.click()  # hover then click: a cell of the residual heatmap
+    expect(page.locator("#cause-held")).to_contain_text("held, the corrupted sentence translates as",
+                                                        timeout=TIMEOUT)
+    assert page.locator("#cause-hold textarea").input_value().startswith("trace residual ")
+    page.locator("#cause-trace").screenshot(path=str(SCREENSHOTS / "cause.png"))
+    page.locator("#cause-save").click()  # the tab as one HTML file
+    expect(page.locator("#cause-file a").first).to_have_attribute("href", re.compile(r"cause\.html"),
+                                                                   timeout=TIMEOUT)
+    assert page.locator("#cause-text .error, #cause-held .error").count() == 0

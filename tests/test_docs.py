@@ -173,3 +173,25 @@ def test_the_python_api_page_lists_every_strategy_setting_with_its_range():
     shipped = [spec for spec in all_settings()  # the package's own strategies, not one a test registers
                if get_strategy(spec.strategy).decode.__module__.startswith("transformer.decoding.strategies.")]
     assert listed == {(spec.strategy, spec.name): (spec.default, spec.minimum, spec.maximum) for spec in shipped}
+
+
+def test_the_patching_example_gives_the_numbers_the_page_states():
+    """docs/patching.md's worked example: its command, run in this process, gives the figures the page quotes."""
+    import shlex
+
+    from transformer.analysis.causal.cli import run
+
+    page = (ROOT / "docs" / "patching.md").read_text(encoding="utf-8")
+    command = next(line for line in page.splitlines() if line.startswith("python -m transformer.analysis patch"))
+    argv = shlex.split(command)
+    assert argv[:4] == ["python", "-m", "transformer.analysis", "patch"]
+    out = run(argv[4:] + ["--threads", "1"])
+    assert out["clean"]["translation"] == "Der alte Mann sitzt auf der Bank des Flusses."
+    assert out["corrupted"]["translation"] == "Der alte Mann sitzt auf der Bank der Stadt."
+    assert (round(out["p_clean"], 3), round(out["p_corrupted"], 3)) == (0.710, 0.018)
+    assert f"p_clean = {out['p_clean']:.3f}, p_corrupted = {out['p_corrupted']:.3f}" in page
+    residual = out["analyses"]["trace"][0]["restored_share"]
+    cross = next(g for g in out["analyses"]["heads"] if g["site"] == "cross")["restored_share"]
+    assert f"alone restores {residual[0][9]:.2f}" in page and f"restores {cross[3][0]:.2f}" in page
+    assert f"rank correlation {out['attribution_rank_correlation']:.3f}" in page
+    assert f"{len(out['disagreements'])} cells differ" in page

@@ -291,3 +291,38 @@ def test_every_view_renders_a_converted_model(good_hf, tmp_path):
 
     card = card_markdown(ui.registry.get("tiny-marian").profile)
     assert "Converted from Hugging Face" in card and literal("cc-by-4.0") in card and "✓ matches" in card
+
+
+def test_a_converted_model_patches_as_hugging_face_with_a_layer_output_swapped(pair):
+    """Activation patching (core/patching.py) on the converted model, against Hugging Face's model with the first
+    encoder layer's output at one position swapped by a forward hook."""
+    from transformer import patch, record
+
+    hf_model, hf_tokenizer, ours = pair
+    inputs, decoder_input, _ = batch(hf_tokenizer, SOURCES[:1], sentences(GERMAN, 1, seed=12))
+    clean = inputs["input_ids"]
+    corrupted = clean.clone()
+    corrupted[0, 1] = clean[0, 2]
+    kept = {}
+
+    def swap(module, args, output):
+        hidden = output[0] if isinstance(output, tuple) else output
+        if "clean" not in kept:
+            kept["clean"] = hidden.clone()
+            return output
+        hidden = hidden.clone()
+        hidden[:, 1] = kept["clean"][:, 1]
+        return (hidden, *output[1:]) if isinstance(output, tuple) else hidden
+
+    with torch.no_grad():
+        handle = hf_model.model.encoder.layers[0].register_forward_hook(swap)
+        hf_model(input_ids=clean, decoder_input_ids=decoder_input)
+        expected = hf_model(input_ids=corrupted, decoder_input_ids=decoder_input).logits
+        handle.remove()
+        with record(ours.model, "encoder_layers.0.output") as rec:
+            ours.model(clean, decoder_input)
+        with patch(ours.model, {"encoder_layers.0.output": rec["encoder_layers.0.output"]}, positions=[1]):
+            actual = ours.model(corrupted, decoder_input)
+        unpatched = ours.model(corrupted, decoder_input)
+    torch.testing.assert_close(actual, expected, atol=1e-4, rtol=0)  # as the teacher-forced comparison above
+    assert not torch.allclose(actual, unpatched, atol=1e-3)

@@ -125,3 +125,16 @@ def test_a_translate_on_the_page_builds_one_request(registry, monkeypatch):
     values[ui.request_names.index("max_length")] = 0
     checks = translate.validator(*values)
     assert [check["is_valid"] for check in checks].count(False) == 1 and not ui.checked
+
+
+def test_a_link_carries_the_cause_tabs_inputs_checked(registry):
+    _, view = parse_link({"text": "A dog runs.", "cause_corrupted": "<b>A cat</b> runs.", "cause_target": "2",
+                          "cause_contrast": "▁Katze"}, registry)
+    assert view["cause"] == {"corrupted": "<b>A cat</b> runs.", "target": 2, "contrast": "▁Katze"}  # text, kept
+    for params, message in (({"cause_target": "NaN"}, "cause_target in the link must be an integer in"),
+                            ({"cause_target": "0"}, r"cause_target in the link must be .*\[1, 128\], got 0"),
+                            ({"cause_corrupted": "x" * 5000}, "cause_corrupted has 5,000 characters"),
+                            ({"cause_corrupted": "one\ntwo"}, "one sentence on one line")):
+        with pytest.raises(RequestError, match=message) as error:
+            parse_link({"text": "A dog runs.", **params}, registry)
+        assert error.value.field in ("cause_target", "cause_corrupted")

@@ -7,12 +7,12 @@ text -> tokenizer -> core (the model, and what it can record) -> decoding (strat
     transformer.training   data, the training loop and CLI, evaluation, averaging, model cards
     transformer.analysis   head statistics and roles, attention rollout, input x gradient, word alignments
 """
-from .core import ModelConfig, Transformer, capture_attention, expected_parameter_count, record
+from .core import ModelConfig, Replace, Transformer, capture_attention, expected_parameter_count, patch, record
 from .core.capture import AttentionRecord
 from .decoding import Translation, Translator
 from .tokenizer import Tokenizer
 
 __all__ = [
-    "AttentionRecord", "ModelConfig", "Tokenizer", "Transformer", "Translation", "Translator",
-    "capture_attention", "expected_parameter_count", "record",
+    "AttentionRecord", "ModelConfig", "Replace", "Tokenizer", "Transformer", "Translation", "Translator",
+    "capture_attention", "expected_parameter_count", "patch", "record",
 ]

@@ -3,6 +3,7 @@ from .atlas import AtlasView
 from .attention import AttentionView
 from .attribution import AttributionView
 from .base import MODEL, TRANSLATION, View, ViewContext, current_translation
+from .cause import CauseView
 from .export import ExportView
 from .glossary import GlossaryView
 from .heads import HeadsView
@@ -20,7 +21,7 @@ from .walkthrough import WalkEntryView, WalkthroughView
 # the walk-through and the glossary come last: the first screen's buttons open them, and the tabs before them keep
 # their places in the tab row
 VIEWS: list[View] = [WalkEntryView(), LiveView(), StepsView(), AttentionView(), TreeView(), LensView(), HeadsView(),
-                     AttributionView(), QueryKeyView(), AtlasView(), TokensView(), PositionalView(), ModelView(),
-                     TrainingView(), ExportView(), WalkthroughView(), GlossaryView()]
+                     AttributionView(), CauseView(), QueryKeyView(), AtlasView(), TokensView(), PositionalView(),
+                     ModelView(), TrainingView(), ExportView(), WalkthroughView(), GlossaryView()]
 
 __all__ = ["MODEL", "TRANSLATION", "VIEWS", "View", "ViewContext", "current_translation"]

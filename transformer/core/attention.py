@@ -6,7 +6,7 @@ Masks are boolean, broadcastable to (B, H, Tq, Tk), True where a query may look 
 Two numerically equivalent paths: the fused `scaled_dot_product_attention` (fast, never materialises
 the probabilities) and an explicit softmax whose probabilities pass through the `weights` point (probes.py), the
 stable place where `capture_attention` hangs its forward hooks. The explicit path runs only for modules whose scores
-or probabilities the current context asked for, so with no capture there is no extra cost.
+or probabilities the current context records or patches, so with no capture there is no extra cost.
 Both paths honour the heads that `head_mask.heads_masked` switched off in the current context.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ from torch import nn
 from .config import ModelConfig
 from .half_linear import project
 from .head_mask import heads_to_zero
-from .probes import ATTENTION_KINDS, add_taps, is_recorded, tap
+from .probes import ATTENTION_KINDS, add_taps, is_listened, is_recorded, tap
 
 
 def transported_norms(values: torch.Tensor, output_weight: torch.Tensor) -> torch.Tensor:
@@ -38,13 +38,14 @@ def explicit_attention(q, k, v, mask, dropout_p: float = 0.0, points=None):
     scores before and after the mask and the probabilities."""
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
     if points is not None:
-        tap(points.scores, scores)
+        scores = tap(points.scores, scores)
     if mask is not None:
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    if points is not None:
+        scores = tap(points.masked_scores, scores)
     probabilities = scores.softmax(dim=-1)
     if points is not None:
-        tap(points.masked_scores, scores)
-        tap(points.weights, probabilities)
+        probabilities = tap(points.weights, probabilities)
     weights = F.dropout(probabilities, dropout_p) if dropout_p > 0 else probabilities
     return weights @ v, probabilities
 
@@ -104,10 +105,8 @@ class MultiHeadAttention(nn.Module):
         dropout_p = self.attention_dropout if self.training else 0.0
         if is_recorded(self.transported):
             self.transported(transported_norms(values, self.out_proj.weight))
-        tap(self.queries, q)
-        tap(self.keys, keys)
-        tap(self.values, values)
-        if self.fused and not any(map(is_recorded, (self.weights, self.scores, self.masked_scores))):
+        q, keys, values = tap(self.queries, q), tap(self.keys, keys), tap(self.values, values)
+        if self.fused and not any(map(is_listened, (self.weights, self.scores, self.masked_scores))):
             out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, dropout_p=dropout_p)
         else:
             out, _ = explicit_attention(q, keys, values, mask, dropout_p, self)
@@ -117,10 +116,9 @@ class MultiHeadAttention(nn.Module):
             keep = torch.ones(self.n_heads, dtype=out.dtype, device=out.device)
             keep[list(masked)] = 0
             out = out * keep[:, None, None]  # (B, H, Tq, hs)
-        tap(self.heads, out)
+        out = tap(self.heads, out)
         batch, _, length, _ = out.shape
-        out = out.transpose(1, 2).reshape(batch, length, -1)  # (B, Tq, D)
-        tap(self.concat, out)
+        out = tap(self.concat, out.transpose(1, 2).reshape(batch, length, -1))  # (B, Tq, D)
         return project(out, self.out_proj)
 
     def forward(self, x: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None):

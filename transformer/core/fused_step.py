@@ -21,7 +21,7 @@ import torch
 
 from .half_linear import KERNEL, MAX_ROWS
 from .head_mask import masked_heads
-from .probes import active_recordings
+from .probes import active_patches, active_recordings
 
 
 @dataclass
@@ -174,6 +174,8 @@ def why_not_fused(model, rows: int) -> str | None:
     plan = layout(model)
     if any(n.eps != plan.norms[0].eps or n.weight is None for n in plan.norms):
         return "the kernel needs affine norms with one eps"
+    if active_patches.get():
+        return "a patch is open (core/patching.py): the Python step reaches every point"
     if any((recording.module_ids & plan.decoder_ids) - plan.recorded_ids for recording in active_recordings.get()):
         return "an open recording asks for more than the decoder's attention and layer outputs"
     return None if fused_weights(model) is not None else "a weight has no current float16 copy"

@@ -15,7 +15,7 @@ from torch import nn
 from .attention import MultiHeadAttention
 from .config import ModelConfig
 from .half_linear import project
-from .probes import add_taps, tap
+from .probes import active_patches, add_taps, tap
 from .source_attention import SourceProjection
 
 # config.activation -> the function; "swish" is Marian's name for SiLU
@@ -37,7 +37,7 @@ class FeedForward(nn.Module):
 
     def forward(self, x):
         hidden = self.activation(project(x, self.fc1))
-        tap(self.hidden, hidden)
+        hidden = tap(self.hidden, hidden)
         return project(hidden, self.fc2)
 
 
@@ -59,22 +59,14 @@ class Residual(nn.Module):
         add_taps(self)
 
     def forward(self, x, sublayer):
-        tap(self.input, x)
+        x = tap(self.input, x)
         if self.pre_norm:
-            normed = self.norm(x)
-            tap(self.normed, normed)
-            out = self.dropout(sublayer(normed))
-            tap(self.sublayer, out)
-            total = x + out
-            tap(self.sum, total)
-            return total
-        out = self.dropout(sublayer(x))
-        tap(self.sublayer, out)
-        total = x + out
-        tap(self.sum, total)
-        normed = self.norm(total)
-        tap(self.normed, normed)
-        return normed
+            normed = tap(self.normed, self.norm(x))
+            out = tap(self.sublayer, self.dropout(sublayer(normed)))
+            return tap(self.sum, x + out)
+        out = tap(self.sublayer, self.dropout(sublayer(x)))
+        total = tap(self.sum, x + out)
+        return tap(self.normed, self.norm(total))
 
     def step(self, x, sublayer):
         """`forward` at inference, with functional calls: one decoding step is a single position, where the
@@ -102,8 +94,7 @@ class EncoderLayer(nn.Module):
 
         x = self.attention_residual(x, attend)
         x = self.feed_forward_residual(x, self.feed_forward)
-        tap(self.output, x)
-        return x
+        return tap(self.output, x)
 
 
 @dataclass
@@ -158,12 +149,12 @@ class DecoderLayer(nn.Module):
         add_taps(self)
 
     def forward(self, x, memory, src_mask, tgt_mask, cache: LayerCache | None = None):
-        if cache is not None and not self.training:
+        # the step folds the cross-attention and skips the residuals' points: a patch must reach every point
+        if cache is not None and not self.training and not active_patches.get():
             x = self.step(x, memory, src_mask, cache)
         else:
             x = self.teacher_forced(x, memory, src_mask, tgt_mask, cache)
-        tap(self.output, x)
-        return x
+        return tap(self.output, x)
 
     def teacher_forced(self, x, memory, src_mask, tgt_mask, cache: LayerCache | None = None):
         def attend_to_prefix(h):

@@ -16,7 +16,7 @@ from .attention import stack_separate_projections
 from .config import ModelConfig
 from .half_linear import attach_half_weights, detach_half_weights, project
 from .layers import DecoderCache, DecoderLayer, EncoderLayer, LayerCache
-from .probes import PROBES, add_taps, is_recorded, name_taps, tap
+from .probes import PROBES, active_patches, add_taps, is_recorded, name_taps, tap
 
 
 def sinusoidal_table(max_len: int, d_model: int, layout: str = "interleaved") -> torch.Tensor:
@@ -184,15 +184,14 @@ class Transformer(nn.Module):
             raise ValueError(
                 f"sequence of {start + length} positions exceeds the model's max_len {self.config.max_len}"
             )
-        scaled = embedding(tokens)
         positions = self.positions(start, length).to(embedding.weight.dtype)
-        x = scaled + positions
-        if is_recorded(getattr(self, f"{side}_input")):  # the walk-through: each part of the sum above
-            tap(getattr(self, f"{side}_embedding_row"), embedding.embedding(tokens))
-            tap(getattr(self, f"{side}_embedding_scaled"), scaled)
-            tap(getattr(self, f"{side}_positions"), positions.expand_as(scaled))
-            tap(getattr(self, f"{side}_input"), x)
-        return self.embed_dropout(x)
+        if not (active_patches.get() or is_recorded(getattr(self, f"{side}_input"))):
+            return self.embed_dropout(embedding(tokens) + positions)
+        # the walk-through records each part of the sum; a patch may replace any of them (noise on one word)
+        row = tap(getattr(self, f"{side}_embedding_row"), embedding.embedding(tokens))
+        scaled = tap(getattr(self, f"{side}_embedding_scaled"), row * embedding.scale)
+        positions = tap(getattr(self, f"{side}_positions"), positions.expand_as(scaled))
+        return self.embed_dropout(tap(getattr(self, f"{side}_input"), scaled + positions))
 
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
         """(B, S) -> memory (B, S, D)."""
@@ -201,17 +200,12 @@ class Transformer(nn.Module):
         x = self.embed(src, self.src_embed)
         for layer in self.encoder_layers:
             x = layer(x, src_mask)
-        memory = self.encoder_norm(x)
-        tap(self.encoder_final, memory)
-        return memory
+        return tap(self.encoder_final, self.encoder_norm(x))
 
     def decode(self, memory, src_mask, tgt, tgt_mask=None) -> torch.Tensor:
         """Teacher-forced decoding of the whole target prefix: (B, T) -> logits (B, T, V)."""
-        normed = self.decoder_norm(self.decoder_layers_output(memory, src_mask, tgt, tgt_mask))
-        tap(self.decoder_final, normed)
-        logits = self.generator(normed)
-        tap(self.logits, logits)
-        return logits
+        normed = tap(self.decoder_final, self.decoder_norm(self.decoder_layers_output(memory, src_mask, tgt, tgt_mask)))
+        return tap(self.logits, self.generator(normed))
 
     def decoder_layers_output(self, memory, src_mask, tgt, tgt_mask=None) -> torch.Tensor:
         """(B, T) -> the last decoder layer's output (B, T, D), before the final norm and the output projection."""

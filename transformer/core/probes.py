@@ -12,9 +12,12 @@ where a site of SITES stands for its modules in every layer (`cross.weights` is
 `decoder_layers.*.cross_attention.weights`). PROBES names the five sets the views assemble per sentence (the three
 attention kinds and each stack's layer outputs) and says how.
 
-The ContextVar holds the recordings open in the current context. It travels with the context (threads, asyncio
-tasks, worker threads started with the context copied), so several requests sharing one model each see exactly their
-own recordings, and `tap` costs one ContextVar read when none is open.
+The same points can be written: `patching.patch(model, {name: value or function})` replaces a point's value while
+its block runs (activation patching), through the same `tap` call, which returns the value the pass goes on with.
+
+The ContextVars hold the recordings and patches open in the current context. They travel with the context (threads,
+asyncio tasks, worker threads started with the context copied), so several requests sharing one model each see
+exactly their own recordings and patches, and `tap` costs two ContextVar reads when none is open.
 """
 from __future__ import annotations
 
@@ -131,10 +134,33 @@ def is_recorded(point: Tap) -> bool:
     return bool(recordings) and any(id(point) in r.module_ids for r in recordings)
 
 
-def tap(point: Tap, x: torch.Tensor) -> None:
-    """Hands x to `point` while a recording listens, so with nothing recorded the forward pass does no extra work."""
+# the patches open in this context (core/patching.py); each knows the ids of the Taps it replaces
+active_patches: ContextVar[tuple] = ContextVar("active_patches", default=())
+
+
+def is_patched(point: Tap) -> bool:
+    """Whether an open patch in this context replaces `point`'s value (cheap when none is open)."""
+    patches = active_patches.get()
+    return bool(patches) and any(id(point) in p.module_ids for p in patches)
+
+
+def is_listened(point: Tap) -> bool:
+    """Whether a recording reads `point` or a patch writes it: the explicit paths must then reach it."""
+    return is_recorded(point) or is_patched(point)
+
+
+def tap(point: Tap, x: torch.Tensor) -> torch.Tensor:
+    """x, or its replacement where an open patch writes `point`; handed to `point` while a recording listens (after
+    any patch, so a recording sees what the pass goes on with). With neither open the forward pass does no extra
+    work: two ContextVar reads. Every call site goes on with what this returns (`q = tap(self.queries, q)`)."""
+    patches = active_patches.get()
+    if patches:
+        for opened in patches:
+            if id(point) in opened.module_ids:
+                x = opened.replace(point, x)
     if is_recorded(point):
         point(x)
+    return x
 
 
 def pattern(name: str) -> str:

@@ -69,7 +69,7 @@ class SourceProjection:
         batch = x.size(0)
         scores = torch.baddbmm(self.scores_bias, x, self.scores_weight).view(batch, self.heads, 1, -1)  # (B, H, 1, S)
         probabilities = scores.softmax(dim=-1)
-        tap(attention.weights, probabilities)
+        probabilities = tap(attention.weights, probabilities)
         masked = heads_to_zero(attention)
         if masked:
             keep = torch.ones(self.heads, dtype=probabilities.dtype, device=probabilities.device)

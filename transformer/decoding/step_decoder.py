@@ -8,6 +8,7 @@ import torch
 
 from ..core.fused_step import FusedStep
 from ..core.model import Transformer, padding_mask
+from ..core.probes import active_patches
 
 
 def never_produced_ids(config, device) -> torch.Tensor:
@@ -46,6 +47,9 @@ class StepDecoder:
 
     def __init__(self, model: Transformer, memory, src_mask, use_cache: bool = True):
         # with no padding in the batch the cross-attention needs no mask: skipping it saves work every step
+        # an open patch decodes by re-running the whole prefix, so a patched position of the decoder is the same
+        # position in every step as in the teacher-forced pass
+        use_cache = use_cache and not active_patches.get()
         self.model, self.memory, self.use_cache = model, memory, use_cache
         self.src_mask = None if bool(src_mask.all()) else src_mask
         self.fused = FusedStep.start(model, memory, self.src_mask) if use_cache else None

@@ -1,0 +1,64 @@
+"""The Cause tab's figures: the restored share of each patched site as heatmaps, hover naming the number and what
+was patched, each cell carrying the `hold` text (explorer/patch_api.py's form) that decodes with it held."""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .theme import base_layout, label, unique_labels
+
+SITE_TITLES = {
+    "residual": "Residual stream after the layer", "attention": "Self-attention output",
+    "feed_forward": "Feed-forward output", "cross": "Cross-attention heads", "encoder_self": "Encoder self-attention "
+    "heads", "decoder_self": "Decoder self-attention heads", "cross_keys_values": "Cross-attention reading the clean "
+    "memory (keys and values only)",
+}
+SHARE_SCALE = "RdBu"  # diverging: blue restores the clean prediction, red pushes further from it; white is none
+
+
+def stacked(grids: list, columns: list[list[str]], holds: list[list[list[str]]], hovers: list[list[list[str]]],
+            title: str, row_height: int) -> go.Figure:
+    """One heatmap per grid, stacked, on one colour scale centred at 0."""
+    figure = make_subplots(rows=len(grids), cols=1, subplot_titles=[label(SITE_TITLES[g.site]) for g in grids],
+                           vertical_spacing=0.5 / max(len(grids), 1))
+    for row, (grid, x, hold, hover) in enumerate(zip(grids, columns, holds, hovers), start=1):
+        shares = np.where(np.isnan(grid.shares), None, np.round(grid.shares, 3))
+        figure.add_trace(go.Heatmap(
+            z=shares, x=x, y=[f"layer {layer + 1}" for layer in range(grid.shares.shape[0])], customdata=hold,
+            text=hover, zmid=0, zmin=-1, zmax=1, colorscale=SHARE_SCALE, showscale=row == 1,
+            colorbar={"title": {"text": "restored share"}, "thickness": 10, "len": 0.5, "y": 1, "yanchor": "top"},
+            hovertemplate="%{text}<br>restored share %{z}<extra></extra>", xgap=1, ygap=1), row=row, col=1)
+        figure.update_yaxes(autorange="reversed", type="category", row=row, col=1)
+        figure.update_xaxes(type="category", tickangle=-45, row=row, col=1)
+    return base_layout(figure, title, height=80 + sum(row_height * g.shares.shape[0] + 90 for g in grids))
+
+
+def trace_figure(grids: list, pieces: list[str]) -> go.Figure:
+    """The encoder trace: a layer x source position heatmap per site kind."""
+    x = unique_labels(pieces)
+    holds, hovers = [], []
+    for grid in grids:
+        layers = grid.shares.shape[0]
+        holds.append([[f"trace {grid.site} {layer + 1} {i + 1}" for i in range(len(pieces))]
+                      for layer in range(layers)])
+        hovers.append([[f"patched: {SITE_TITLES[grid.site].lower()}, layer {layer + 1}, position {i + 1} "
+                        f"({label(piece)})" for i, piece in enumerate(pieces)] for layer in range(layers)])
+    return stacked(grids, [x] * len(grids), holds, hovers, "Which encoder layer and position carries it "
+                   "(click a cell to decode with it held)", 26)
+
+
+def heads_figure(grids: list) -> go.Figure:
+    """Head patching, cross-attention first, then path patching: a layer x head matrix each."""
+    columns, holds, hovers = [], [], []
+    for grid in grids:
+        layers, heads = grid.shares.shape
+        kind = "path cross" if grid.analysis == "path" else f"heads {grid.site}"
+        columns.append([f"head {h + 1}" for h in range(heads)])
+        holds.append([[f"{kind} {layer + 1} {h + 1}" for h in range(heads)] for layer in range(layers)])
+        hovers.append([[f"patched: {SITE_TITLES[grid.site].lower()}, layer {layer + 1}, head {h + 1}"
+                        for h in range(heads)] for layer in range(layers)])
+    return stacked(grids, columns, holds, hovers, "Which head moves it (click a cell to decode with it held)", 30)
+
+
+__all__ = ["heads_figure", "trace_figure"]
