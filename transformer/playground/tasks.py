@@ -147,7 +147,7 @@ TASKS: dict[str, Task] = {task.name: task for task in (
          "the output's position counted from the start must meet the source's counted from the end, so the head "
          "has to know the length of the source",
          tuple(DIGITS), " ", " ", reverse_task, lambda s, t: [len(s) - 1 - i for i in range(len(t))],
-         model={"layers": 2, "heads": 2, "width": 32}, steps=400,
+         model={"layers": 2, "heads": 2, "width": 32}, steps=800,
          probe=(list("31415926"), list("62951413"))),
     Task("sort", "Sort", "jumps: each output piece attends to the next smallest source piece, wherever it stands",
          "sorting is content, not position: the head looks for the smallest digit not yet written",
@@ -166,7 +166,7 @@ TASKS: dict[str, Task] = {task.name: task for task in (
          "digits to the month's name at its start, day digits to the day in the middle",
          "\"March 3, 2021\" → \"2021-03-03\" writes the last field first, so each output field reads its own place",
          tuple(MONTHS + DIGITS + [",", "-"]), "", " ", date_task, date_keys, write_source=written_date,
-         model={"layers": 2, "heads": 2, "width": 32}, steps=400,
+         model={"layers": 2, "heads": 2, "width": 32}, steps=600,
          probe=(["March", "3", ",", "2", "0", "2", "1"], list("2021-03-03"))),
 )}
 
