@@ -58,7 +58,11 @@ def worker(connection) -> None:
 
 class Worker:
     def __init__(self):
-        context = multiprocessing.get_context("spawn")  # fork would copy the server's threads' locks mid-use
+        # a fork server: it imports torch and the playground once, and each worker after the first is a fork of it
+        # (well under a second, where a spawned one imports torch again); never a fork of the server itself, which
+        # would copy its threads' locks mid-use
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(["torch", "transformer.playground"])
         self.connection, child = context.Pipe()
         self.process = context.Process(target=worker, args=(child,), name="playground-run", daemon=True)
         self.process.start()
@@ -79,6 +83,7 @@ class TrainingQueue:
         self._waiting: deque[object] = deque()
         self._running = 0
         self._idle: list[Worker] = []  # started workers with no run
+        self._running_workers: set[Worker] = set()
 
     def warm(self) -> None:
         """Starts an idle worker in the background when none is ready (the Learn tab opened)."""
@@ -142,6 +147,8 @@ class TrainingQueue:
                 with self._lock:
                     self._lock.wait(timeout=wait_every)
             worker = self._take_worker()
+            with self._lock:
+                self._running_workers.add(worker)
             run_id = secrets.token_hex(RUN_ID_LENGTH // 2)
             folder = self.root / run_id
             folder.parent.mkdir(parents=True, exist_ok=True)
@@ -163,6 +170,7 @@ class TrainingQueue:
 
     def _finish(self, worker: Worker | None, started: bool, finished: bool, ticket) -> None:
         with self._lock:
+            self._running_workers.discard(worker)
             if started:
                 self._running -= 1
             elif ticket in self._waiting:  # closed while it waited

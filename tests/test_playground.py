@@ -130,7 +130,8 @@ def test_trained_model_shows_its_pattern(shipped, name):
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     """A 1-layer, 2-head, width-16 reverse run of 30 updates, the weights kept at step 20."""
-    settings = Settings.checked(task="reverse", layers=1, heads=2, width=16, steps=30, redraw_every=10, seed=3)
+    settings = Settings.checked(task="reverse", layers=1, heads=2, width=16, steps=30, redraw_every=10, seed=3,
+                                held_out=20)
     run, kept = PlaygroundRun(settings), {}
     for snapshot in run.snapshots():
         if snapshot.step == 20:
@@ -147,7 +148,7 @@ def test_replay_equals_a_forward_pass_of_the_snapshot(tiny_run):
     model.load_state_dict(kept)
     source, target = TASKS["reverse"].probe
     src = torch.tensor([[tokenizer.piece_to_id(p) for p in source] + [3]])
-    tgt = torch.tensor([[2] + [tokenizer.piece_to_id(p) for p in target] + [3]])
+    tgt = torch.tensor([[2] + [tokenizer.piece_to_id(p) for p in target]])  # <s> target in; target </s> out
     with torch.no_grad(), capture_attention(model) as att:
         model(src, tgt)
     snapshot = replay.at(replay.steps.index(20))

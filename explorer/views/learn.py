@@ -210,7 +210,7 @@ class LearnView(View):
         training = c["learn_train"].click(train, settings, shown, concurrency_limit=8, api_visibility="private")
         c["learn_stop"].click(lambda: "Stopped: the run's process ended.", None, c["learn_status"],
                               cancels=[training], api_visibility="private")
-        c["learn_scrub"].release(scrub, [c["learn_scrub"], c["learn_run"]],
+        c["learn_scrub"].input(scrub, [c["learn_scrub"], c["learn_run"]],
                                  [c["learn_prediction"], c["learn_curve"], c["learn_attention"]],
                                  api_visibility="private")
         c["learn_open"].click(open_everywhere, c["learn_run"], [c["model"], c["source"], c["tabs"], ui.open_tab],

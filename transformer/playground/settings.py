@@ -7,7 +7,6 @@ vocabulary of 6) to 2 layers x 4 heads x width 64; the feed-forward block is twi
 """
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, fields
 
 from ..choices import checked_choice
@@ -18,7 +17,7 @@ from .tasks import TASKS
 LIMITS = {  # setting -> (kind, lowest, highest)
     "layers": (int, 1, 6), "heads": (int, 1, 8), "width": (int, 8, 64), "seed": (int, 0, 2**31 - 1),
     "steps": (int, 1, 5000), "batch_size": (int, 1, 512), "learning_rate": (float, 1e-5, 0.1),
-    "redraw_every": (int, 1, 1000), "time_cap": (float, 0.1, 600.0),
+    "redraw_every": (int, 1, 1000), "time_cap": (float, 0.1, 600.0), "held_out": (int, 1, 1000),
 }
 MAX_PIECES = 16  # the longest source or target of any task, with its </s>: the positions every model covers
 
@@ -41,6 +40,7 @@ class Settings:
     learning_rate: float = 3e-3  # Adam's, constant
     redraw_every: int = 20  # the probe's attention and the held-out accuracy every this many updates
     time_cap: float = 120.0  # seconds; the run stops there, trained or not
+    held_out: int = 200  # fresh examples scored at each redraw (a closed task, numbers, scores all of its own)
 
     @classmethod
     def checked(cls, **values) -> "Settings":
@@ -85,7 +85,3 @@ def default_settings(task: str) -> Settings:
     """A task's default run: its default model and seed 1."""
     model = TASKS[checked_choice("task", task, TASKS)]
     return Settings.checked(task=task, steps=model.steps, **model.model)
-
-
-def finite(value: float) -> bool:
-    return isinstance(value, float) and math.isfinite(value)

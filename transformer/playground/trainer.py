@@ -31,8 +31,6 @@ from .replay import REPLAY_FILE, Replay
 from .settings import Settings
 from .tasks import TASKS, Task
 
-EVAL_EXAMPLES = 200  # held-out examples scored at each redraw (a closed task scores all of its own)
-
 
 class RunError(RuntimeError):
     """A run that cannot go on (its loss became NaN); the message says when and what to change."""
@@ -90,7 +88,7 @@ class PlaygroundRun:
         self.examples = random.Random(settings.seed)
         evaluation = random.Random(f"held-out {settings.task}")  # the same set for every seed and model
         self.evaluation = (self.task.every_example() if self.task.every_example
-                           else [self.task.sample(evaluation) for _ in range(EVAL_EXAMPLES)])
+                           else [self.task.sample(evaluation) for _ in range(settings.held_out)])
         self.losses: list[float] = []  # every update's
         self.history: list[Snapshot] = []
         self.stopped_by: str | None = None  # "time cap" when the cap ended it early
@@ -107,7 +105,7 @@ class PlaygroundRun:
         self.model.eval()
         src, tgt = self.probe_ids()
         with torch.no_grad(), capture_attention(self.model) as recorded:
-            self.model(src, tgt)
+            self.model(src, tgt[:, :-1])  # <s> and the target in; the target and </s> predicted
         attention = {kind: getattr(recorded, kind)[:, 0].numpy().copy() for kind in ATTENTION_KINDS}
         prediction = greedy(self.model, src, self.tokenizer.eos_id, self.tokenizer.bos_id, tgt.size(1))[0]
         snapshot = Snapshot(step, loss, self.accuracy(), [self.tokenizer.id_to_piece(i) for i in prediction],
