@@ -21,25 +21,24 @@ import threading
 from collections import deque
 from pathlib import Path
 
+import torch
+
+from transformer.numbers import parsed_number
+from transformer.playground import PlaygroundRun, RunError, Settings, save_run
+
 SLOTS_SETTING = "ATTENTION_EXPLORER_TRAINING_SLOTS"
 KEPT_RUNS = 50
 RUN_ID_LENGTH = 12  # hex digits of a run's id: its share link's value
 
 
 def slots_from_environment() -> int:
-    from transformer.numbers import parsed_number
-
     return parsed_number(SLOTS_SETTING, os.environ.get(SLOTS_SETTING, "1"), int, 1, 2)
 
 
 def worker(connection) -> None:
     """A worker process: one torch thread; runs the settings it is sent, streaming each snapshot back, then saves
     the run into the folder it was given and says so."""
-    import torch
-
     torch.set_num_threads(1)
-    from transformer.playground import PlaygroundRun, RunError, Settings, save_run
-
     while True:
         job = connection.recv()
         if job is None:

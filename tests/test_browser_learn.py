@@ -2,10 +2,12 @@
 width-16 model) redraws the curve and the probe's attention as it trains and ends with a share link; scrubbing the
 replay back to the first snapshot shows the untrained model's step. No component shows an error and the server logs
 no traceback."""
+import re
+
 import pytest
 
 from .app_server import ServerLog
-from .test_browser import CHROMIUM, TIMEOUT, browser, open_page, server_url  # noqa: F401
+from .test_browser import CHROMIUM, SCREENSHOTS, TIMEOUT, browser, open_page, server_url  # noqa: F401
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium missing (scripts/test.sh installs it)")]
@@ -42,11 +44,15 @@ def test_train_live_then_scrub_the_replay(browser, server_url):  # noqa: F811
         assert {"Step 0", "Step 20", "Step 40"} <= steps, titles
         expect(page.locator("#learn-prediction")).to_contain_text("What it predicts now")
         expect(page.locator("#learn-link textarea, #learn-link input")).to_have_value(
-            __import__("re").compile(r"\?learn=[0-9a-f]{12}$"))
+            re.compile(r"\?learn=[0-9a-f]{12}$"))
 
         set_number(page, "learn-scrub", 0)
         page.wait_for_function(f"() => ({TITLE_JS})().startsWith('Step 0:')", timeout=TIMEOUT)
         assert page.locator("#learn-curve .js-plotly-plot").count() == 1
-        assert page.locator(".learn-error, [data-testid='toast-body']").count() == 0
+        assert page.locator("#learn .error, [data-testid='toast-body']").count() == 0
+        page.set_viewport_size({"width": 1280, "height": 1000})
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.locator("#learn-settings").scroll_into_view_if_needed()
+        page.screenshot(path=str(SCREENSHOTS / "learn.png"), full_page=False)
         page.close()
     assert not [line for line in log.lines() if "Traceback" in line], log.lines()

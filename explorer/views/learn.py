@@ -124,109 +124,117 @@ class LearnView(View):
     def wire(self, ui) -> None:
         c = ui.components
         settings = [c[f"learn_{name}"] for name in SETTING_NAMES]
-        shown = [c[n] for n in ("learn_status", "learn_prediction", "learn_curve", "learn_attention", "learn_scrub",
-                                "learn_link", "learn_run")]
-
-        def queue():
-            if ui.training is None:
-                ui.training = TrainingQueue(slots_from_environment())
-            return ui.training
-
-        def opened(task):
-            queue().warm()  # a worker ready before the first Train
-            return show_folder(shipped_folder(task), None, "The default run, trained when this app was built.")
-
-        def show_folder(folder: Path, run_id: str | None, note: str):
-            replay = open_replay(folder)
-            values = replay_values(replay)
-            link = f"?learn={run_id}" if run_id else ""
-            status = f"{note} {REPRODUCIBLE.format(cpu=literal(replay.machine['cpu']))}"
-            last = len(replay.snapshots) - 1
-            return (status, values["learn_prediction"], values["learn_curve"], values["learn_attention"],
-                    gr.update(maximum=max(1, last), value=last), link, {"folder": str(folder), "run_id": run_id})
-
-        def train(*values):
-            checked = checked_settings(values)
-            task = TASKS[checked.task]
-            source, target = task.probe
-            snapshots, labels = [], replay_labels(source, target)
-            for kind, value in queue().train(checked.to_dict()):
-                if kind == "waiting":
-                    yield (f"Waiting: number {value} in the queue (one run trains at a time on this server).",
-                           *[gr.update()] * 6)
-                elif kind == "snapshot":
-                    snapshots.append({"step": value.step, "loss": value.loss, "accuracy": value.accuracy,
-                                      "prediction": value.prediction, "attention": value.attention})
-                    # live, the loss is each snapshot's mean since the one before; the replay has every update's
-                    like = {"loss_steps": [s["step"] for s in snapshots[1:]],
-                            "losses": [s["loss"] for s in snapshots[1:]], "snapshots": snapshots, "source": source,
-                            "target": target, "labels": labels}
-                    shown_values = snapshot_values(like, len(snapshots) - 1, checked.task,
-                                                   f"{task.title}: {checked.describe()}")
-                    yield (f"Training: step {value.step} of {checked.steps}, {value.seconds:.1f} s.",
-                           shown_values["learn_prediction"], shown_values["learn_curve"],
-                           shown_values["learn_attention"], gr.update(), gr.update(), gr.update())
-                elif kind == "done":
-                    run_id, folder, stopped_by = value
-                    note = (f"Stopped by the time cap of {APP_TIME_CAP:.0f} s." if stopped_by
-                            else "Trained.") + " Scrub the replay below, or share it by its link."
-                    yield show_folder(folder, run_id, note)
-                else:
-                    raise page_error(value)
-
-        def scrub(index, run):
-            if not run:
-                return gr.update(), gr.update(), gr.update()
-            values = replay_values(open_replay(Path(run["folder"])), index)
-            return values["learn_prediction"], values["learn_curve"], values["learn_attention"]
-
-        def open_everywhere(run):
-            if not run:
-                raise page_error("Train a run or watch a default run first.")
-            replay = open_replay(Path(run["folder"]))
-            settings_ = Settings.checked(**replay.settings)
-            key = f"learn-{run['run_id'] or settings_.task}"
-            ui.registry.add(key, Path(run["folder"]), f"Playground: {TASKS[settings_.task].title}, "
-                                                      f"{settings_.describe()}")
-            text = TASKS[settings_.task].source_text(replay.source)
-            return (gr.update(choices=ui.registry.choices, value=key), text,
-                    gr.Tabs(selected="attention"), "attention")
-
-        def from_link(http: gr.Request):
-            run_id = dict(http.query_params).get("learn") if http else None
-            if not run_id:
-                return [gr.update()] * (len(shown) + 1)
-            folder = queue().run_folder(run_id)
-            if folder is None:
-                raise page_error(f"learn: no kept run has the id {run_id!r} (runs are kept while the server runs, "
-                                 "the latest 50)")
-            return (gr.Tabs(selected="learn"), *show_folder(folder, run_id, "A shared run, replayed."))
-
-        ui.tabs[self.name].select(opened, c["learn_task"], shown, api_visibility="private")
-        c["learn_task"].change(lambda task: (pattern_text(task), *apply_defaults(task)), c["learn_task"],
-                               [c["learn_pattern"], c["learn_layers"], c["learn_heads"], c["learn_width"],
-                                c["learn_steps"]], api_visibility="private")
-        c["learn_default"].click(opened, c["learn_task"], shown, api_visibility="private")
-        training = c["learn_train"].click(train, settings, shown, concurrency_limit=8, api_visibility="private")
+        shown = [c[name] for name in SHOWN]
+        drawn = [c["learn_prediction"], c["learn_curve"], c["learn_attention"]]
+        private = {"api_visibility": "private"}
+        ui.tabs[self.name].select(functools.partial(opened, ui), c["learn_task"], shown, **private)
+        c["learn_task"].change(chosen_task, c["learn_task"], [c["learn_pattern"], c["learn_layers"], c["learn_heads"],
+                                                              c["learn_width"], c["learn_steps"]], **private)
+        c["learn_default"].click(functools.partial(opened, ui), c["learn_task"], shown, **private)
+        training = c["learn_train"].click(functools.partial(train, ui), settings, shown, concurrency_limit=8,
+                                          **private)
         c["learn_stop"].click(lambda: "Stopped: the run's process ended.", None, c["learn_status"],
-                              cancels=[training], api_visibility="private")
-        c["learn_scrub"].input(scrub, [c["learn_scrub"], c["learn_run"]],
-                                 [c["learn_prediction"], c["learn_curve"], c["learn_attention"]],
-                                 api_visibility="private")
-        c["learn_open"].click(open_everywhere, c["learn_run"], [c["model"], c["source"], c["tabs"], ui.open_tab],
-                              api_visibility="private").then(
+                              cancels=[training], **private)
+        c["learn_scrub"].input(scrub, [c["learn_scrub"], c["learn_run"]], drawn, **private)
+        c["learn_open"].click(functools.partial(open_everywhere, ui), c["learn_run"],
+                              [c["model"], c["source"], c["tabs"], ui.open_tab], **private).then(
             None, None, None, js="() => document.querySelector('#translate-button')?.click()")
-        ui.demo.load(from_link, None, [c["tabs"], *shown], api_visibility="private")
+        ui.demo.load(functools.partial(from_link, ui), None, [c["tabs"], *shown], **private)
+
+
+SHOWN = ("learn_status", "learn_prediction", "learn_curve", "learn_attention", "learn_scrub", "learn_link", "learn_run")
+
+
+def run_queue(ui) -> TrainingQueue:
+    if ui.training is None:
+        ui.training = TrainingQueue(slots_from_environment())
+    return ui.training
+
+
+def opened(ui, task):
+    """The task's default run, shown at once; a worker started for the first Train."""
+    run_queue(ui).warm()
+    return show_folder(shipped_folder(task), None, "The default run, trained when this app was built.")
+
+
+def show_folder(folder: Path, run_id: str | None, note: str) -> tuple:
+    """A finished run's replay at its last snapshot, the scrubber over its snapshots, its link: SHOWN's values."""
+    replay = open_replay(folder)
+    values = replay_values(replay)
+    status = f"{note} {REPRODUCIBLE.format(cpu=literal(replay.machine['cpu']))}"
+    last = len(replay.snapshots) - 1
+    return (status, values["learn_prediction"], values["learn_curve"], values["learn_attention"],
+            gr.update(maximum=max(1, last), value=last), f"?learn={run_id}" if run_id else "",
+            {"folder": str(folder), "run_id": run_id})
+
+
+def train(ui, *values):
+    """Train pressed: the run's place while it waits, a redraw per snapshot while it trains, its replay at the end."""
+    checked = checked_settings(values)
+    task = TASKS[checked.task]
+    source, target = task.probe
+    snapshots, labels, keep = [], replay_labels(source, target), [gr.update()] * 3
+    for kind, value in run_queue(ui).train(checked.to_dict()):
+        if kind == "waiting":
+            yield (f"Waiting: number {value} in the queue (one run trains at a time on this server).",
+                   *[gr.update()] * 6)
+        elif kind == "snapshot":
+            snapshots.append({"step": value.step, "loss": value.loss, "accuracy": value.accuracy,
+                              "prediction": value.prediction, "attention": value.attention})
+            # live, the loss is each snapshot's mean since the one before; the replay has every update's
+            like = {"loss_steps": [s["step"] for s in snapshots[1:]], "losses": [s["loss"] for s in snapshots[1:]],
+                    "snapshots": snapshots, "source": source, "target": target, "labels": labels}
+            drawn = snapshot_values(like, len(snapshots) - 1, checked.task, f"{task.title}: {checked.describe()}")
+            yield (f"Training: step {value.step} of {checked.steps}, {value.seconds:.1f} s.", drawn["learn_prediction"],
+                   drawn["learn_curve"], drawn["learn_attention"], *keep)
+        elif kind == "done":
+            run_id, folder, stopped_by = value
+            note = (f"Stopped by the time cap of {APP_TIME_CAP:.0f} s." if stopped_by
+                    else "Trained.") + " Scrub the replay below, or share it by its link."
+            yield show_folder(folder, run_id, note)
+        else:
+            raise page_error(value)
+
+
+def scrub(index, run):
+    if not run:
+        return gr.update(), gr.update(), gr.update()
+    values = replay_values(open_replay(Path(run["folder"])), index)
+    return values["learn_prediction"], values["learn_curve"], values["learn_attention"]
+
+
+def open_everywhere(ui, run):
+    """The run's model served from now on and chosen, its probe typed as the source; the page then translates."""
+    if not run:
+        raise page_error("Train a run or watch a default run first.")
+    replay = open_replay(Path(run["folder"]))
+    settings = Settings.checked(**replay.settings)
+    key = f"learn-{run['run_id'] or settings.task}"
+    ui.registry.add(key, Path(run["folder"]), f"Playground: {TASKS[settings.task].title}, {settings.describe()}")
+    text = TASKS[settings.task].source_text(replay.source)
+    return gr.update(choices=ui.registry.choices, value=key), text, gr.Tabs(selected="attention"), "attention"
+
+
+def from_link(ui, http: gr.Request):
+    """?learn=<run id>: the Learn tab opened on that run's replay."""
+    run_id = dict(http.query_params).get("learn") if http else None
+    if not run_id:
+        return [gr.update()] * (len(SHOWN) + 1)
+    folder = run_queue(ui).run_folder(run_id)
+    if folder is None:
+        raise page_error(f"learn: no kept run has the id {run_id!r} (the server keeps the latest 50 runs while it "
+                         "runs)")
+    return (gr.Tabs(selected="learn"), *show_folder(folder, run_id, "A shared run, replayed."))
+
+
+def chosen_task(task: str) -> tuple:
+    chosen = TASKS[task]
+    return (pattern_text(task), chosen.model["layers"], chosen.model["heads"], chosen.model["width"], chosen.steps)
 
 
 def pattern_text(task: str) -> str:
     chosen = TASKS[task]
     return f"**What a trained model's cross-attention shows:** {chosen.pattern}. *Why:* {chosen.why}."
-
-
-def apply_defaults(task: str) -> tuple:
-    chosen = TASKS[task]
-    return chosen.model["layers"], chosen.model["heads"], chosen.model["width"], chosen.steps
 
 
 def replay_labels(source: list[str], target: list[str]) -> dict:
