@@ -15,7 +15,7 @@ TITLE_JS = "() => document.querySelector('#learn-attention .js-plotly-plot')?.la
 
 
 def set_number(page, elem_id: str, value) -> None:
-    box = page.locator(f"#{elem_id} input")
+    box = page.locator(f"#{elem_id} input[type=number]")
     box.fill(str(value))
     box.press("Enter")
 
@@ -32,12 +32,12 @@ def test_train_live_then_scrub_the_replay(browser, server_url):  # noqa: F811
         for elem_id, value in (("learn-layers", 1), ("learn-width", 16), ("learn-steps", 40)):
             set_number(page, elem_id, value)
         titles = []
-        page.expose_function("seeTitle", titles.append)
+        page.expose_function("seeTitle", lambda title: titles.append(title))
         page.evaluate("""() => new MutationObserver(() => {
             const p = document.querySelector('#learn-attention .js-plotly-plot');
             if (p && p.layout) window.seeTitle(p.layout.title.text); }).observe(
             document.querySelector('#learn-attention'), {subtree: true, childList: true})""")
-        page.get_by_role("button", name="Train").click()
+        page.locator("#learn-train").click()
         expect(page.locator("#learn-status")).to_contain_text("Trained.", timeout=TIMEOUT)
         # redrawn while it trained: the untrained model's step, a middle one, and the last
         steps = {title.split(":")[0] for title in titles}
@@ -52,7 +52,7 @@ def test_train_live_then_scrub_the_replay(browser, server_url):  # noqa: F811
         assert page.locator("#learn .error, [data-testid='toast-body']").count() == 0
         page.set_viewport_size({"width": 1280, "height": 1000})
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        page.locator("#learn-settings").scroll_into_view_if_needed()
+        page.locator("#learn-curve").scroll_into_view_if_needed()
         page.screenshot(path=str(SCREENSHOTS / "learn.png"), full_page=False)
         page.close()
     assert not [line for line in log.lines() if "Traceback" in line], log.lines()
