@@ -1,6 +1,6 @@
 """The Learn tab in the browser: opened, it shows the default reverse run's replay at once; Train (a short run of a
 width-16 model) redraws the curve and the probe's attention as it trains and ends with a share link; scrubbing the
-replay back to the first snapshot shows the untrained model's step. No component shows an error and the server logs
+replay back to the first snapshot shows the untrained model's step; the default run again. No component shows an error and the server logs
 no traceback."""
 import re
 
@@ -50,9 +50,11 @@ def test_train_live_then_scrub_the_replay(browser, server_url):  # noqa: F811
         page.wait_for_function(f"() => ({TITLE_JS})().startsWith('Step 0:')", timeout=TIMEOUT)
         assert page.locator("#learn-curve .js-plotly-plot").count() == 1
         assert page.locator("#learn .error, [data-testid='toast-body']").count() == 0
-        page.set_viewport_size({"width": 1280, "height": 1000})
+        page.set_viewport_size({"width": 1280, "height": 1500})  # the README's picture: the default run, trained
+        page.locator("#learn-default").click()
+        page.wait_for_function(f"() => ({TITLE_JS})().startsWith('Step 800')", timeout=TIMEOUT)
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        page.locator("#learn-curve").scroll_into_view_if_needed()
+        page.evaluate("() => document.querySelector('#learn-prediction').scrollIntoView()")
         page.screenshot(path=str(SCREENSHOTS / "learn.png"), full_page=False)
         page.close()
     assert not [line for line in log.lines() if "Traceback" in line], log.lines()
