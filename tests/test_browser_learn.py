@@ -1,7 +1,7 @@
-"""The Learn tab in the browser: opened, it shows the default reverse run's replay at once; Train (a short run of a
-width-16 model) redraws the curve and the probe's attention as it trains and ends with a share link; scrubbing the
-replay back to the first snapshot shows the untrained model's step; the default run again. No component shows an error and the server logs
-no traceback."""
+"""The Learn tab in the browser, at 390 px in dark mode: opened, it shows the default reverse run's replay at once;
+Train (a short run of a width-16 model) redraws the curve and the probe's attention as it trains and ends with a
+share link; scrubbing the replay back to the first snapshot shows the untrained model's step; the default run again
+(the README's picture, at 1280 px). No component shows an error and the server logs no traceback."""
 import re
 
 import pytest
