@@ -39,6 +39,10 @@ def worker(connection) -> None:
     """A worker process: one torch thread; runs the settings it is sent, streaming each snapshot back, then saves
     the run into the folder it was given and says so."""
     torch.set_num_threads(1)
+    # one update of the smallest model first: torch's first calls in a process (its kernels' set-up) happen here,
+    # before a visitor's Train, not between it and the first redraw
+    PlaygroundRun(Settings.checked(task="copy", layers=1, heads=1, width=8, steps=1, held_out=1)).train()
+    connection.send(("ready", None))
     while True:
         job = connection.recv()
         if job is None:
@@ -66,6 +70,7 @@ class Worker:
         self.process = context.Process(target=worker, args=(child,), name="playground-run", daemon=True)
         self.process.start()
         child.close()
+        self.connection.recv()  # "ready": torch loaded and warmed up (a dead process raises EOFError here)
 
     def end(self) -> None:
         if self.process.is_alive():
