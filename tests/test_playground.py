@@ -193,3 +193,21 @@ def test_bad_settings_are_one_message(values, named):
     with pytest.raises(SettingsError) as raised:
         Settings.checked(**values)
     assert named in str(raised.value)
+
+
+def test_the_command_line_writes_a_checkpoint_and_its_replay(tmp_path, capsys):
+    from transformer import Translator
+    from transformer.playground.__main__ import main
+
+    out = tmp_path / "run"
+    assert main(["train", "--task", "copy", "--layers", "1", "--heads", "1", "--width", "8", "--steps", "3",
+                 "--redraw-every", "3", "--held-out", "5", "--out", str(out)]) == 0
+    assert Replay.load(out / REPLAY_FILE).steps == [0, 3]
+    assert Translator.from_pretrained(out).translate("1 2", strategy="greedy").src_tokens == ["1", "2", "</s>"]
+    with pytest.raises(SystemExit) as stopped:
+        main(["train", "--width", "30", "--heads", "4", "--out", str(tmp_path / "bad")])
+    assert stopped.value.code == 2 and not (tmp_path / "bad").exists()
+    message = capsys.readouterr().err.strip().splitlines()
+    assert message[-1] == ("python -m transformer.playground: error: width (30) must be divisible by heads (4): each "
+                           "head reads an equal slice of the width")
+    assert main(["tasks"]) == 0 and "einundzwanzig" in capsys.readouterr().out
