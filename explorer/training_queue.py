@@ -26,6 +26,8 @@ import torch
 from transformer.numbers import parsed_number
 from transformer.playground import PlaygroundRun, RunError, Settings, save_run
 
+from .run_pool import main_module_hidden
+
 SLOTS_SETTING = "ATTENTION_EXPLORER_TRAINING_SLOTS"
 KEPT_RUNS = 50
 RUN_ID_LENGTH = 12  # hex digits of a run's id: its share link's value
@@ -68,7 +70,8 @@ class Worker:
         context.set_forkserver_preload(["torch", "transformer.playground"])
         self.connection, child = context.Pipe()
         self.process = context.Process(target=worker, args=(child,), name="playground-run", daemon=True)
-        self.process.start()
+        with main_module_hidden():  # not app.py again in the fork server: it loads every model at import
+            self.process.start()
         child.close()
         self.connection.recv()  # "ready": torch loaded and warmed up (a dead process raises EOFError here)
 
