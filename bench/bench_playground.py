@@ -3,7 +3,8 @@
     python bench/bench_playground.py [--skip-translation]
 
 - each timed task's run on one thread with live redraws (the probe's attention and the held-out score every 20
-  updates): seconds until its held-out exact match first reaches the target, and the run's whole time;
+  updates): the step and the seconds at which its held-out exact match first reaches the target (the step is the
+  same on every run on this CPU; the seconds depend on the machine's load), and the run's whole time;
 - the first redraw after Train, through the Learn tab's queue with its worker started ahead (as opening the tab does),
   and the redraws per second of a run;
 - opening a shipped replay and drawing its last snapshot's figures, as the Learn tab does;
@@ -40,14 +41,14 @@ SENTENCES = ["A man in a blue jacket is riding a bicycle.", "Two dogs are runnin
 
 def timed_run(task: str, settings: dict, target: float) -> dict:
     run = PlaygroundRun(Settings.checked(task=task, time_cap=600, **settings))
-    reached, redraws, last = None, [], None
+    reached, reached_step, redraws, last = None, None, [], None
     for snapshot in run.snapshots():
         redraws.append(snapshot.seconds)
         if reached is None and snapshot.accuracy >= target:
-            reached = snapshot.seconds
+            reached, reached_step = snapshot.seconds, snapshot.step
         last = snapshot
     gaps = [b - a for a, b in zip(redraws, redraws[1:])]
-    return {"task": task, **settings, "target": target, "seconds_to_target": reached,
+    return {"task": task, **settings, "target": target, "step_to_target": reached_step, "seconds_to_target": reached,
             "final_exact_match": last.accuracy, "seconds": round(last.seconds, 2),
             "redraws_per_second": round(1 / statistics.mean(gaps), 2) if gaps else None}
 

@@ -101,11 +101,15 @@ class TrainingQueue:
         threading.Thread(target=self._start_idle, name="playground-warm", daemon=True).start()
 
     def _start_idle(self) -> None:
-        started = Worker()
-        with self._lock:
-            self._idle.remove(None)
-            self._idle.append(started)
-            self._lock.notify_all()
+        started = None
+        try:
+            started = Worker()
+        finally:  # a worker that failed to start leaves no place held: the next Train starts its own
+            with self._lock:
+                self._idle.remove(None)
+                if started is not None:
+                    self._idle.append(started)
+                self._lock.notify_all()
 
     def _take_worker(self) -> Worker:
         with self._lock:
