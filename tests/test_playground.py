@@ -211,3 +211,13 @@ def test_the_command_line_writes_a_checkpoint_and_its_replay(tmp_path, capsys):
     assert message[-1] == ("python -m transformer.playground: error: width (30) must be divisible by heads (4): each "
                            "head reads an equal slice of the width")
     assert main(["tasks"]) == 0 and "einundzwanzig" in capsys.readouterr().out
+
+
+def test_a_loss_that_becomes_nan_stops_the_run_with_one_message(monkeypatch):
+    from transformer.playground import RunError, trainer
+
+    run = PlaygroundRun(Settings.checked(task="copy", layers=1, heads=1, width=8, steps=5, held_out=2))
+    monkeypatch.setattr(trainer.F, "cross_entropy", lambda *args, **kwargs: torch.tensor(float("nan")))
+    with pytest.raises(RunError, match=r"the loss became nan at step 1; lower learning_rate \(0.003\)"):
+        run.train()
+    assert run.losses == []  # no update was made with it
