@@ -1,7 +1,7 @@
 """The Learn tab in the browser, at 390 px in dark mode: opened, it shows the default reverse run's replay at once;
 Train (a short run of a width-16 model) redraws the curve and the probe's attention as it trains and ends with a
-share link; scrubbing the replay back to the first snapshot shows the untrained model's step; the default run again
-(the README's picture, at 1280 px). No component shows an error and the server logs no traceback."""
+share link; the shipped default run opened again (the README's picture, at 1280 px) and scrubbed back to its first
+snapshot shows the untrained model's step. No component shows an error and the server logs no traceback."""
 import re
 
 import pytest
@@ -46,15 +46,18 @@ def test_train_live_then_scrub_the_replay(browser, server_url):  # noqa: F811
         expect(page.locator("#learn-link textarea, #learn-link input")).to_have_value(
             re.compile(r"\?learn=[0-9a-f]{12}$"))
 
-        set_number(page, "learn-scrub", 0)
-        page.wait_for_function(f"() => ({TITLE_JS})().startsWith('Step 0:')", timeout=TIMEOUT)
-        assert page.locator("#learn-curve .js-plotly-plot").count() == 1
-        assert page.locator("#learn .error, [data-testid='toast-body']").count() == 0
-        page.set_viewport_size({"width": 1280, "height": 1500})  # the README's picture: the default run, trained
+        # the shipped replay: the default run, opened with no training, then scrubbed back to its first snapshot
+        page.set_viewport_size({"width": 1280, "height": 1500})  # the README's picture
         page.locator("#learn-default").click()
         page.wait_for_function(f"() => ({TITLE_JS})().startsWith('Step 800')", timeout=TIMEOUT)
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.evaluate("() => document.querySelector('#learn-prediction').scrollIntoView()")
         page.screenshot(path=str(SCREENSHOTS / "learn.png"), full_page=False)
+        set_number(page, "learn-scrub", 0)
+        page.wait_for_function(f"() => ({TITLE_JS})().startsWith('Step 0:')", timeout=TIMEOUT)
+        expect(page.locator("#learn-prediction")).to_contain_text("exact match on held-out examples 0%")
+        assert page.locator("#learn-curve .js-plotly-plot").count() == 1
+        assert page.locator("[data-testid='toast-body']").count() == 0
+        assert page.locator("[data-testid='status-tracker'] .error").count() == 0
         page.close()
     assert not [line for line in log.lines() if "Traceback" in line], log.lines()
