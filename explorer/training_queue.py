@@ -31,6 +31,7 @@ from .run_pool import main_module_hidden
 SLOTS_SETTING = "ATTENTION_EXPLORER_TRAINING_SLOTS"
 KEPT_RUNS = 50
 RUN_ID_LENGTH = 12  # hex digits of a run's id: its share link's value
+NICENESS = 10  # added to a worker's niceness (Unix): translations come first
 
 
 def slots_from_environment() -> int:
@@ -41,6 +42,8 @@ def worker(connection) -> None:
     """A worker process: one torch thread; runs the settings it is sent, streaming each snapshot back, then saves
     the run into the folder it was given and says so."""
     torch.set_num_threads(1)
+    # below the translation workers in the scheduler's eyes: a run waits while a class's translations take the cores
+    os.nice(NICENESS)
     # one update of the smallest model first: torch's first calls in a process (its kernels' set-up) happen here,
     # before a visitor's Train, not between it and the first redraw
     PlaygroundRun(Settings.checked(task="copy", layers=1, heads=1, width=8, steps=1, held_out=1)).train()
