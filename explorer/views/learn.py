@@ -23,6 +23,7 @@ from .. import figures
 from ..text import literal, page_error
 from ..training_queue import TrainingQueue, slots_from_environment
 from .base import View
+from .selection import MEAN, head_choices, layer_choices
 
 SETTING_NAMES = ("task", "layers", "heads", "width", "pos_encoding", "norm", "seed", "steps")
 APP_TIME_CAP = 60.0  # seconds a run may train on the shared server
@@ -137,7 +138,8 @@ class LearnView(View):
                               cancels=[training], **private)
         c["learn_scrub"].input(scrub, [c["learn_scrub"], c["learn_run"]], drawn, **private)
         c["learn_open"].click(functools.partial(open_everywhere, ui), c["learn_run"],
-                              [c["model"], c["source"], c["tabs"], ui.open_tab], **private).then(
+                              [c["model"], c["source"], c["tabs"], ui.open_tab, c["layer"], c["head"]],
+                              **private).then(
             None, None, None, js="() => document.querySelector('#translate-button')?.click()")
         ui.demo.load(functools.partial(from_link, ui), None, [c["tabs"], *shown], **private)
 
@@ -212,7 +214,12 @@ def open_everywhere(ui, run):
     key = f"learn-{run['run_id'] or settings.task}"
     ui.registry.add(key, Path(run["folder"]), f"Playground: {TASKS[settings.task].title}, {settings.describe()}")
     text = TASKS[settings.task].source_text(replay.source)
-    return gr.update(choices=ui.registry.choices, value=key), text, gr.Tabs(selected="attention"), "attention"
+    # the shared layer and head pickers fitted to this model now, before its first translation: an event sent
+    # meanwhile must not carry the last model's layer 4 to a model of 2
+    layers, heads = settings.layers, settings.heads
+    return (gr.update(choices=ui.registry.choices, value=key), text, gr.Tabs(selected="attention"), "attention",
+            gr.update(choices=layer_choices(layers), value=str(layers - 1)),
+            gr.update(choices=head_choices(heads), value=MEAN))
 
 
 def from_link(ui, http: gr.Request):
