@@ -12,6 +12,7 @@ share link and for opening it in every tab; the oldest are removed past `KEPT_RU
 """
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import secrets
@@ -28,6 +29,7 @@ from transformer.playground import PlaygroundRun, RunError, Settings, save_run
 
 from .run_pool import main_module_hidden
 
+log = logging.getLogger(__name__)
 SLOTS_SETTING = "ATTENTION_EXPLORER_TRAINING_SLOTS"
 KEPT_RUNS = 50
 RUN_ID_LENGTH = 12  # hex digits of a run's id: its share link's value
@@ -107,6 +109,8 @@ class TrainingQueue:
         started = None
         try:
             started = Worker()
+        except (EOFError, OSError) as error:  # the worker died starting (the server stopping, out of memory)
+            log.warning("a playground worker did not start: %s", type(error).__name__)
         finally:  # a worker that failed to start leaves no place held: the next Train starts its own
             with self._lock:
                 self._idle.remove(None)

@@ -141,7 +141,11 @@ class LearnView(View):
                               [c["model"], c["source"], c["tabs"], ui.open_tab, c["layer"], c["head"]],
                               **private).then(
             None, None, None, js="() => document.querySelector('#translate-button')?.click()")
-        ui.demo.load(functools.partial(from_link, ui), None, [c["tabs"], *shown], **private)
+
+        def opened_by_link(http: gr.Request):  # Gradio finds the request by this annotation, which a partial hides
+            return from_link(ui, http)
+
+        ui.demo.load(opened_by_link, None, [c["tabs"], *shown], **private)
 
 
 SHOWN = ("learn_status", "learn_prediction", "learn_curve", "learn_attention", "learn_scrub", "learn_link", "learn_run")
