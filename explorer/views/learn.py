@@ -145,7 +145,9 @@ class LearnView(View):
         def opened_by_link(http: gr.Request):  # Gradio finds the request by this annotation, which a partial hides
             return from_link(ui, http)
 
-        ui.demo.load(opened_by_link, None, [c["tabs"], *shown], **private)
+        ui.demo.load(opened_by_link, None, [c["tabs"], *shown], **private).then(
+            None, None, None, js="() => new URLSearchParams(location.search).get('learn') && "
+                                 "document.querySelector('#learn-status')?.scrollIntoView()")
 
 
 SHOWN = ("learn_status", "learn_prediction", "learn_curve", "learn_attention", "learn_scrub", "learn_link", "learn_run")
