@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 from .theme import ACCENT, ATTENTION_COLORS, MUTED, base_layout, label, rounded
 
 KIND_NAMES = {"encoder_self": "encoder self", "decoder_self": "decoder self", "cross": "cross"}
+SHORT_NAMES = {"encoder_self": "enc-self", "decoder_self": "dec-self", "cross": "cross"}  # tile titles fit a phone
 
 
 def learning_curve(loss_steps: list[int], losses: list[float], steps: list[int], accuracies: list[float], title: str,
@@ -58,7 +59,8 @@ def attention_tiles(attention: dict[str, np.ndarray], labels: dict[str, tuple[li
                     for c in range(tile.shape[1]):
                         hover[top + r, left + c] = (f"{where}<br>query {label(rows[r])}<br>key {label(cols[c])}"
                                                     f"<br>weight {tile[r, c]:.3f}")
-                annotations.append({"x": left + (tile_cols - 1) / 2, "y": top - 0.6, "text": where,
+                annotations.append({"x": left + (tile_cols - 1) / 2, "y": top - 0.6,
+                                    "text": f"{SHORT_NAMES[kind]} L{layer + 1} H{head + 1}",
                                     "showarrow": False, "yanchor": "bottom", "font": {"size": 10}})
     figure = go.Figure(go.Heatmap(z=canvas, text=hover, hovertemplate="%{text}<extra></extra>", hoverongaps=False,
                                   zmin=0.0, zmax=1.0, colorscale=ATTENTION_COLORS,

@@ -128,10 +128,10 @@ class LearnView(View):
         shown = [c[name] for name in SHOWN]
         drawn = [c["learn_prediction"], c["learn_curve"], c["learn_attention"]]
         private = {"api_visibility": "private"}
-        ui.tabs[self.name].select(functools.partial(opened, ui), c["learn_task"], shown, **private)
+        ui.tabs[self.name].select(functools.partial(opened, ui), [c["learn_task"], c["learn_run"]], shown, **private)
         c["learn_task"].change(chosen_task, c["learn_task"], [c["learn_pattern"], c["learn_layers"], c["learn_heads"],
                                                               c["learn_width"], c["learn_steps"]], **private)
-        c["learn_default"].click(functools.partial(opened, ui), c["learn_task"], shown, **private)
+        c["learn_default"].click(watch_default, c["learn_task"], shown, **private)
         training = c["learn_train"].click(functools.partial(train, ui), settings, shown, concurrency_limit=8,
                                           **private)
         c["learn_stop"].click(lambda: "Stopped: the run's process ended.", None, c["learn_status"],
@@ -146,8 +146,9 @@ class LearnView(View):
             return from_link(ui, http)
 
         ui.demo.load(opened_by_link, None, [c["tabs"], *shown], **private).then(
-            None, None, None, js="() => new URLSearchParams(location.search).get('learn') && "
-                                 "document.querySelector('#learn-status')?.scrollIntoView()")
+            # the tab's children are drawn once it is selected: scroll when they are there
+            None, None, None, js="() => new URLSearchParams(location.search).get('learn') && setTimeout(() => "
+                                 "document.querySelector('#learn-status')?.scrollIntoView(), 500)")
 
 
 SHOWN = ("learn_status", "learn_prediction", "learn_curve", "learn_attention", "learn_scrub", "learn_link", "learn_run")
@@ -159,9 +160,16 @@ def run_queue(ui) -> TrainingQueue:
     return ui.training
 
 
-def opened(ui, task):
-    """The task's default run, shown at once; a worker started for the first Train."""
+def opened(ui, task, run=None):
+    """The tab opened: a worker started for the first Train, and the task's default run shown at once, unless a run
+    is shown already (a shared link's, or one trained before the visitor left the tab)."""
     run_queue(ui).warm()
+    if run:
+        return (gr.update(),) * len(SHOWN)
+    return watch_default(task)
+
+
+def watch_default(task):
     return show_folder(shipped_folder(task), None, "The default run, trained when this app was built.")
 
 
