@@ -50,8 +50,11 @@ def identifier(languages: tuple[str, ...]):
 
 
 def source_languages(registry: Registry) -> tuple[str, ...]:
-    """The languages the served models translate from (that the identifier knows), in a fixed order."""
-    return tuple(sorted({language for key in registry.models if (language := registry.source_language(key))}))
+    """The languages the served models translate from (that the identifier knows), in a fixed order; a playground
+    model's toy task (its "languages" are the task's name) is none."""
+    return tuple(sorted({language for key, served in registry.models.items()
+                         if (language := registry.source_language(key))
+                         and "playground" not in served.translator.config}))
 
 
 def warm_up(registry: Registry) -> None:

@@ -36,6 +36,9 @@ class ServedModel:
     label: str  # e.g. "English → German (en-de)"
     translator: Translator  # on the CPU
     profile: ModelProfile  # what the views draw about the model itself, computed once here
+    # added while the server runs (a playground run opened in every tab): translated in the server's process, since
+    # the translation workers (run_pool.py) loaded only the models served at start-up
+    local: bool = False
     _cuda: Translator | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -78,6 +81,14 @@ class Registry:
                                  f"got {named!r}")
             return named
         return next((key for key in self.models if self.source_language(key) == PAGE_LANGUAGE), next(iter(self.models)))
+
+    def add(self, key: str, folder: Path, label: str) -> ServedModel:
+        """Serves the checkpoint in `folder` as `key` from now on (a playground run opened in every tab); a key
+        already served is returned as it is."""
+        if key not in self.models:
+            translator = Translator.from_pretrained(folder, device="cpu")
+            self.models[key] = ServedModel(key, label, translator, profile_model(translator), local=True)
+        return self.models[key]
 
     def get(self, key: str) -> ServedModel:
         if key not in self.models:

@@ -136,7 +136,8 @@ class ModelService:
         analyses = cheap_analyses() if analyses is None else analyses
 
         def compute() -> RunResult:
-            from_worker = None if self.pool is None else self.pool.run(request, analyses)
+            local = self.pool is None or self.registry.get(request.model).local  # not in the workers
+            from_worker = None if local else self.pool.run(request, analyses)
             return run(self.registry, request, analyses) if from_worker is None else from_worker
 
         result, shared = self.cache.get_or_compute(request_key(request, analyses), compute)

@@ -26,7 +26,7 @@ def parse_link(params: dict, registry) -> tuple[Request, dict]:
     ignored."""
     known = {"text", "model", "device", "strategy", "max_length", "prefix", "heads_off", *VIEW_KEYS, *CAUSE_KEYS,
              *(s.name for s in all_settings())}
-    unknown = sorted(set(params) - known - {"__theme"})
+    unknown = sorted(set(params) - known - {"__theme", "learn"})  # learn: a playground run (views/learn.py)
     if unknown:
         raise RequestError("link", f"the link has unknown parameters {unknown}; known: {sorted(known)}")
     request = Request.from_link(registry, params)

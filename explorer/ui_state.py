@@ -44,6 +44,8 @@ class Wiring:
         self.open_tab: gr.State | None = None  # the tab the visitor has open: drawn at once on Translate
         self.tabs: dict[str, gr.Tab] = {}
         self.state_names: list[str] = []
+        self.demo: gr.Blocks | None = None  # the page, for a view's own page-load events (wiring.py sets it)
+        self.training = None  # the playground's run queue (training_queue.TrainingQueue), made on first use
         self.startup_notes: list[str] = []  # what the server's start-up could not do, for the footer (app.py)
         # the page's request values -> the Request the check before its Translate built, which that Translate takes:
         # one Request per Translate (a few, the latest, kept for the visitors translating at the same moment)

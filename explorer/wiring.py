@@ -42,6 +42,7 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
     wire_api(ui, demo, {**atlas_endpoints(ui), "patch": patch_endpoint(ui)})
     wire_rerender(ui)
     wire_model_choice(ui, demo)
+    ui.demo = demo  # a view's own page-load events (a shared run's link, views/learn.py)
     for view in ui.views:
         view.wire(ui)
         if view.placement == "tab":

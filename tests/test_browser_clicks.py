@@ -43,6 +43,16 @@ ERRORS_JS = """() => ({
 })"""
 
 
+@pytest.fixture(autouse=True)
+def short_training():
+    """The Learn tab's Train stopped by its time cap after its first update: the test clicks it, not waits for it."""
+    from explorer.views import learn
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(learn, "APP_TIME_CAP", 0.1)
+        yield
+
+
 def idle(page) -> None:
     """Waits until no event of the page is running, twice in a row 50 ms apart (a chained event starts after)."""
     page.wait_for_function(IDLE_JS, timeout=TIMEOUT)

@@ -14,7 +14,7 @@ from gradio.queueing import create_validator_fn
 from gradio.state_holder import SessionState
 
 from explorer.registry import discover
-from explorer.views import steps
+from explorer.views import learn, steps
 
 from .conftest import ROOT
 
@@ -29,12 +29,14 @@ EVENT_DATA = {("live_attention", "select"): {"kind": "cross", "layer": 0, "head"
 
 @pytest.fixture(scope="module")
 def page():
-    """(demo, ui, component names by id), with the step view's Play at full speed (no pause between frames)."""
+    """(demo, ui, component names by id), with the step view's Play at full speed (no pause between frames) and the
+    Learn tab's Train stopped by its time cap after its first update (a run trains in a process of its own)."""
     from explorer.shell import build_demo
 
     demo, ui = build_demo(discover(ROOT / "checkpoints"))
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(steps, "PLAY_DELAY_S", 0)
+        patch.setattr(learn, "APP_TIME_CAP", 0.1)
         yield demo, ui, {component._id: name for name, component in ui.components.items()}
 
 

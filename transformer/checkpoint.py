@@ -21,6 +21,7 @@ from .core.model import Transformer
 from .json_files import read_json
 from .marian_tokenizer import MarianTokenizer
 from .path_checks import not_a_folder
+from .symbol_tokenizer import SYMBOLS_FILE, SymbolTokenizer
 from .tokenizer import Tokenizer
 
 CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE, METRICS_FILE = (
@@ -152,12 +153,15 @@ def load_checkpoint(directory, device="cpu") -> tuple[Transformer, Tokenizer, di
 
 
 def load_tokenizer(directory: Path, config: dict, model_config: ModelConfig):
-    """The tokenizer config.json names (ours: spm.model; "type": "marian": Marian's three files), and the file
+    """The tokenizer config.json names (ours: spm.model; "type": "marian": Marian's three files; "type": "symbols":
+    a playground task's symbols.json), and the file
     that holds its vocabulary, for messages."""
-    marian = config.get("tokenizer", {}).get("type") == "marian"
+    kind = config.get("tokenizer", {}).get("type")
     try:
-        if marian:
+        if kind == "marian":
             return MarianTokenizer.load(directory, model_config.decoder_start_id), directory / "vocab.json"
+        if kind == "symbols":  # a playground model's toy vocabulary (transformer/playground/)
+            return SymbolTokenizer.load(directory / SYMBOLS_FILE), directory / SYMBOLS_FILE
         return Tokenizer.load(directory / TOKENIZER_FILE), directory / TOKENIZER_FILE
     except (FileNotFoundError, ValueError) as error:
         raise CheckpointError(str(error)) from error

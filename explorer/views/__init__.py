@@ -7,6 +7,7 @@ from .cause import CauseView
 from .export import ExportView
 from .glossary import GlossaryView
 from .heads import HeadsView
+from .learn import LearnView
 from .lens import LensView
 from .live import LiveView
 from .model import ModelView
@@ -22,6 +23,6 @@ from .walkthrough import WalkEntryView, WalkthroughView
 # their places in the tab row
 VIEWS: list[View] = [WalkEntryView(), LiveView(), StepsView(), AttentionView(), TreeView(), LensView(), HeadsView(),
                      AttributionView(), CauseView(), QueryKeyView(), AtlasView(), TokensView(), PositionalView(),
-                     ModelView(), TrainingView(), ExportView(), WalkthroughView(), GlossaryView()]
+                     ModelView(), TrainingView(), LearnView(), ExportView(), WalkthroughView(), GlossaryView()]
 
 __all__ = ["MODEL", "TRANSLATION", "VIEWS", "View", "ViewContext", "current_translation"]

@@ -1,0 +1,216 @@
+"""Live playground runs for a whole class on a small server: each run trains in a worker process of its own on one
+torch thread, at most `slots` at a time (ATTENTION_EXPLORER_TRAINING_SLOTS, default 1); later runs wait in order and
+are told their place. A worker process is started ahead of the first run (when the Learn tab opens), so the first
+redraw comes within a second of Train.
+
+A process rather than a thread: torch's thread count is per process, a process's memory is returned when it ends,
+and a run cancelled half-way (the visitor left, or pressed Stop) is ended by ending its process, not by asking a
+loop to notice. Translations keep their own worker processes (run_pool.py).
+
+Each finished run's folder (checkpoint and replay.json) is kept under the runs folder by its id, for the run's
+share link and for opening it in every tab; the oldest are removed past `KEPT_RUNS`.
+"""
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import secrets
+import shutil
+import tempfile
+import threading
+from collections import deque
+from pathlib import Path
+
+import torch
+
+from transformer.numbers import parsed_number
+from transformer.playground import PlaygroundRun, RunError, Settings, save_run
+
+from .run_pool import main_module_hidden
+
+log = logging.getLogger(__name__)
+SLOTS_SETTING = "ATTENTION_EXPLORER_TRAINING_SLOTS"
+KEPT_RUNS = 50
+RUN_ID_LENGTH = 12  # hex digits of a run's id: its share link's value
+NICENESS = 10  # added to a worker's niceness (Unix): translations come first
+
+
+def slots_from_environment() -> int:
+    return parsed_number(SLOTS_SETTING, os.environ.get(SLOTS_SETTING, "1"), int, 1, 2)
+
+
+def worker(connection) -> None:
+    """A worker process: one torch thread; runs the settings it is sent, streaming each snapshot back, then saves
+    the run into the folder it was given and says so."""
+    torch.set_num_threads(1)
+    # below the translation workers in the scheduler's eyes: a run waits while a class's translations take the cores
+    os.nice(NICENESS)
+    # one update of the smallest model first: torch's first calls in a process (its kernels' set-up) happen here,
+    # before a visitor's Train, not between it and the first redraw
+    PlaygroundRun(Settings.checked(task="copy", layers=1, heads=1, width=8, steps=1, held_out=1)).train()
+    connection.send(("ready", None))
+    while True:
+        job = connection.recv()
+        if job is None:
+            return
+        settings, folder = job
+        run = PlaygroundRun(Settings.checked(**settings))
+        try:
+            for snapshot in run.snapshots():
+                connection.send(("snapshot", snapshot))
+            save_run(run, folder)
+            connection.send(("done", run.stopped_by))
+        except RunError as error:
+            connection.send(("error", str(error)))
+        del run  # the model and its optimizer's memory, before the next job
+
+
+class Worker:
+    def __init__(self):
+        # a fork server: it imports torch and the playground once, and each worker after the first is a fork of it
+        # (well under a second, where a spawned one imports torch again); never a fork of the server itself, which
+        # would copy its threads' locks mid-use
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(["torch", "transformer.playground"])
+        self.connection, child = context.Pipe()
+        self.process = context.Process(target=worker, args=(child,), name="playground-run", daemon=True)
+        with main_module_hidden():  # not app.py again in the fork server: it loads every model at import
+            self.process.start()
+        child.close()
+        self.connection.recv()  # "ready": torch loaded and warmed up (a dead process raises EOFError here)
+
+    def end(self) -> None:
+        if self.process.is_alive():
+            self.process.terminate()
+        self.process.join(timeout=5)
+        self.connection.close()
+
+
+class TrainingQueue:
+    def __init__(self, slots: int = 1, root: Path | None = None):
+        self.slots = slots
+        self.root = Path(root or Path(tempfile.gettempdir()) / "attention-explorer-runs")
+        self._lock = threading.Condition()
+        self._waiting: deque[object] = deque()
+        self._running = 0
+        self._idle: list[Worker] = []  # started workers with no run
+        self._running_workers: set[Worker] = set()
+
+    def warm(self) -> None:
+        """Starts an idle worker in the background when none is ready (the Learn tab opened)."""
+        with self._lock:
+            if self._idle or self._running >= self.slots:
+                return
+            self._idle.append(None)  # a place held while it starts
+        threading.Thread(target=self._start_idle, name="playground-warm", daemon=True).start()
+
+    def _start_idle(self) -> None:
+        started = None
+        try:
+            started = Worker()
+        except (EOFError, OSError) as error:  # the worker died starting (the server stopping, out of memory)
+            log.warning("a playground worker did not start: %s", type(error).__name__)
+        finally:  # a worker that failed to start leaves no place held: the next Train starts its own
+            with self._lock:
+                self._idle.remove(None)
+                if started is not None:
+                    self._idle.append(started)
+                self._lock.notify_all()
+
+    def _take_worker(self) -> Worker:
+        with self._lock:
+            ready = next((w for w in self._idle if w is not None), None)
+            if ready is not None:
+                self._idle.remove(ready)
+                return ready
+        return Worker()
+
+    def place(self, ticket) -> int:
+        """1 for the next run to start, 2 for the one after, ...; 0 once it runs."""
+        with self._lock:
+            return self._waiting.index(ticket) + 1 if ticket in self._waiting else 0
+
+    @property
+    def running(self) -> int:
+        return self._running
+
+    def run_folder(self, run_id: str) -> Path | None:
+        """A kept run's folder by its id, None for an id that names none (ids are hex, so no path tricks)."""
+        if len(run_id) != RUN_ID_LENGTH or any(c not in "0123456789abcdef" for c in run_id):
+            return None
+        folder = self.root / run_id
+        return folder if (folder / "replay.json").is_file() else None
+
+    def train(self, settings: dict, wait_every: float = 0.5):
+        """A generator: ("waiting", place) while the run waits, ("snapshot", Snapshot) as it trains, and finally
+        ("done", (run_id, folder, stopped_by)) or ("error", message). Closing it (the visitor left or pressed Stop)
+        ends the run's process and frees its slot."""
+        ticket, worker, started, finished = object(), None, False, False
+        with self._lock:
+            self._waiting.append(ticket)
+        try:
+            told = None
+            while not started:
+                with self._lock:
+                    if self._waiting[0] is ticket and self._running < self.slots:
+                        self._waiting.popleft()
+                        self._running += 1
+                        started = True
+                        break
+                    place = self._waiting.index(ticket) + 1
+                if place != told:
+                    told = place
+                    yield "waiting", place
+                with self._lock:
+                    self._lock.wait(timeout=wait_every)
+            worker = self._take_worker()
+            with self._lock:
+                self._running_workers.add(worker)
+            run_id = secrets.token_hex(RUN_ID_LENGTH // 2)
+            folder = self.root / run_id
+            folder.parent.mkdir(parents=True, exist_ok=True)
+            worker.connection.send((settings, str(folder)))
+            while True:
+                try:
+                    kind, value = worker.connection.recv()
+                except (EOFError, OSError):  # the process died (out of memory, killed)
+                    yield "error", "the training process ended unexpectedly; try again"
+                    break
+                if kind == "snapshot":
+                    yield kind, value
+                    continue
+                finished = True
+                yield (kind, (run_id, folder, value)) if kind == "done" else (kind, value)
+                break
+        finally:
+            self._finish(worker, started, finished, ticket)
+
+    def _finish(self, worker: Worker | None, started: bool, finished: bool, ticket) -> None:
+        with self._lock:
+            self._running_workers.discard(worker)
+            if started:
+                self._running -= 1
+            elif ticket in self._waiting:  # closed while it waited
+                self._waiting.remove(ticket)
+            keep = finished and worker is not None and not self._idle
+            if keep:
+                self._idle.append(worker)
+            self._lock.notify_all()
+        if worker is not None and not keep:
+            worker.end()
+        self._prune()
+
+    def _prune(self) -> None:
+        if not self.root.is_dir():
+            return
+        runs = sorted((p for p in self.root.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime)
+        for old in runs[:-KEPT_RUNS]:
+            shutil.rmtree(old, ignore_errors=True)
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = [w for w in self._idle if w is not None], []
+        for w in idle:
+            w.connection.send(None)
+            w.end()

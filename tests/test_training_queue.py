@@ -1,0 +1,54 @@
+"""The Learn tab's run queue (explorer/training_queue.py) with one slot: three runs asked at once train one at a time,
+the later two told their places; a run closed half-way ends its process and frees its slot; a run closed while it
+waits leaves the queue. Tiny runs (width 8, a few updates) in real worker processes."""
+import pytest
+
+from explorer.training_queue import TrainingQueue
+
+TINY = {"task": "copy", "layers": 1, "heads": 1, "width": 8, "steps": 4, "redraw_every": 2, "seed": 1,
+        "held_out": 10}
+
+
+@pytest.fixture(scope="module")
+def queue(tmp_path_factory):
+    training = TrainingQueue(slots=1, root=tmp_path_factory.mktemp("runs"))
+    yield training
+    training.close()
+
+
+def test_three_runs_at_once_take_turns(queue):
+    runs = [queue.train(TINY, wait_every=0.05) for _ in range(3)]
+    assert next(runs[0])[0] == "snapshot"  # the first starts at once
+    assert [next(runs[1]), next(runs[2])] == [("waiting", 1), ("waiting", 2)]
+    assert queue.running == 1
+    events = list(runs[0])
+    assert [kind for kind, _ in events] == ["snapshot", "snapshot", "done"]
+    run_id, folder, stopped_by = events[-1][1]
+    assert queue.run_folder(run_id) == folder and stopped_by is None
+    second = list(runs[1])  # the second starts when the first is done; the third still waits
+    assert second[0][0] == "snapshot" and second[-1][0] == "done"
+    assert [kind for kind, _ in runs[2]][-1] == "done"
+    assert queue.running == 0
+
+
+def test_a_run_closed_half_way_ends_its_process(queue):
+    run = queue.train({**TINY, "steps": 5000, "redraw_every": 1})
+    assert next(run)[0] == "snapshot"
+    worker = next(w for w in queue._running_workers)  # noqa: SLF001  (the process this run trains in)
+    run.close()
+    assert not worker.process.is_alive() and queue.running == 0
+
+
+def test_a_run_closed_while_waiting_leaves_the_queue(queue):
+    first = queue.train({**TINY, "steps": 5000, "redraw_every": 1})
+    next(first)
+    waiting = queue.train(TINY)
+    assert next(waiting) == ("waiting", 1)
+    waiting.close()
+    assert queue.place(object()) == 0 and len(queue._waiting) == 0  # noqa: SLF001
+    first.close()
+    assert queue.running == 0
+
+
+def test_unknown_run_ids_name_no_folder(queue):
+    assert queue.run_folder("../../etc") is None and queue.run_folder("0" * 12) is None
