@@ -21,7 +21,7 @@ from pathlib import Path
 from ..command_line import write_json_atomically
 from ..corpus.mix import MIX_FILE
 from ..corpus.parallel import CorpusError, read_lines
-from ..corpus.scoring import translate_corpus
+from ..decoding.batch_beam import beam_search_ids
 from ..decoding.translator import Translator
 from ..paths import portable_path
 from .distill_shards import LineShard
@@ -81,6 +81,21 @@ def teacher_record(teacher: Translator, folder) -> dict:
             "decoding": metrics.get("decoding"), "scores": metrics.get("scores", {})}
 
 
+def translate_all(teacher: Translator, sentences: list[str], beam_size: int, length_penalty: float,
+                  batch_size: int) -> list[str]:
+    """Beam translations of `sentences` in input order, decoded in batches of similar length (less padding) by the
+    search that keeps only the winners (decoding/batch_beam.py: the beam strategy's choices, none of its trace)."""
+    sources = [teacher.source_ids(sentence)[0] for sentence in sentences]
+    order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
+    outputs = [""] * len(sources)
+    for start in range(0, len(order), batch_size):
+        batch = order[start: start + batch_size]
+        found = beam_search_ids(teacher.model, [sources[i] for i in batch], beam_size, length_penalty)
+        for index, ids in zip(batch, found):
+            outputs[index] = teacher.tokenizer.decode(ids)
+    return outputs
+
+
 def distill(teacher: Translator, jobs: list[CorpusJob], record: dict, out, beam_size: int = 4,
             length_penalty: float = 0.6, batch_size: int = 64, chunk: int = 2048, deadline: float = float("inf"),
             progress=None) -> dict:
@@ -107,8 +122,7 @@ def distill(teacher: Translator, jobs: list[CorpusJob], record: dict, out, beam_
             break
         job = min(waiting, key=lambda j: j.share_done)  # the corpus least far along, so a cut covers all alike
         sources = job.sources[job.shard.lines: job.shard.lines + chunk]
-        job.shard.append(translate_corpus(teacher, sources, "beam", batch_size=batch_size, beam_size=beam_size,
-                                          length_penalty=length_penalty))
+        job.shard.append(translate_all(teacher, sources, beam_size, length_penalty, batch_size))
         save(False)
         if progress is not None:
             progress(job, len(sources))
