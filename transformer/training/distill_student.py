@@ -14,6 +14,7 @@ student's metrics.json (`data.distilled`) for its model card.
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 from ..command_line import write_json_atomically
@@ -39,11 +40,12 @@ def distilled_pairs(distilled_dir, record: dict, corpus: str, folder: Path) -> t
     src = record["languages"]["src"]
     made = record["translation"]["corpora"][corpus]
     source_file = folder / f"train.{src}"
+    sources = read_lines(source_file)
     if file_digest(source_file) != made["source_sha256"]:
         raise CorpusError(f"{source_file} is not the file the teacher translated ({made['source']}, "
                           f"{made['source_lines']:,} lines): give --corpora the folder that holds that corpus")
     targets = read_shard(Path(distilled_dir) / made["file"])
-    return read_lines(source_file)[: len(targets)], targets
+    return sources[: len(targets)], targets
 
 
 def build_student_folder(distilled_dir, corpora_dir, out, with_references: bool = False) -> dict:
@@ -79,6 +81,9 @@ def build_student_folder(distilled_dir, corpora_dir, out, with_references: bool 
         "method": "sequence-level knowledge distillation (Kim & Rush, 2016): the teacher's beam translations of the "
                   "training sources as targets" + (", with the original pairs as well" if with_references else ""),
         "from": portable_path(distilled_dir), "with_references": with_references,
+        "student_command": shlex.join(["python", "-m", "transformer.distill", "student", "--distilled",
+                                       portable_path(distilled_dir), "--corpora", portable_path(corpora_dir), "--out",
+                                       portable_path(out)] + (["--with-references"] if with_references else [])),
         "teacher": record["teacher"], "made_by": record.get("made_by"),
         "translation": {key: value for key, value in record["translation"].items() if key != "corpora"},
         "train_lines": {"by_corpus": counts, "total": len(train)},
