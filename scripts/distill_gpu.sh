@@ -63,17 +63,31 @@ for i in "${!names[@]}"; do
 done
 ((missing == 0)) || exit 2
 
-# a wheel the machine lacks travels in .distill/wheels (scripts/pack_distill.sh); installed without the network
+# a wheel the machine lacks travels in .distill/wheels (scripts/pack_distill.sh); installed without the network.
+# One interpreter start checks both (importing torch takes seconds): 3 is a missing module, 4 no CUDA device.
 modules=(sentencepiece safetensors sacrebleu tqdm)
-if ! "$python" -c "import torch, $(IFS=,; echo "${modules[*]}")" 2>/dev/null; then
+probe="import sys
+try:
+    import torch, $(IFS=,; echo "${modules[*]}")
+except ImportError:
+    sys.exit(3)
+sys.exit(4 if '$device' == 'cuda' and not torch.cuda.is_available() else 0)"
+found=0
+"$python" -c "$probe" 2>/dev/null || found=$?
+if ((found == 3)); then
     [[ -d .distill/wheels ]] || { echo "error: $python lacks one of torch ${modules[*]} and no .distill/wheels" \
         "holds them (bash scripts/pack_distill.sh gathers them)" >&2; exit 2; }
     step "installing ${modules[*]} from .distill/wheels"
     "$python" -m pip install --quiet --no-index --find-links .distill/wheels "${modules[@]}"
+    found=0
+    "$python" -c "$probe" 2>/dev/null || found=$?
 fi
-if [[ $device == cuda ]] && ! "$python" -c "import sys, torch; sys.exit(not torch.cuda.is_available())"; then
+if ((found == 4)); then
     echo "error: no CUDA device torch can use on this machine: run on a GPU machine, or add --device cpu" \
         "for a test run" >&2
+    exit 2
+elif ((found != 0)); then
+    echo "error: $python could not import torch ${modules[*]} (exit $found)" >&2
     exit 2
 fi
 
