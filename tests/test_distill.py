@@ -21,6 +21,7 @@ from transformer.decoding.translator import Translator
 from transformer.training.distill import distill, mix_jobs, teacher_record
 from transformer.training.distill_shards import LineShard, ShardError, read_lines
 from transformer.training.distill_student import build_student_folder
+from transformer.training.model_card import model_card
 
 from .conftest import ROOT, write_corpus
 
@@ -189,6 +190,9 @@ def test_a_student_stopped_and_resumed_ends_as_one_trained_straight_through(pipe
     metrics = json.loads((tmp_path / "split" / "metrics.json").read_text())
     assert metrics["data"]["distilled"]["teacher"]["scores"]["val"]["bleu"] is not None
     assert metrics["earlier_stages"][-1]["checkpoint"].endswith("teacher-en-de")
+    card = model_card(metrics, "student")
+    assert "a teacher's translations as targets (sequence-level knowledge distillation" in card
+    assert "`bash scripts/distill_gpu.sh` remakes them on a GPU and `python -m transformer.distill student" in card
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")

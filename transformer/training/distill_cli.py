@@ -104,6 +104,6 @@ def main(argv=None) -> None:
     if args.command == "translate":
         run_translate(parser, args, argv)
         return
-    with answered(parser, CorpusError, KeyError):
+    with answered(parser, CorpusError):
         record = build_student_folder(args.distilled, args.corpora, args.out, args.with_references)
     print(f"{json.dumps(record['train_lines'])}\nwrote {args.out}")

@@ -31,7 +31,12 @@ def read_record(distilled_dir) -> dict:
     if not path.is_file():
         raise CorpusError(f"{path}: missing; --distilled takes the folder `python -m transformer.distill translate` "
                           "(or scripts/distill_gpu.sh) wrote")
-    return json.loads(path.read_text())
+    record = json.loads(path.read_text())
+    missing = [key for key in ("languages", "mix", "teacher", "translation") if key not in record]
+    if missing:
+        raise CorpusError(f"{path}: has no {', '.join(missing)}; remake the folder with python -m transformer.distill "
+                          "translate")
+    return record
 
 
 def distilled_pairs(distilled_dir, record: dict, corpus: str, folder: Path) -> tuple[list[str], list[str]]:
