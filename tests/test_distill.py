@@ -6,6 +6,8 @@ files and continues, and the script refuses a machine without CUDA and a mix wit
 import gzip
 import json
 import os
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +16,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from transformer import ModelConfig, expected_parameter_count
 from transformer import train as train_cli
 from transformer.decoding.batch_beam import beam_search_ids
 from transformer.decoding.strategies.beam import beam_search
@@ -22,6 +25,7 @@ from transformer.training.distill import distill, mix_jobs, teacher_record
 from transformer.training.distill_shards import LineShard, ShardError, read_lines
 from transformer.training.distill_student import build_student_folder
 from transformer.training.model_card import model_card
+from transformer.training.train_args import build_parser
 
 from .conftest import ROOT, write_corpus
 
@@ -213,3 +217,15 @@ def test_the_script_refuses_a_mix_without_its_files_one_line_each(tmp_path):
         f"{tmp_path}/multi30k/{split}.{language}" for split in ("train", "val", "test_2016_flickr")
         for language in ("en", "de")]
     assert result.stderr.splitlines() == [f"error: missing {path} (the corpus mix needs it)" for path in missing]
+
+
+def test_the_teachers_are_the_pilots_50m_shape_on_the_shipped_tokenizer():
+    text = SCRIPT.read_text()
+    flags = re.search(r'teacher_flags=\$\{TEACHER_FLAGS:-"(.*?)"\}', text, re.S).group(1).replace("\\\n", "")
+    args = build_parser().parse_args([*shlex.split(flags), "--out", "x"])
+    assert (args.d_model, args.n_layers, args.n_heads, args.d_ff) == (512, 6, 8, 2048)
+    assert (args.max_tokens, args.lr, args.warmup) == (24000, 8e-4, 600)
+    assert (ROOT / args.tokenizer).read_bytes() == (ROOT / "checkpoints" / "de-en" / "spm.model").read_bytes()
+    shape = ModelConfig(src_vocab_size=12000, tgt_vocab_size=12000, d_model=512, n_heads=8, n_layers=6, d_ff=2048,
+                        share_embeddings=True, tie_output=True)  # as train builds it: one table, tied output
+    assert 50e6 < expected_parameter_count(shape) < 51e6  # the issue's "50M model"

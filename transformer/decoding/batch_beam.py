@@ -27,7 +27,7 @@ def length_penalties(steps: int, alpha: float) -> float:
 def first_k(mask: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Per row of a (A, C) mask: the positions of its first k true entries (padded with its first position), and
     whether each of those k is a true one."""
-    order = torch.argsort((~mask).to(torch.int8), dim=-1, stable=True)[:, :k]  # true entries first, in order
+    order = torch.argsort((~mask).int(), dim=-1, stable=True)[:, :k]  # true entries first, in order
     return order, mask.gather(1, order)
 
 
