@@ -55,9 +55,10 @@ def stage_line(stage: dict) -> str:
     """One stage in a sentence: where it started, how long, on what."""
     start = f"a warm start from {stage['init_from']}" if stage.get("init_from") else "from random weights"
     updates = stage.get("updates")
+    command = f", by `{stage['command']}`" if stage.get("command") else ""
     return (f"{start}: {stage.get('epochs_run', '?')} epochs, {f'{updates:,}' if isinstance(updates, int) else '?'} "
             f"updates in {stage.get('wall_minutes', '?')} min on {stage.get('hardware', '?')} "
-            f"(torch {stage.get('torch', '?')})")
+            f"(torch {stage.get('torch', '?')}){command}")
 
 
 def model_card(metrics: dict, checkpoint: str) -> str:
