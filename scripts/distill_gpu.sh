@@ -42,6 +42,11 @@ for name in train_minutes total_minutes; do
         exit 2
     fi
 done
+if awk -v t="$train_minutes" -v all="$total_minutes" 'BEGIN { exit !(t >= all) }'; then
+    echo "error: --train-minutes ($train_minutes) must be less than --total-minutes ($total_minutes): translation" \
+        "needs the rest" >&2
+    exit 2
+fi
 if [[ -z $corpora ]]; then
     corpora=../shared/data
     [[ -d .distill/corpora ]] && corpora=.distill/corpora

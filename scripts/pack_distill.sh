@@ -47,3 +47,8 @@ if [[ -z ${NO_WHEELS:-} ]]; then
         || echo "warning: the wheels could not be downloaded; the GPU machine must have those packages" >&2
 fi
 du -sh .distill/* | sed 's/^/    /'
+total=$(du -sm .distill | cut -f1)
+if ((total > 60)); then
+    echo "warning: .distill holds ${total} MB; the device tool carries at most 64 MiB: remove what is not corpora/" \
+        "or wheels/ (a local run's work/ or distilled/, say)" >&2
+fi
