@@ -22,6 +22,8 @@ from ..tokenizer import Tokenizer
 from .averaging import average_state_dicts
 from .diversify import PROVENANCE_FILE
 
+DISTILLED_FILE = "distilled.json"  # what `transformer.distill student` leaves beside a student's training folder
+
 FP16_MAX_BLEU_COST = 0.2  # store weights in half precision when that costs at most this much val BLEU
 
 
@@ -33,9 +35,10 @@ def hardware(device: torch.device) -> str:
 
 
 def diversified_record(data_dir) -> dict:
-    """How a grown training split was made (transformer.diversify leaves its record beside the files), if it was."""
-    record = Path(data_dir) / PROVENANCE_FILE
-    return {"diversified": json.loads(record.read_text())} if record.is_file() else {}
+    """How a grown or distilled training split was made (transformer.diversify and transformer.distill leave their
+    record beside the files), if it was."""
+    records = {"diversified": Path(data_dir) / PROVENANCE_FILE, "distilled": Path(data_dir) / DISTILLED_FILE}
+    return {key: json.loads(path.read_text()) for key, path in records.items() if path.is_file()}
 
 
 def finish(out, model, result, tokenizer, tokenizer_file, extra_config, settings, train_corpus, val, args, device,

@@ -13,8 +13,30 @@ from ..core.config import ModelConfig
 from ..corpus.mix import corpora_described
 
 
+def distilled_by(made: dict) -> str:
+    """How a student's training split was made by transformer.distill, from the record it leaves, and how to remake
+    it (the targets are not shipped)."""
+    teacher, translation = made["teacher"], made["translation"]
+    shape, trained = teacher.get("model") or {}, teacher.get("training") or {}
+    scores = ", ".join(f"{name} {s['bleu']}" for name, s in (teacher.get("scores") or {}).items())
+    return (f": the training sources with a teacher's translations as targets"
+            f"{' and the original pairs' if made['with_references'] else ''} (sequence-level knowledge distillation, "
+            f"Kim & Rush, 2016). The teacher: {teacher.get('parameters') or 0:,} parameters (d_model "
+            f"{shape.get('d_model', '?')}, {shape.get('n_layers', '?')} layers), "
+            f"{trained.get('wall_minutes', '?')} min on {trained.get('hardware', '?')} "
+            f"(`{trained.get('command', '?')}`), beam BLEU {scores or '?'}; it "
+            f"translated with beam {translation['beam_size']}, length penalty {translation['length_penalty']}, in "
+            f"{translation['seconds'] / 60:.1f} min on {translation['hardware']}. The targets are not shipped: "
+            f"`bash scripts/distill_gpu.sh` remakes them on a GPU and "
+            f"`{made.get('student_command') or 'python -m transformer.distill student'}` the training folder "
+            f"(docs/training.md)")
+
+
 def grown_by(data: dict) -> str:
-    """How a training split grown by transformer.diversify was made, from the record it leaves."""
+    """How a training split grown by transformer.diversify or distilled by transformer.distill was made, from the
+    record it leaves."""
+    if "distilled" in data:
+        return distilled_by(data["distilled"])
     if "diversified" not in data:
         return ""
     made = data["diversified"]
@@ -33,9 +55,10 @@ def stage_line(stage: dict) -> str:
     """One stage in a sentence: where it started, how long, on what."""
     start = f"a warm start from {stage['init_from']}" if stage.get("init_from") else "from random weights"
     updates = stage.get("updates")
+    command = f", by `{stage['command']}`" if stage.get("command") else ""
     return (f"{start}: {stage.get('epochs_run', '?')} epochs, {f'{updates:,}' if isinstance(updates, int) else '?'} "
             f"updates in {stage.get('wall_minutes', '?')} min on {stage.get('hardware', '?')} "
-            f"(torch {stage.get('torch', '?')})")
+            f"(torch {stage.get('torch', '?')}){command}")
 
 
 def model_card(metrics: dict, checkpoint: str) -> str:
