@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +22,7 @@ from transformer import train as train_cli
 from transformer.decoding.batch_beam import beam_search_ids
 from transformer.decoding.strategies.beam import beam_search
 from transformer.decoding.translator import Translator
+from transformer.training import distill_cli
 from transformer.training.distill import distill, mix_jobs, teacher_record
 from transformer.training.distill_shards import LineShard, ShardError, read_lines
 from transformer.training.distill_student import build_student_folder
@@ -136,6 +138,19 @@ def test_a_distillation_cut_short_is_usable_and_continues(pipeline, tmp_path):
     for name in SPLITS:
         assert read_lines(tmp_path / f"{name}.train.de.gz") == read_lines(pipeline["out"] / "en-de" /
                                                                           f"{name}.train.de.gz")
+
+
+@pytest.mark.slow  # the tiny teachers come from the script's run: four training and translating processes
+def test_translations_by_another_teacher_are_not_continued(pipeline, tmp_path, capsys):
+    out = tmp_path / "en-de"
+    shutil.copytree(pipeline["out"] / "en-de", out)
+    record = json.loads((out / "teacher.json").read_text())
+    record["teacher"]["training"]["updates"] += 1  # as a teacher trained anew would differ
+    (out / "teacher.json").write_text(json.dumps(record))
+    with pytest.raises(SystemExit):
+        distill_cli.main(["translate", "--teacher", str(pipeline["work"] / "teacher-en-de"), "--mix",
+                          str(pipeline["work"] / "mix"), "--out", str(out)])
+    assert "holds translations by another teacher" in capsys.readouterr().err
 
 
 def test_a_torn_chunk_is_cut_off_and_the_file_stays_gzip(tmp_path):

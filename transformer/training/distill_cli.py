@@ -75,9 +75,13 @@ def run_translate(parser: argparse.ArgumentParser, args: argparse.Namespace, arg
         recipe = json.loads((Path(args.mix) / MIX_FILE).read_text())
         earlier = Path(args.out) / RECORD_FILE
         record = json.loads(earlier.read_text()) if earlier.is_file() else {}
+        made_by = teacher_record(teacher, args.teacher)
+        if any(job.shard.lines for job in jobs) and not same_teacher(record.get("teacher"), made_by):
+            parser.error(f"--out {args.out} holds translations by another teacher than {args.teacher} (its "
+                         f"{RECORD_FILE} says so): choose a new --out, or delete that folder")
         record.update({"languages": {"src": src, "tgt": tgt},
                        "mix": {"corpora": [{"name": c["name"], "repeat": c["repeat"]} for c in recipe["corpora"]]},
-                       "teacher": teacher_record(teacher, args.teacher),
+                       "teacher": made_by,
                        "made_by": command_text("transformer.distill", argv)})
         total = sum(len(job.sources) for job in jobs)
         started, pair = time.perf_counter(), f"{src}-{tgt}"
@@ -96,6 +100,12 @@ def run_translate(parser: argparse.ArgumentParser, args: argparse.Namespace, arg
     done = record["translation"]
     state = "all translated" if done["complete"] else "stopped by its time budget: run it again to go on"
     print(f"{pair}: {state}; wrote {args.out} ({done['seconds'] / 60:.1f} min of translation)", flush=True)
+
+
+def same_teacher(recorded: dict | None, teacher: dict) -> bool:
+    """Whether a folder's recorded teacher is this one: the same shape, training and scores (wherever it lies)."""
+    return recorded is not None and all(recorded.get(key) == teacher.get(key)
+                                        for key in ("parameters", "model", "training", "scores"))
 
 
 def main(argv=None) -> None:
