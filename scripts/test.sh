@@ -62,5 +62,9 @@ step "testing the live view's browser code (node --test)..."
 ATTENTION_EXPLORER_HALF_WEIGHTS=0 .venv/bin/python tests/js/export_fixtures.py "$fixtures/live.json"
 LIVE_FIXTURE="$fixtures/live.json" node --test tests/js/
 
+# torch with one thread per process, as the app runs it (explorer/__init__.py): on 2 cores shared with Chromium, the
+# in-process server and the subprocesses, a second OpenMP thread mostly waits for a core (four of the model's test
+# files: 28 s with two threads, 16 s with one, on the busy machine); tests of several threads set their own counts
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 step "running pytest ${lane[*]}..."
 .venv/bin/python -m pytest tests "${lane[@]}" "$@"
