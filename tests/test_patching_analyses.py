@@ -176,3 +176,20 @@ def test_a_replacement_of_the_same_piece_count_is_the_nearest_word_piece():
     assert same_count_suggestions(model, Pieces(), [4, 10, 3], 0, count=3) == ["▁dog", "▁bird", "▁a"]
     with pytest.raises(ValueError, match=r"replace_piece must be a source piece, in \[1, 2\], got 3"):
         same_count_suggestions(model, Pieces(), [4, 10, 3], 2)
+
+
+def test_noise_on_one_piece_is_the_corrupted_run(model):
+    """ROME's corruption: Gaussian noise (seeded, scaled) on one source piece's scaled embedding."""
+    noise = torch.randn(1, 16, generator=torch.Generator().manual_seed(0)) * 2.0
+
+    def noised(module, args, output):
+        output = output.clone()
+        output[:, 1] += noise[0]
+        return output
+
+    handle = model.src_embed.register_forward_hook(noised)
+    p_noised, _ = target_probability(model, CLEAN)
+    handle.remove()
+    found = causal_patching(model, Question(CLEAN, CLEAN, TARGET, STEP, noise_positions=(1,), noise_scale=2.0),
+                            ("trace",))
+    assert found.p_corrupted == pytest.approx(p_noised, abs=1e-6) and found.p_clean != pytest.approx(p_noised)
