@@ -155,3 +155,41 @@ def test_the_saved_tab_opens_offline_and_keeps_markup_as_text(result):
     page = cause_html("“<script>alert(1)</script>” → “x”", [trace, heads], "rank correlation 0.9", {"model": "t"})
     assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)" in page
     assert page.count("Plotly.newPlot") == 2 and not re.search(r"<(script|link)[^>]+(src|href)=", page)
+
+
+def test_a_replacement_of_the_same_piece_count_is_the_nearest_word_piece():
+    from transformer.analysis.causal import same_count_suggestions
+
+    class Pieces:  # a tokenizer's id_to_piece over the tiny vocabulary
+        table = ["<pad>", "<unk>", "<s>", "</s>", "▁cat", "▁dog", "s", "▁9", "ing", "▁bird", "▁a", "▁b"]
+
+        def id_to_piece(self, index):
+            return self.table[index]
+
+    model = Transformer(tiny_config(12))
+    with torch.no_grad():
+        table = torch.zeros(12, 16)
+        table[:, 0] = 1.0
+        table[:, 1] = torch.arange(12.0)  # every piece a little further from ▁cat, by its id ...
+        table[[5, 6, 7, 8], 1] = 4.1  # ... except the nearest ones, of which only ▁dog starts a word of letters
+        model.src_embed.weight.copy_(table)
+    assert same_count_suggestions(model, Pieces(), [4, 10, 3], 0, count=3) == ["▁dog", "▁bird", "▁a"]
+    with pytest.raises(ValueError, match=r"replace_piece must be a source piece, in \[1, 2\], got 3"):
+        same_count_suggestions(model, Pieces(), [4, 10, 3], 2)
+
+
+def test_noise_on_one_piece_is_the_corrupted_run(model):
+    """ROME's corruption: Gaussian noise (seeded, scaled) on one source piece's scaled embedding."""
+    noise = torch.randn(1, 16, generator=torch.Generator().manual_seed(0)) * 2.0
+
+    def noised(module, args, output):
+        output = output.clone()
+        output[:, 1] += noise[0]
+        return output
+
+    handle = model.src_embed.register_forward_hook(noised)
+    p_noised, _ = target_probability(model, CLEAN)
+    handle.remove()
+    found = causal_patching(model, Question(CLEAN, CLEAN, TARGET, STEP, noise_positions=(1,), noise_scale=2.0),
+                            ("trace",))
+    assert found.p_corrupted == pytest.approx(p_noised, abs=1e-6) and found.p_clean != pytest.approx(p_noised)

@@ -52,7 +52,7 @@ class CauseView(View):
             target = gr.Number(label="Target piece (from 1)", value=1, precision=0, minimum=1,
                                elem_id="cause-target", scale=1)
             contrast = gr.Textbox(label="Contrast piece (optional)", elem_id="cause-contrast", scale=1)
-        noise = gr.Checkbox(label=f"Instead: noise on the target's source piece below ({NOISE_TIMES_STD:g} × the "
+        noise = gr.Checkbox(label=f"Instead: noise on the source piece below ({NOISE_TIMES_STD:g} × the "
                                   "embeddings' standard deviation, as ROME)", elem_id="cause-noise")
         noise_word = gr.Number(label="Noised source piece (from 1)", value=1, precision=0, minimum=1,
                                elem_id="cause-noise-word")

@@ -5,7 +5,8 @@
 
 Both sentences are translated with the checkpoint's recorded decoding; the target piece (counted from 1) is a piece
 of the clean translation, teacher-forced; the contrast piece, where given, is a piece of the vocabulary (from the
-corrupted translation, say). `--noise-word N` corrupts by Gaussian noise on the clean source's piece N instead.
+corrupted translation, say). `--replace-piece N` corrupts by putting the nearest piece of the same kind in place of
+the clean source's piece N (the piece count kept); `--noise-word N` by Gaussian noise on that piece instead.
 For each analysis the JSON gives the sites patched, the names of its axes (counted from 1), the restored shares as
 nested lists (null where nothing was patched), and p_clean and p_corrupted of the target piece.
 """
@@ -21,6 +22,7 @@ from ...command_line import CommandParser, add_threads, answered, number_type, t
 from ...decoding.translator import Translator
 from ..registry import ModelAccess
 from .analysis import ANALYSES, causal_patching, check_analyses, patching_json, question_of
+from .question import same_count_suggestions
 from .redecode import patched_translation
 
 
@@ -44,6 +46,9 @@ def parser() -> CommandParser:
     command.add_argument("--noise-word", type=number_type("--noise-word", int, 1), default=None,
                          help="corrupt by noise (3 x the embeddings' standard deviation, as ROME) on this clean "
                               "source piece, counted from 1, instead of a corrupted sentence")
+    command.add_argument("--replace-piece", type=number_type("--replace-piece", int, 1), default=None,
+                         help="corrupt by replacing this clean source piece (from 1) with the nearest piece of the "
+                              "same kind (by embedding), so the piece count stays and every position lines up")
     command.add_argument("--target", required=True, type=number_type("--target", int, 1),
                          help="the target piece of the clean translation, counted from 1")
     command.add_argument("--contrast", help="a contrast piece: the logit difference target - contrast is reported")
@@ -58,13 +63,20 @@ def run(argv=None) -> dict:
     args = command.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    if (args.corrupted is None) == (args.noise_word is None):
-        command.error("give --corrupted TEXT or --noise-word N (one of them)")
+    if sum(x is not None for x in (args.corrupted, args.noise_word, args.replace_piece)) != 1:
+        command.error("give one of --corrupted TEXT, --replace-piece N or --noise-word N")
     with answered(command, CheckpointError, ValueError):
         translator = Translator.from_pretrained(args.model)
         strategy, settings = translator.recorded_decoding()
         clean = translator.translate(args.clean, strategy=strategy, **settings)
         access = ModelAccess(translator.model, translator.tokenizer)
+        suggestions = None
+        if args.replace_piece is not None:
+            suggestions = same_count_suggestions(translator.model, translator.tokenizer, clean.src_ids,
+                                                 args.replace_piece - 1)
+            pieces = list(clean.src_tokens[:-1])
+            pieces[args.replace_piece - 1] = suggestions[0]
+            args.corrupted = "".join(pieces).replace("▁", " ").strip()  # SentencePiece's spaces, as text
         question = question_of(access, clean, args.corrupted, args.target, args.contrast, args.noise_word)
         result = causal_patching(translator.model, question, args.analyses)
     pieces = lambda ids: [translator.tokenizer.id_to_piece(i) for i in ids]  # noqa: E731
@@ -73,7 +85,7 @@ def run(argv=None) -> dict:
                       translator.tokenizer.decode(patched_translation(translator.model, question, None)))
     return {"model": args.model, "clean": {"text": args.clean, "translation": clean.text,
                                            "translation_pieces": clean.tgt_tokens},
-            "corrupted": {"text": args.corrupted, "translation": corrupted_text},
+            "corrupted": {"text": args.corrupted, "translation": corrupted_text, "suggestions": suggestions},
             **patching_json(result, pieces)}
 
 

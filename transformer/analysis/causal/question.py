@@ -1,5 +1,6 @@
-"""What a patching analysis asks, and the runs it patches: a clean source, a corrupted one (another sentence, or the
-clean one with Gaussian noise on one word's embeddings), the clean translation teacher-forced, and one target piece
+"""What a patching analysis asks, and the runs it patches: a clean source, a corrupted one (another sentence, the
+clean one with one piece replaced by a suggestion of the same piece count, or with Gaussian noise on one word's
+embeddings), the clean translation teacher-forced, and one target piece
 of it (with an optional contrast piece).
 
 Shapes: B batched patched runs, S_x / S_c clean / corrupted source length, T decoder inputs (<s> and the clean
@@ -41,6 +42,26 @@ def embedding_noise_scale(model: Transformer, times_std: float = NOISE_TIMES_STD
     scales them."""
     embedding = model.src_embed
     return float(times_std * embedding.weight.detach().float().std() * embedding.scale)
+
+
+def same_count_suggestions(model: Transformer, tokenizer, src_ids: list[int], position: int, count: int = 5):
+    """Pieces that could replace source piece `position` (0-based) and keep the piece count, so every position still
+    lines up: pieces of letters that start a word where it does (or continue one where it does), nearest to it by
+    the cosine of the model's source embeddings."""
+    if not 0 <= position < len(src_ids) - 1:
+        raise ValueError(f"replace_piece must be a source piece, in [1, {len(src_ids) - 1}], got {position + 1}")
+    table = model.src_embed.weight.detach().float()
+    own = src_ids[position]
+    starts = tokenizer.id_to_piece(own).startswith("▁")
+    similarity = torch.nn.functional.cosine_similarity(table, table[own][None], dim=-1)
+    found = []
+    for candidate in similarity.argsort(descending=True).tolist():
+        piece = tokenizer.id_to_piece(candidate)
+        if candidate != own and piece.startswith("▁") == starts and piece.lstrip("▁").isalpha():
+            found.append(piece)
+            if len(found) == count:
+                break
+    return found
 
 
 @dataclass
@@ -139,4 +160,5 @@ class Runs:
         return frame
 
 
-__all__ = ["NOISE_TIMES_STD", "Question", "Runs", "aligned_positions", "embedding_noise_scale"]
+__all__ = ["NOISE_TIMES_STD", "Question", "Runs", "aligned_positions", "embedding_noise_scale",
+           "same_count_suggestions"]
