@@ -10,7 +10,8 @@ import json
 from .assets import LIVE_CSS, LIVE_JS, WALK_CSS, WALK_JS
 from .live_payload import live_payload
 
-PAGE = """<!doctype html>
+# every saved page's head: its title, the body's colours (dark ones with `dark`) and its own CSS
+HEAD = """<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -19,11 +20,12 @@ PAGE = """<!doctype html>
 <style>
 body {{ font-family: system-ui, sans-serif; margin: 16px; color: #1f2937; background: #fff; }}
 {dark}
-h1 {{ font-size: 15px; margin: 0 0 4px; }} p {{ font-size: 12px; margin: 0 0 10px; opacity: 0.8; }}
 {css}
 </style>
 </head>
-<body>
+"""
+VIEW_CSS = "h1 { font-size: 15px; margin: 0 0 4px; } p { font-size: 12px; margin: 0 0 10px; opacity: 0.8; }\n"
+PAGE = HEAD + """<body>
 <h1>{heading}</h1>
 <p>{note}</p>
 <div id="{element}">{root}</div>
@@ -44,7 +46,8 @@ def page(element: str, root: str, title: str, heading: str, note: str, css: str,
          dark: bool = False) -> str:
     """One self-contained file: `code` (a view's browser code, as Gradio runs it) draws `payload` into `root`."""
     data = script_json(payload)
-    return PAGE.format(title=html.escape(title), heading=html.escape(heading), note=html.escape(note), css=css,
+    return PAGE.format(title=html.escape(title), heading=html.escape(heading), note=html.escape(note),
+                       css=VIEW_CSS + css,
                        element=element, root=root, dark=DARK if dark else "",
                        payload=data, code=code.replace("</script", "<\\/script"))
 
@@ -80,20 +83,9 @@ def walk_html(payload: dict, run: dict) -> str:
                 WALK_JS, dark=True)
 
 
-CAUSE_PAGE = """<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{title}</title>
-<style>
-body {{ font-family: system-ui, sans-serif; margin: 16px; color: #1f2937; background: #fff; }}
-{dark}
-h1 {{ font-size: 15px; margin: 0 0 4px; }} p {{ font-size: 13px; margin: 0 0 10px; }}
-.summary {{ white-space: pre-wrap; font-size: 13px; }}
-</style>
-</head>
-<body>
+CAUSE_CSS = ("h1 { font-size: 15px; margin: 0 0 4px; } p { font-size: 13px; margin: 0 0 10px; }\n"
+             ".summary { white-space: pre-wrap; font-size: 13px; }")
+CAUSE_PAGE = HEAD + """<body>
 <h1>{title}</h1>
 <p class="summary">{summary}</p>
 {figures}
@@ -112,6 +104,6 @@ def cause_html(summary: str, figures: list, agreement: str, run: dict) -> str:
     note = (f"model {run.get('model')}, {run.get('strategy')} {json.dumps(run.get('settings'), ensure_ascii=False)}, "
             f"Attention Explorer {run.get('app_version')}")
     plain = summary.replace("**", "").replace("|---|---|", "").replace(" |", "").replace("| ", "")
-    return CAUSE_PAGE.format(title="What causes this word (activation patching)", dark=DARK,
+    return CAUSE_PAGE.format(title="What causes this word (activation patching)", dark=DARK, css=CAUSE_CSS,
                              summary=html.escape(plain), figures=drawn, agreement=html.escape(agreement),
                              note=html.escape(note))

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import sentencepiece as spm
 
-from .tokenizer import load_processor
+from .tokenizer import load_processor, piece_of
 from .unicode_text import check_text
 
 SOURCE_FILE, TARGET_FILE, VOCAB_FILE = "source.spm", "target.spm", "vocab.json"
@@ -119,10 +119,7 @@ class MarianTokenizer:
         return table
 
     def id_to_piece(self, token_id: int) -> str:
-        token_id = int(token_id)
-        if not 0 <= token_id < len(self.piece_table):
-            raise IndexError(f"piece id {token_id} is out of range [0, {len(self.piece_table)})")
-        return self.piece_table[token_id]
+        return piece_of(self.piece_table, token_id)
 
     def piece_to_id(self, piece: str) -> int:
         """The id of `piece`, or the unknown id when the vocabulary has no such piece."""

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from .json_files import read_json
-from .tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from .tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, piece_of
 from .unicode_text import check_text
 
 SYMBOLS_FILE = "symbols.json"
@@ -76,10 +76,7 @@ class SymbolTokenizer:
     encode_target, encode_target_batch = encode, encode_batch
 
     def id_to_piece(self, token_id: int) -> str:
-        token_id = int(token_id)
-        if not 0 <= token_id < len(self.piece_table):
-            raise IndexError(f"piece id {token_id} is out of range [0, {len(self.piece_table)})")
-        return self.piece_table[token_id]
+        return piece_of(self.piece_table, token_id)
 
     def piece_to_id(self, piece: str) -> int:
         return self._ids.get(piece, UNK_ID)

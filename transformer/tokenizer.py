@@ -30,6 +30,15 @@ def load_processor(path: Path) -> spm.SentencePieceProcessor:
         raise ValueError(f"{path}: not a valid sentencepiece model ({error})") from error
     return processor
 
+
+def piece_of(table: list[str], token_id: int) -> str:
+    """The piece of `token_id` in a tokenizer's piece table, or an IndexError naming the range (every tokenizer's
+    id_to_piece)."""
+    token_id = int(token_id)
+    if not 0 <= token_id < len(table):
+        raise IndexError(f"piece id {token_id} is out of range [0, {len(table)})")
+    return table[token_id]
+
 class Tokenizer:
     def __init__(self, processor: spm.SentencePieceProcessor):
         self.processor = processor
@@ -91,10 +100,7 @@ class Tokenizer:
         return [self.processor.id_to_piece(i) for i in range(self.vocab_size)]
 
     def id_to_piece(self, token_id: int) -> str:
-        token_id = int(token_id)
-        if not 0 <= token_id < len(self.piece_table):
-            raise IndexError(f"piece id {token_id} is out of range [0, {len(self.piece_table)})")
-        return self.piece_table[token_id]
+        return piece_of(self.piece_table, token_id)
 
     def piece_to_id(self, piece: str) -> int:
         """The id of `piece`, or the unknown id when the vocabulary has no such piece."""
