@@ -39,6 +39,7 @@ def piece_of(table: list[str], token_id: int) -> str:
         raise IndexError(f"piece id {token_id} is out of range [0, {len(table)})")
     return table[token_id]
 
+
 class Tokenizer:
     def __init__(self, processor: spm.SentencePieceProcessor):
         self.processor = processor
