@@ -17,6 +17,10 @@ typing the sentence on the board. --result-cache N: the server's cache size (0: 
 --walks N: one more visitor, while the load runs, translates a sentence and opens its walk-through, N times; the
 report adds the walks' p50 and p95 (the walk opened under a class's load).
 
+--beside-training: a playground run (reverse, 5,000 updates) trains beside the load in a process of its own, on one
+thread at niceness +10 as the Learn tab's runs do (bench/beside.py); the report says whether it still trained at the
+end.
+
 --endpoint: translate_trace (default) is what a class pressing Translate gets: the translation and the
 compact trace the live view draws (every kind, layer and head, norms and ALTI+); translate_details is every
 number at full precision; translate is the text alone.
@@ -45,6 +49,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+from beside import training_beside  # bench/, beside this script
 
 ROOT = Path(__file__).resolve().parent.parent
 SENTENCES = [
@@ -369,6 +374,8 @@ def main() -> None:
     parser.add_argument("--walks", type=at_least(0), default=0,
                         help="one more visitor opens this many walk-throughs while the load runs, each after "
                              "translating its sentence; reports their p50 and p95 (default: 0, none)")
+    parser.add_argument("--beside-training", action="store_true",
+                        help="a playground run trains beside the load, as a Learn tab's custom run (default: none)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     try:
@@ -385,8 +392,11 @@ def main() -> None:
     process, url = start_server(result_cache=args.result_cache)  # afresh: nothing cached from the pass alone
     try:
         status = HttpClient(url).call("/server_status")
-        report = run_load_test(url, args.clients, plan, args.max_seconds, alone, args.endpoint, process.pid,
-                               args.walks)
+        with training_beside(args.beside_training) as training:
+            report = run_load_test(url, args.clients, plan, args.max_seconds, alone, args.endpoint, process.pid,
+                                   args.walks)
+            report["training_beside"] = args.beside_training
+            report["training_still_running_at_end"] = training()
         report["plan"], report["result_cache"] = args.plan, args.result_cache
         report["workers"], report["workers_status"], report["kernel"] = (status["workers"], status["workers_status"],
                                                                          status["kernel"])
