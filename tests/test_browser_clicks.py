@@ -134,20 +134,24 @@ def reopened(page, tab: str, target, seconds: float = 20) -> None:
     raise AssertionError(f"still hidden after {seconds} s of reopening {tab!r}; the open tab: {shown}")
 
 
-def click(page, tab: str, name: str, target, problems: list[str], reopen: bool = True) -> None:
+def click(page, tab: str, name: str, target, problems: list[str], reopen: bool = True, tries: int = 3) -> None:
     """Clicks `target` in `tab`, opened again if an earlier click went to another tab; not at all when `reopen` is
     False (the click before it opens another tab, now or while this one waits: a visitor could not click it
-    either)."""
-    try:
-        if not target.is_visible():
-            if not reopen:
-                return
-            reopened(page, tab, target)
-        target.click(timeout=5_000)
-    except Exception as error:  # noqa: BLE001 - a control that vanished mid-test is reported with the others
-        if not reopen and not target.is_visible():  # the first click's tab opened while this one waited
+    either). A jump an earlier click started may open its tab during the click: the tab is reopened and the click
+    tried again, `tries` times in all; a control still not clickable then is a problem."""
+    for attempt in range(1, tries + 1):
+        try:
+            if not target.is_visible():
+                if not reopen:
+                    return
+                reopened(page, tab, target)
+            target.click(timeout=5_000)
             return
-        problems.append(f"{tab}: {name} could not be clicked: {str(error)[-600:]}")
+        except Exception as error:  # noqa: BLE001 - a control that vanished mid-test is reported with the others
+            if not reopen and not target.is_visible():  # the first click's tab opened while this one waited
+                return
+            if attempt == tries:
+                problems.append(f"{tab}: {name} could not be clicked in {tries} tries: {str(error)[-600:]}")
 
 
 def test_every_click_in_every_tab_answers_without_an_error(browser, server_url):  # noqa: F811

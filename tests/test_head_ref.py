@@ -50,7 +50,7 @@ CONVERTERS = {"transformer/core/head_ref.py", "explorer/static/head_ref.js"}
 ALLOWED = {
     # positions counted in tensor arithmetic (a length through `step`), no number shown to people
     "transformer/analysis/alti_logit.py": "positions 0..step: a length", "transformer/decoding/strategies/beam.py":
-        "the output's length after a step",
+        "the output's length after a step", "transformer/decoding/batch_beam.py": "the output's length after a step",
 }
 
 
