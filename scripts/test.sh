@@ -66,5 +66,25 @@ LIVE_FIXTURE="$fixtures/live.json" node --test tests/js/
 # in-process server and the subprocesses, a second OpenMP thread mostly waits for a core (four of the model's test
 # files: 28 s with two threads, 16 s with one, on the busy machine); tests of several threads set their own counts
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
-step "running pytest ${lane[*]}..."
-.venv/bin/python -m pytest tests "${lane[@]}" "$@"
+if [[ ${#lane[@]} -gt 0 || $# -gt 0 ]]; then
+  step "running pytest ${lane[*]} $*..."
+  .venv/bin/python -m pytest tests "${lane[@]}" "$@"
+  exit
+fi
+# The whole suite in two processes at once, one per core: the browser tests (a browser, a server and their waits)
+# beside all the others. Each has its own temporary folder and its own range of ports for the servers it starts
+# (Gradio tries 100 from GRADIO_SERVER_PORT); the browser tests' output follows the others'.
+lanes=$(mktemp -d)
+trap 'rm -rf "$site" "$fixtures" "$lanes"' EXIT
+step "running pytest in two processes at once: the browser tests, and every other test..."
+GRADIO_SERVER_PORT=8060 .venv/bin/python -m pytest tests -m browser --basetemp "$lanes/browser" \
+  >"$lanes/browser.log" 2>&1 &
+browser=$!
+others=0
+GRADIO_SERVER_PORT=7860 .venv/bin/python -m pytest tests -m "not browser" --basetemp "$lanes/others" || others=$?
+browsers=0
+wait "$browser" || browsers=$?
+step "the browser tests' output (status $browsers):"
+cat "$lanes/browser.log"
+step "pytest: every other test's status $others, the browser tests' $browsers"
+[[ $others -eq 0 && $browsers -eq 0 ]]
