@@ -6,6 +6,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from transformer.core.head_ref import shown
+
 from .theme import base_layout, label, unique_labels
 
 SITE_TITLES = {
@@ -25,7 +27,7 @@ def stacked(grids: list, columns: list[list[str]], holds: list[list[list[str]]],
     for row, (grid, x, hold, hover) in enumerate(zip(grids, columns, holds, hovers), start=1):
         shares = np.where(np.isnan(grid.shares), None, np.round(grid.shares, 3))
         figure.add_trace(go.Heatmap(
-            z=shares, x=x, y=[f"layer {layer + 1}" for layer in range(grid.shares.shape[0])], customdata=hold,
+            z=shares, x=x, y=[f"layer {shown(layer)}" for layer in range(grid.shares.shape[0])], customdata=hold,
             text=hover, zmid=0, zmin=-1, zmax=1, colorscale=SHARE_SCALE, showscale=row == 1,
             colorbar={"title": {"text": "restored share"}, "thickness": 10, "len": 0.5, "y": 1, "yanchor": "top"},
             hovertemplate="%{text}<br>restored share %{z}<extra></extra>", xgap=1, ygap=1), row=row, col=1)
@@ -40,9 +42,9 @@ def trace_figure(grids: list, pieces: list[str]) -> go.Figure:
     holds, hovers = [], []
     for grid in grids:
         layers = grid.shares.shape[0]
-        holds.append([[f"trace {grid.site} {layer + 1} {i + 1}" for i in range(len(pieces))]
+        holds.append([[f"trace {grid.site} {shown(layer)} {i + 1}" for i in range(len(pieces))]
                       for layer in range(layers)])
-        hovers.append([[f"patched: {SITE_TITLES[grid.site].lower()}, layer {layer + 1}, position {i + 1} "
+        hovers.append([[f"patched: {SITE_TITLES[grid.site].lower()}, layer {shown(layer)}, position {i + 1} "
                         f"({label(piece)})" for i, piece in enumerate(pieces)] for layer in range(layers)])
     return stacked(grids, [x] * len(grids), holds, hovers, "Which encoder layer and position carries it "
                    "(click a cell to decode with it held)", 26)
@@ -54,9 +56,9 @@ def heads_figure(grids: list) -> go.Figure:
     for grid in grids:
         layers, heads = grid.shares.shape
         kind = "path cross" if grid.analysis == "path" else f"heads {grid.site}"
-        columns.append([f"head {h + 1}" for h in range(heads)])
-        holds.append([[f"{kind} {layer + 1} {h + 1}" for h in range(heads)] for layer in range(layers)])
-        hovers.append([[f"patched: {SITE_TITLES[grid.site].lower()}, layer {layer + 1}, head {h + 1}"
+        columns.append([f"head {shown(h)}" for h in range(heads)])
+        holds.append([[f"{kind} {shown(layer)} {shown(h)}" for h in range(heads)] for layer in range(layers)])
+        hovers.append([[f"patched: {SITE_TITLES[grid.site].lower()}, layer {shown(layer)}, head {shown(h)}"
                         for h in range(heads)] for layer in range(layers)])
     return stacked(grids, columns, holds, hovers, "Which head moves it (click a cell to decode with it held)", 30)
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from transformer.core.head_ref import shown
+
 from .theme import ACCENT, ATTENTION_COLORS, MUTED, base_layout, label, rounded
 
 KIND_NAMES = {"encoder_self": "encoder self", "decoder_self": "decoder self", "cross": "cross"}
@@ -54,13 +56,13 @@ def attention_tiles(attention: dict[str, np.ndarray], labels: dict[str, tuple[li
                 left = head * (tile_cols + gap)
                 tile = attention[kind][layer, head]
                 canvas[top: top + tile.shape[0], left: left + tile.shape[1]] = rounded(tile)
-                where = f"{KIND_NAMES[kind]}, layer {layer + 1}, head {head + 1}"
+                where = f"{KIND_NAMES[kind]}, layer {shown(layer)}, head {shown(head)}"
                 for r in range(tile.shape[0]):
                     for c in range(tile.shape[1]):
                         hover[top + r, left + c] = (f"{where}<br>query {label(rows[r])}<br>key {label(cols[c])}"
                                                     f"<br>weight {tile[r, c]:.3f}")
                 annotations.append({"x": left + (tile_cols - 1) / 2, "y": top - 0.6,
-                                    "text": f"{SHORT_NAMES[kind]} L{layer + 1} H{head + 1}",
+                                    "text": f"{SHORT_NAMES[kind]} L{shown(layer)} H{shown(head)}",
                                     "showarrow": False, "yanchor": "bottom", "font": {"size": 10}})
     figure = go.Figure(go.Heatmap(z=canvas, text=hover, hovertemplate="%{text}<extra></extra>", hoverongaps=False,
                                   zmin=0.0, zmax=1.0, colorscale=ATTENTION_COLORS,

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from ...core.capture import record
+from ...core.head_ref import shown
 from ...core.model import Transformer
 from ...decoding.trace import Translation
 from ..registry import Analysis, ModelAccess
@@ -107,7 +108,7 @@ def patching_json(result: Patching, pieces=None) -> dict:
     aligned_clean = {i for i, _ in result.aligned}
     aligned_corrupted = {j for _, j in result.aligned}
     return {
-        "target": {"piece": question.step + 1, "text": name([question.target_id])[0]},
+        "target": {"piece": shown(question.step), "text": name([question.target_id])[0]},
         "contrast": None if question.contrast_id is None else name([question.contrast_id])[0],
         "p_clean": result.p_clean, "p_corrupted": result.p_corrupted,
         "logit_difference_clean": result.logit_difference_clean,

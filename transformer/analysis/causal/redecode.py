@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from ...core.capture import record
+from ...core.head_ref import from_shown, shown
 from ...core.patching import Replace, patch
 from ...core.probes import at_layer
 from ...decoding.strategies.greedy import GreedySettings, decode_greedy
@@ -46,7 +47,7 @@ def parse_hold(text) -> Cell:
         layer, index = parsed_number("layer", parts[2], int, 1), parsed_number(what, parts[3], int, 1)
     except NumberError as error:
         raise ValueError(f"hold: {error} (counted from 1)") from None
-    return Cell(parts[0], parts[1], layer - 1, index - 1)
+    return Cell(parts[0], parts[1], from_shown(layer), from_shown(index))
 
 
 def check_cell(model, question: Question, cell: Cell) -> None:
@@ -64,9 +65,9 @@ def check_cell(model, question: Question, cell: Cell) -> None:
     else:
         raise ValueError(f"analysis: {cell.analysis!r} has no cells to hold; choose trace, heads or path")
     if not 0 <= cell.layer < layers:
-        raise ValueError(f"layer must be in [1, {layers}], got {cell.layer + 1}")
+        raise ValueError(f"layer must be in [1, {layers}], got {shown(cell.layer)}")
     if not 0 <= cell.index < count:
-        raise ValueError(f"{what} must be in [1, {count}], got {cell.index + 1}")
+        raise ValueError(f"{what} must be in [1, {count}], got {shown(cell.index)}")
 
 
 def cell_replacements(runs: Runs, clean: dict, corrupted: dict, cell: Cell) -> dict:
