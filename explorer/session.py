@@ -57,6 +57,7 @@ class RunResult:
     notices: list[str] = field(default_factory=list)
     request: Request | None = None  # what was asked: later questions about the result reuse its settings
     rendered_views: set[str] = field(default_factory=set)  # the page's views drawn for this result so far
+    draws: dict[str, int] = field(default_factory=dict)  # each view's latest draw begun (Wiring.render_named)
     from_cache: bool = False  # an equal request's result (result_cache.py), computed moments ago
     analysed: frozenset[str] = frozenset()  # the analyses its translations carry (`ModelService.complete` adds)
     offer: LanguageOffer | None = None  # the text looks like another served model's source language (language.py)
@@ -143,7 +144,8 @@ class ModelService:
         result, shared = self.cache.get_or_compute(request_key(request, analyses), compute)
         if not shared:
             return result
-        return replace(result, request=request, notices=list(result.notices), rendered_views=set(), from_cache=True)
+        return replace(result, request=request, notices=list(result.notices), rendered_views=set(), draws={},
+                       from_cache=True)
 
     def complete(self, result: RunResult, names) -> RunResult:
         """Adds to `result`'s translations the cheap analyses among `names` they do not carry yet: the page computes

@@ -5,6 +5,7 @@ Handlers return dicts keyed by component; views return dicts keyed by name (`Wir
 """
 from __future__ import annotations
 
+import itertools
 import json
 from collections import OrderedDict
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from .views import MODEL, TRANSLATION, View, ViewContext
 from .views.selection import head_choices, layer_choices, valid_head, valid_layer, widest
 
 CHECKED_KEPT = 64  # requests checked and not yet translated, kept at most
+DRAWS = itertools.count(1)  # numbers the views' draws in the order they begin (Wiring.render_named)
 
 
 def checked_key(values: dict) -> str:
@@ -161,11 +163,20 @@ class Wiring:
         return next(v for v in self.views if v.name == name)
 
     def render_named(self, views, result, state: dict, model_key: str, changed: str) -> dict:
-        named = {}
+        """The views' updates by output name. A view's part is left out where a later draw of the same view began
+        while this one ran: a page's events run side by side (a tab's opening waits in the queue, a control's redraw
+        does not), and the draw that began last read the newest controls, so an older one ending later would put
+        back what the visitor had just changed."""
+        begun = {view.name: next(DRAWS) for view in views}
+        if result is not None:
+            result.draws.update(begun)
         if changed != MODEL:  # a model chosen re-labels the views; their translation-dependent parts wait for it
             result = self.prepared(views, result)
+        named = {}
         for view in views:
-            named.update(view.render(result, state, self.context(model_key), changed))
+            drawn = view.render(result, state, self.context(model_key), changed)
+            if result is None or result.draws.get(view.name) == begun[view.name]:
+                named.update(drawn)
         return named
 
     def render(self, views, result, state: dict, model_key: str, changed: str, listed=None) -> dict:

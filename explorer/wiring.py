@@ -76,8 +76,7 @@ def wire_translate(ui: Wiring) -> None:
         if result is None or view is None or view.name in result.rendered_views:
             return {ui.result_state: gr.update()}
         result.rendered_views.add(view.name)
-        named = view.render(ui.prepared([view], result), ui.state_from(values), ui.context(result.model_key),
-                            TRANSLATION)
+        named = ui.render_named([view], result, ui.state_from(values), result.model_key, TRANSLATION)
         return {ui.result_state: result} | ui.by_component(named)
 
     translate_inputs = [c[name] for name in ui.request_names + ui.state_names]
@@ -112,9 +111,10 @@ def page_checks(ui: Wiring, values) -> list:
 
 
 def wire_rerender(ui: Wiring) -> None:
-    """A control re-renders the views that read it and are on screen (the first screen and the open tab), from the
-    stored result: both were drawn with their analyses, so no model runs, and no queue. A hidden tab that read it is
-    drawn afresh when opened (wire_tab)."""
+    """A control re-renders the views that read it and are on screen, from the stored result, with no queue: the
+    first screen, the open tab, and the view the control belongs to (it is changed only where it shows, even while
+    its tab's opening still waits in the queue with the controls as they were). A hidden tab that read it is drawn
+    afresh when opened (wire_tab)."""
     for name in ui.state_names:
         readers = [v for v in ui.views if name in v.reads or name in v.controls]
         if not readers:
@@ -122,9 +122,10 @@ def wire_rerender(ui: Wiring) -> None:
 
         def rerender(result, *values, changed=name, readers=readers):
             *values, model_key, open_tab = values
-            shown = [v for v in readers if v.placement == "first_screen" or v.name == open_tab]
-            if result is not None:  # drawn before this change: drawn again when opened
+            shown = [v for v in readers if v.placement == "first_screen" or v.name == open_tab or changed in v.controls]
+            if result is not None:  # drawn before this change: drawn again when opened; drawn now: not again
                 result.rendered_views -= {v.name for v in readers if v not in shown}
+                result.rendered_views |= {v.name for v in shown}
             return ui.render(shown, result, ui.state_from(values), model_key, changed, readers)
 
         ui.components[name].input(rerender, ui.state_inputs + [ui.components["model"], ui.open_tab],
@@ -157,12 +158,14 @@ def wire_tab(ui: Wiring, view: View) -> None:
         if result is None or view.name in result.rendered_views:
             return out
         result.rendered_views.add(view.name)
-        named = view.render(ui.prepared([view], result), ui.state_from(values), ui.context(result.model_key),
-                            TRANSLATION)
+        named = ui.render_named([view], result, ui.state_from(values), result.model_key, TRANSLATION)
         return out | ui.by_component(named) | {ui.result_state: result}
 
     ui.tabs[view.name].select(opened, ui.state_inputs, [ui.open_tab, ui.result_state] + ui.outputs_of(view),
                               api_visibility="private", **ui.quiet)
+    # the open tab is known at once (no queue), so a control changed while the drawing waits redraws this tab
+    ui.tabs[view.name].select(lambda: view.name, None, ui.open_tab, api_visibility="private", queue=False,
+                              **ui.quiet)
 
 
 def wire_jump(ui: Wiring, button, target: View) -> None:

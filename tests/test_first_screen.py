@@ -117,3 +117,57 @@ def same(a, b) -> bool:
     if hasattr(a, "equals"):
         return a.equals(b)
     return a == b
+
+
+def rerender_with(ui, model_key, result, state, open_tab, name):
+    """What the page runs when the visitor changes control `name` to `state[name]` with `open_tab` open."""
+    return handler(ui, ui.components[name], "input")(result, *[state[n] for n in ui.state_names], model_key, open_tab)
+
+
+def title(figure) -> str:
+    return figure.layout.title.text
+
+
+def test_a_control_changed_while_its_tab_opens_is_what_the_tab_shows(page, monkeypatch):
+    """The tab's opening waits in the queue with the controls as they were when it was clicked; the visitor's change
+    of the tab's own control runs at once. Whichever ends last, the heatmap is the changed control's."""
+    ui, folder = page
+    request = Request.build(ui.registry, SENTENCE, folder.name, strategy="greedy", max_length=12)
+    state = ui.default_state()
+    assert state["kind"] == "cross"
+    changed = state | {"kind": "encoder_self"}
+    plot = ui.components["attention_plot"]
+    wanted = title(ui.view("attention").render(first_screen(ui, request), changed, ui.context(folder.name),
+                                               TRANSLATION)["attention_plot"])
+    assert wanted.startswith("Encoder")
+    open_attention = handler(ui, ui.tabs["attention"], "select")
+
+    # the change runs first, while the server still thinks another tab is open; the opening comes after
+    result = first_screen(ui, request)
+    updates = rerender_with(ui, folder.name, result, changed, "steps", "kind")
+    assert title(updates[plot]) == wanted
+    opened = open_attention(result, *[state[name] for name in ui.state_names])
+    assert plot not in opened and opened[ui.open_tab] == "attention"
+
+    # the opening begins first and the change runs while it draws: the opening's older heatmap is dropped
+    result = first_screen(ui, request)
+    view = ui.view("attention")
+    render, changes = view.render, []
+
+    def slow_render(*args):
+        drawn = render(*args)
+        if not changes:  # the visitor's change lands now, once (its own drawing is not slowed)
+            changes.append(None)
+            changes[0] = rerender_with(ui, folder.name, result, changed, "steps", "kind")
+        return drawn
+
+    monkeypatch.setattr(view, "render", slow_render)
+    opened = open_attention(result, *[state[name] for name in ui.state_names])
+    assert plot not in opened and title(changes[0][plot]) == wanted
+
+
+def test_the_open_tab_is_known_before_its_drawing_is_queued(page):
+    ui, _ = page
+    eager = [fn for fn in ui.demo.fns.values() if (ui.tabs["attention"]._id, "select") in fn.targets and not fn.queue]
+    assert len(eager) == 1 and eager[0].fn() == "attention"
+    assert [block._id for block in eager[0].outputs] == [ui.open_tab._id]
