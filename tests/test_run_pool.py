@@ -111,9 +111,10 @@ def test_a_bad_workers_setting_is_named(monkeypatch, value):
         workers_from_environment()
 
 
-@pytest.mark.parametrize("setting, value, message", [
+BAD_START_UP_SETTINGS = [
     (SWITCH, "many", "must be a whole number of worker processes (0: translate in the server's process), got 'many'"),
     (SWITCH, "²", "must be a whole number of worker processes (0: translate in the server's process), got '²'"),
+    ("ATTENTION_EXPLORER_RESULT_CACHE", "lots", "must be a whole number of results to keep (0: no cache), got 'lots'"),
     ("ATTENTION_EXPLORER_RESULT_CACHE", "٣", "must be a whole number of results to keep (0: no cache), got '٣'"),
     ("ATTENTION_EXPLORER_HALF_WEIGHTS", "yes", "must be 1 (decode through the float16 kernel where it helps, the "
                                                "default) or 0 (float32 F.linear only), got 'yes'"),
@@ -121,14 +122,43 @@ def test_a_bad_workers_setting_is_named(monkeypatch, value):
                                                           "'<b>\\x1b[31mxx'"),
     ("ATTENTION_EXPLORER_HUB_MODELS", "opus mt", "must be comma-separated Hub model names such as "
                                                  "Helsinki-NLP/opus-mt-en-de, got 'opus mt'"),
-])
-def test_the_app_refuses_a_bad_start_up_setting_in_one_line_that_names_it(setting, value, message):
+]
+# app.py run as its own process would run it, once per bad setting, in one process: the imports are paid once
+RUN_APP_PER_SETTING = """
+import contextlib, io, json, os, runpy, sys
+answers = []
+for setting, value in json.loads(sys.argv[1]):
+    os.environ[setting] = value
+    stderr, status = io.StringIO(), None
+    try:
+        with contextlib.redirect_stderr(stderr):
+            runpy.run_path("app.py", run_name="__main__")
+    except SystemExit as end:
+        status = end.code
+    del os.environ[setting]
+    answers.append([status, stderr.getvalue()])
+print(json.dumps(answers))
+"""
+
+
+@pytest.fixture(scope="module")
+def refusals() -> dict:
+    """(status, standard error) of app.py for each bad start-up setting, the others unset."""
+    cases = [[setting, value] for setting, value, _ in BAD_START_UP_SETTINGS]
+    env = {key: value for key, value in os.environ.items() if key not in {setting for setting, _ in cases}}
+    ran = subprocess.run([sys.executable, "-c", RUN_APP_PER_SETTING, json.dumps(cases)], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    return {(setting, value): answer for (setting, value), answer in zip(cases, json.loads(ran.stdout))}
+
+
+@pytest.mark.parametrize("setting, value, message", BAD_START_UP_SETTINGS)
+def test_the_app_refuses_a_bad_start_up_setting_in_one_line_that_names_it(refusals, setting, value, message):
     """Every start-up setting is checked before the server starts: one line naming it, its value shown as text
     (escapes for control characters), status 2, no traceback."""
-    run_app = subprocess.run([sys.executable, "app.py"], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                             env={**os.environ, setting: value})
-    assert run_app.returncode == 2, run_app.stderr[-2000:]
-    assert run_app.stderr.strip() == f"app.py: {setting} {message}"
+    status, stderr = refusals[setting, value]
+    assert status == 2, stderr[-2000:]
+    assert stderr.strip() == f"app.py: {setting} {message}"
 
 
 def test_workers_end_with_a_server_stopped_while_they_start(served):
