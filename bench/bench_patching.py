@@ -8,6 +8,9 @@
     first_picture_ms      what /patch computes before it answers with the trace and the head matrices: the clean and
                           corrupted runs, trace, heads and attribution (the server's translations not included)
     trace_one_run_per_cell_ms  the residual trace again with one forward pass per cell, what batching replaces
+    tab_click_ms          the Cause tab's click as the server answers it (explorer/views/cause.py's found_cause): the
+                          corrupted sentence translated with the model card's decoding, the patching, both figures
+                          and the text; the page built in this process, its result cache off (every click computed)
 
     python bench/bench_patching.py [--runs 5] [--threads 2]
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -56,6 +60,24 @@ def one_run_per_cell(model, question: Question) -> float:
     return (time.perf_counter() - start) * 1000
 
 
+def tab_clicks(runs: int, target: int) -> list[float]:
+    """The Cause tab's click, `runs` times after one warm-up, in milliseconds (the browser's drawing not included)."""
+    os.environ["ATTENTION_EXPLORER_RESULT_CACHE"] = "0"
+    from explorer.registry import discover
+    from explorer.request import Request
+    from explorer.shell import build_demo
+    from explorer.views.cause import found_cause
+
+    _, ui = build_demo(discover(ROOT / "checkpoints"))
+    result = ui.translate(Request.build(ui.registry, CLEAN, "en-de"), only=ui.first_screen)["result"]
+    times = []
+    for _ in range(runs + 1):
+        start = time.perf_counter()
+        found_cause(ui, result, 0, CORRUPTED, target + 1, None, False, None)
+        times.append((time.perf_counter() - start) * 1000)
+    return times[1:]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
@@ -84,6 +106,7 @@ def main() -> None:
         if run:  # the first is the warm-up
             for key, value in measured.items():
                 samples.setdefault(key, []).append(value)
+    samples["tab_click_ms"] = tab_clicks(args.runs, target)
     print(json.dumps({
         "model": "en-de", "threads": args.threads, "runs": args.runs,
         "source_pieces": len(clean.src_ids), "clean": CLEAN, "corrupted": CORRUPTED,
