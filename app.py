@@ -24,6 +24,7 @@ from explorer.registry import discover
 from explorer.result_cache import capacity_from_environment
 from explorer.run_pool import RunPool, decode_on_one_thread, workers_from_environment
 from explorer.shell import LAUNCH, build_demo
+from explorer.training_queue import slots_from_environment
 from transformer.core.kernel_build import switched_on
 
 # Gradio rebuilds its monitoring summary (a pandas table of every recent event) after each event by default: a
@@ -38,6 +39,7 @@ try:  # a bad setting is one line that names it, before anything loads
     workers = workers_from_environment()
     hub_models = hub_models_from_environment()
     switched_on()  # ATTENTION_EXPLORER_HALF_WEIGHTS
+    slots_from_environment()  # ATTENTION_EXPLORER_TRAINING_SLOTS, read when the Learn tab first opens
 except ValueError as error:
     print(f"app.py: {error}", file=sys.stderr)
     raise SystemExit(2) from None

@@ -1,7 +1,7 @@
-"""Live playground runs for a whole class on a small server: each run trains in a worker process of its own on one
-torch thread, at most `slots` at a time (ATTENTION_EXPLORER_TRAINING_SLOTS, default 1); later runs wait in order and
-are told their place. A worker process is started ahead of the first run (when the Learn tab opens), so the first
-redraw comes within a second of Train.
+"""Live playground runs for a whole class on a small server: each run trains in a worker process of its own on one torch
+thread, at most `slots` at a time (ATTENTION_EXPLORER_TRAINING_SLOTS, default 1; 0 turns custom runs off, the shipped
+runs still replay); later runs wait in order and are told their place. A worker process is started ahead of the first
+run (when the Learn tab opens), so the first redraw comes within a second of Train.
 
 A process rather than a thread: torch's thread count is per process, a process's memory is returned when it ends,
 and a run cancelled half-way (the visitor left, or pressed Stop) is ended by ending its process, not by asking a
@@ -24,7 +24,6 @@ from pathlib import Path
 
 import torch
 
-from transformer.numbers import parsed_number
 from transformer.playground import PlaygroundRun, RunError, Settings, save_run
 
 from .run_pool import main_module_hidden
@@ -36,8 +35,19 @@ RUN_ID_LENGTH = 12  # hex digits of a run's id: its share link's value
 NICENESS = 10  # added to a worker's niceness (Unix): translations come first
 
 
+MAX_SLOTS = 2  # on the 2-core machine a class shares, more runs at once would take the cores from translations
+RUNS_OFF = (f"Custom runs are off on this server ({SLOTS_SETTING}=0): press \"Watch the default run\" to replay "
+            "the task's shipped run.")
+
+
 def slots_from_environment() -> int:
-    return parsed_number(SLOTS_SETTING, os.environ.get(SLOTS_SETTING, "1"), int, 1, 2)
+    """How many custom runs may train at once (ATTENTION_EXPLORER_TRAINING_SLOTS; 0: none), with a message that names
+    it when bad. app.py checks it before it serves."""
+    text = os.environ.get(SLOTS_SETTING, "1").strip()
+    if not (text.isascii() and text.isdigit() and int(text) <= MAX_SLOTS):  # int() would also take '²' or '٣'
+        raise ValueError(f"{SLOTS_SETTING} must be how many custom runs may train at once: 0 (none), 1 or 2, got "
+                         f"{text!r}")
+    return int(text)
 
 
 def worker(connection) -> None:
@@ -146,6 +156,9 @@ class TrainingQueue:
         """A generator: ("waiting", place) while the run waits, ("snapshot", Snapshot) as it trains, and finally
         ("done", (run_id, folder, stopped_by)) or ("error", message). Closing it (the visitor left or pressed Stop)
         ends the run's process and frees its slot."""
+        if self.slots == 0:
+            yield "error", RUNS_OFF
+            return
         ticket, worker, started, finished = object(), None, False, False
         with self._lock:
             self._waiting.append(ticket)

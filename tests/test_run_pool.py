@@ -122,6 +122,10 @@ BAD_START_UP_SETTINGS = [
                                                           "'<b>\\x1b[31mxx'"),
     ("ATTENTION_EXPLORER_HUB_MODELS", "opus mt", "must be comma-separated Hub model names such as "
                                                  "Helsinki-NLP/opus-mt-en-de, got 'opus mt'"),
+    ("ATTENTION_EXPLORER_TRAINING_SLOTS", "3", "must be how many custom runs may train at once: 0 (none), 1 or 2, "
+                                               "got '3'"),
+    ("ATTENTION_EXPLORER_TRAINING_SLOTS", "²", "must be how many custom runs may train at once: 0 (none), 1 or 2, "
+                                               "got '²'"),
 ]
 # app.py run as its own process would run it, once per bad setting, in one process: the imports are paid once
 RUN_APP_PER_SETTING = """

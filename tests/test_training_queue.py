@@ -3,7 +3,7 @@ the later two told their places; a run closed half-way ends its process and free
 waits leaves the queue. Tiny runs (width 8, a few updates) in real worker processes."""
 import pytest
 
-from explorer.training_queue import TrainingQueue
+from explorer.training_queue import RUNS_OFF, SLOTS_SETTING, TrainingQueue, slots_from_environment
 
 TINY = {"task": "copy", "layers": 1, "heads": 1, "width": 8, "steps": 4, "redraw_every": 2, "seed": 1,
         "held_out": 10}
@@ -52,3 +52,42 @@ def test_a_run_closed_while_waiting_leaves_the_queue(queue):
 
 def test_unknown_run_ids_name_no_folder(queue):
     assert queue.run_folder("../../etc") is None and queue.run_folder("0" * 12) is None
+
+
+@pytest.mark.parametrize("text, slots", [(None, 1), ("0", 0), ("2", 2), (" 1 ", 1)])
+def test_the_slots_setting(monkeypatch, text, slots):
+    if text is None:
+        monkeypatch.delenv(SLOTS_SETTING, raising=False)
+    else:
+        monkeypatch.setenv(SLOTS_SETTING, text)
+    assert slots_from_environment() == slots
+
+
+@pytest.mark.parametrize("text", ["3", "-1", "one", "1.0", "", "١"])
+def test_a_bad_slots_setting_is_named(monkeypatch, text):
+    monkeypatch.setenv(SLOTS_SETTING, text)
+    with pytest.raises(ValueError, match=f"{SLOTS_SETTING} must be how many custom runs may train at once: 0 "):
+        slots_from_environment()
+
+
+def test_no_slots_turns_custom_runs_off_and_starts_no_process(tmp_path):
+    training = TrainingQueue(slots=0, root=tmp_path)
+    training.warm()  # what opening the Learn tab does
+    assert list(training.train(TINY)) == [("error", RUNS_OFF)]
+    assert training._idle == [] and training.running == 0  # noqa: SLF001  (no worker started, held or running)
+    assert not list(tmp_path.iterdir())
+    training.close()
+
+
+def test_train_on_a_server_with_custom_runs_off_says_so(tmp_path):
+    """The Learn tab's Train (views/learn.py) with no slots: the visitor's message, and no run."""
+    import types
+
+    import gradio as gr
+
+    from explorer.views import learn
+
+    page = types.SimpleNamespace(training=TrainingQueue(slots=0, root=tmp_path))
+    with pytest.raises(gr.Error, match="Custom runs are off on this server"):
+        list(learn.train(page, "copy", 1, 1, 8, "sinusoidal", "pre", 1, 4))
+    assert page.training.running == 0 and not list(tmp_path.iterdir())

@@ -190,10 +190,11 @@ def train(ui, *values):
     task = TASKS[checked.task]
     source, target = task.probe
     snapshots, labels, keep = [], replay_labels(source, target), [gr.update()] * 3
-    for kind, value in run_queue(ui).train(checked.to_dict()):
+    queue = run_queue(ui)
+    at_once = "one run trains" if queue.slots == 1 else f"{queue.slots} runs train"
+    for kind, value in queue.train(checked.to_dict()):
         if kind == "waiting":
-            yield (f"Waiting: number {value} in the queue (one run trains at a time on this server).",
-                   *[gr.update()] * 6)
+            yield f"Waiting: number {value} in the queue ({at_once} at a time on this server).", *[gr.update()] * 6
         elif kind == "snapshot":
             snapshots.append({"step": value.step, "loss": value.loss, "accuracy": value.accuracy,
                               "prediction": value.prediction, "attention": value.attention})
