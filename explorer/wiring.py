@@ -20,7 +20,7 @@ from .request import RequestError
 from .share import wire_link
 from .text import examples_for, literal, placeholder_for
 from .ui_state import TRANSLATE_SHARED_OUTPUTS, Wiring
-from .views import MODEL, TRANSLATION, View
+from .views import LATEST, MODEL, TRANSLATION, View
 
 # Runs in the browser before the open tab is drawn: waits until the live view has drawn the new translation (its
 # numbers are inflated asynchronously, static/live_render.js) and the browser has painted it, or a second at most,
@@ -130,7 +130,7 @@ def wire_rerender(ui: Wiring) -> None:
 
         ui.components[name].input(rerender, ui.state_inputs + [ui.components["model"], ui.open_tab],
                                   [comp for v in readers for comp in ui.outputs_of(v)], api_visibility="private",
-                                  queue=False)
+                                  queue=False, **LATEST)
 
 
 def wire_model_choice(ui: Wiring, demo: gr.Blocks) -> None:
@@ -195,7 +195,8 @@ def model_inputs(ui: Wiring, model_key: str, result) -> dict:
 def wire_controls(ui: Wiring) -> None:
     """The input side: examples, the model's language, which settings show, and a result gone stale."""
     c = ui.components
-    c["example"].input(lambda sentence: sentence, c["example"], c["source"], api_visibility="private", queue=False)
+    c["example"].input(lambda sentence: sentence, c["example"], c["source"], api_visibility="private", queue=False,
+                       **LATEST)
 
     specs = all_settings()
     if "sample.seed" in c:  # sampling: the same seed gives the same output, so offer a new one
@@ -213,7 +214,7 @@ def wire_controls(ui: Wiring) -> None:
         return {c["strategy"]: strategy} | {c[name]: value for name, value in values.items()}
 
     c["model"].input(on_model_input, c["model"], [c["strategy"]] + [c[spec.key] for spec in specs],
-                     api_visibility="private", queue=False)
+                     api_visibility="private", queue=False, **LATEST)
     c["strategy"].change(on_strategy, c["strategy"], [c[spec.key] for spec in specs] + [c["new_seed"]],
                          api_visibility="private",
                          queue=False)

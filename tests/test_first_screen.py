@@ -171,3 +171,15 @@ def test_the_open_tab_is_known_before_its_drawing_is_queued(page):
     eager = [fn for fn in ui.demo.fns.values() if (ui.tabs["attention"]._id, "select") in fn.targets and not fn.queue]
     assert len(eager) == 1 and eager[0].fn() == "attention"
     assert [block._id for block in eager[0].outputs] == [ui.open_tab._id]
+
+
+def test_a_control_changed_again_while_its_redraw_runs_is_drawn_last(page):
+    """Gradio's page drops an `.input` event's trigger while the same event still runs, unless its trigger mode says
+    otherwise (its documented default, "once"): a second quick change of a control could leave the first one's
+    picture under it. Every `.input` of the page runs its latest change once the running one ends."""
+    ui, _ = page
+    named = {component._id: name for name, component in ui.components.items()}
+    inputs = {named.get(block, str(block)): fn.trigger_mode for fn in ui.demo.fns.values()
+              for block, event in fn.targets if event == "input"}
+    assert {"kind", "layer", "head", "sentence", "step", "learn_scrub", "walk_token"} <= set(inputs)
+    assert {name: mode for name, mode in inputs.items() if mode != "always_last"} == {}

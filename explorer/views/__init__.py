@@ -2,7 +2,7 @@
 from .atlas import AtlasView
 from .attention import AttentionView
 from .attribution import AttributionView
-from .base import MODEL, TRANSLATION, View, ViewContext, current_translation
+from .base import LATEST, MODEL, TRANSLATION, View, ViewContext, current_translation
 from .cause import CauseView
 from .export import ExportView
 from .glossary import GlossaryView
@@ -25,4 +25,4 @@ VIEWS: list[View] = [WalkEntryView(), LiveView(), StepsView(), AttentionView(), 
                      AttributionView(), CauseView(), QueryKeyView(), AtlasView(), TokensView(), PositionalView(),
                      ModelView(), TrainingView(), LearnView(), ExportView(), WalkthroughView(), GlossaryView()]
 
-__all__ = ["MODEL", "TRANSLATION", "VIEWS", "View", "ViewContext", "current_translation"]
+__all__ = ["LATEST", "MODEL", "TRANSLATION", "VIEWS", "View", "ViewContext", "current_translation"]

@@ -24,7 +24,7 @@ from transformer.core.probes import ATTENTION_KINDS, PROBES
 from ..atlas_service import one_sentence, sentence_vectors, served_atlas
 from ..figures.atlas import COLOURINGS, head_figure, matrix_figure
 from ..text import literal, page_error
-from .base import MODEL, TRANSLATION, View, current_translation, translated
+from .base import LATEST, MODEL, TRANSLATION, View, current_translation, translated
 
 KINDS = [(PROBES[kind].title.split(" (")[0], kind) for kind in ("encoder_self", "decoder_self", "cross")]
 SIDES = [("Source token", "source"), ("Translation token", "target")]
@@ -161,7 +161,7 @@ class AtlasView(View):
 
         for trigger in (c["atlas_ask"].click, c["atlas_token"].input):  # the button, or a click on a token
             trigger(asked, [ui.result_state, c["sentence"], c["layer"], *controls],
-                    [c["atlas_neighbours"], c["atlas_sentences"]], api_visibility="private")
+                    [c["atlas_neighbours"], c["atlas_sentences"]], api_visibility="private", **LATEST)
 
         def opened(sentences, chosen):
             if chosen is None or not 0 <= int(chosen) < len(sentences):

@@ -22,6 +22,11 @@ TRANSLATION = "translation"  # a new result (the shared controls are already val
 MODEL = "model"  # the chosen model changed (or the page loaded); `result` may be from another model
 
 SHARED_CONTROLS = ("sentence", "layer", "head")  # built by the shell, above the tabs
+# A control's event while its last one still runs: Gradio's page skips it by default for `.input` ("once": the
+# dispatch is dropped while a submission of the same event is pending), which could leave a picture at the first of
+# two quick changes; "always_last" runs the latest once the running one ends, as `.change` does by default. Every
+# `.input` of the page takes it (tests/test_first_screen.py checks).
+LATEST = {"trigger_mode": "always_last"}
 
 
 @dataclass

@@ -22,7 +22,7 @@ from transformer.playground.shipped import shipped_folder
 from .. import figures
 from ..text import literal, page_error
 from ..training_queue import TrainingQueue, slots_from_environment
-from .base import View
+from .base import LATEST, View
 from .selection import MEAN, head_choices, layer_choices
 
 SETTING_NAMES = ("task", "layers", "heads", "width", "pos_encoding", "norm", "seed", "steps")
@@ -136,7 +136,7 @@ class LearnView(View):
                                           **private)
         c["learn_stop"].click(lambda: "Stopped: the run's process ended.", None, c["learn_status"],
                               cancels=[training], **private)
-        c["learn_scrub"].input(scrub, [c["learn_scrub"], c["learn_run"]], drawn, **private)
+        c["learn_scrub"].input(scrub, [c["learn_scrub"], c["learn_run"]], drawn, **private, **LATEST)
         c["learn_open"].click(functools.partial(open_everywhere, ui), c["learn_run"],
                               [c["model"], c["source"], c["tabs"], ui.open_tab, c["layer"], c["head"]],
                               **private).then(

@@ -14,7 +14,7 @@ from ..components import Slider
 from ..request import MAX_OUTPUT_TOKENS
 from ..text import literal, page_error
 from . import contrast, whatif
-from .base import MODEL, TRANSLATION, View, current_translation, translated
+from .base import LATEST, MODEL, TRANSLATION, View, current_translation, translated
 from .selection import MEAN, select_heads, single_layer_and_head
 
 PLAY_DELAY_S = 0.5  # every frame redraws text and figures together, so they always show the same step
@@ -95,7 +95,7 @@ class StepsView(View):
         inputs = [ui.result_state, c["sentence"], c["step"], c["layer"], c["head"]]
         outputs = [c[name] for name in ("whatif_text", "whatif_original", "whatif_alternative")]
         c["whatif_choice"].input(lambda *values: what_if(*values, None), inputs + [c["whatif_choice"]], outputs,
-                                 api_visibility="private")
+                                 api_visibility="private", **LATEST)
         c["whatif_button"].click(lambda *values: what_if(*values[:-1], None, values[-1]), inputs + [c["whatif_typed"]],
                                  outputs, api_visibility="private")
         contrast.wire_panel(ui)

@@ -14,7 +14,7 @@ from transformer.core.head_ref import from_shown, shown
 from ..assets import WALK_CSS, WALK_JS
 from ..exports import walk_file
 from ..text import literal, page_error
-from .base import MODEL, TRANSLATION, View, current_translation, translated
+from .base import LATEST, MODEL, TRANSLATION, View, current_translation, translated
 from .walkthrough_payload import walk_payload
 
 EMPTY = ("Translate a sentence, then press **How it computed this** beside the translation, or choose a source "
@@ -146,7 +146,7 @@ class WalkthroughView(View):
                                  [c["walk_token"], c["walk_step"], *outputs, c["tabs"]],
                                  api_visibility="private", **ui.quiet)
         for name in ("walk_token", "walk_step"):
-            c[name].input(chosen, inputs, outputs, api_visibility="private")
+            c[name].input(chosen, inputs, outputs, api_visibility="private", **LATEST)
 
         def save(result, sentence, payload):
             translation = translated(result, {"sentence": sentence}, then=", then save its walk")
