@@ -58,7 +58,6 @@ class RunResult:
     request: Request | None = None  # what was asked: later questions about the result reuse its settings
     rendered_views: set[str] = field(default_factory=set)  # the page's views drawn for this result so far
     draws: dict[str, int] = field(default_factory=dict)  # each view's latest draw begun (Wiring.render_named)
-    drawn_with: dict[str, dict] = field(default_factory=dict)  # the controls each view was last drawn with, by name
     from_cache: bool = False  # an equal request's result (result_cache.py), computed moments ago
     analysed: frozenset[str] = frozenset()  # the analyses its translations carry (`ModelService.complete` adds)
     offer: LanguageOffer | None = None  # the text looks like another served model's source language (language.py)
@@ -146,7 +145,7 @@ class ModelService:
         if not shared:
             return result
         return replace(result, request=request, notices=list(result.notices), rendered_views=set(), draws={},
-                       drawn_with={}, from_cache=True)
+                       from_cache=True)
 
     def complete(self, result: RunResult, names) -> RunResult:
         """Adds to `result`'s translations the cheap analyses among `names` they do not carry yet: the page computes

@@ -177,18 +177,7 @@ class Wiring:
             drawn = view.render(result, state, self.context(model_key), changed)
             if result is None or result.draws.get(view.name) == begun[view.name]:
                 named.update(drawn)
-                if result is not None:
-                    result.drawn_with[view.name] = {name: state.get(name) for name in view.reads + view.controls}
         return named
-
-    def settle(self, view: View, result, state: dict) -> dict:
-        """`view` drawn again if a control it reads changed since its last drawing (`render_named`), else nothing:
-        run from the page once a queued drawing's answer has reached it, whose controls may have changed while it
-        waited, and whose answer may have reached the page after the change's own redraw."""
-        drawn = None if result is None else result.drawn_with.get(view.name)
-        if drawn is None or all(state.get(name) == value for name, value in drawn.items()):
-            return {self.outputs_of(view)[0]: gr.update()}
-        return self.render([view], result, state, result.model_key, TRANSLATION)
 
     def render(self, views, result, state: dict, model_key: str, changed: str, listed=None) -> dict:
         """The views' updates by component, for an event whose outputs are the views' (`outputs_of`), or those of

@@ -91,20 +91,11 @@ def wire_translate(ui: Wiring) -> None:
     # the progress animation runs on the translation box alone: animating every output kept the browser busy while
     # the server translated, on the same cores (docs/speed.md);
     # the live picture keeps the last translation's until the new one is drawn
-    def settle_open_tab(result, *values):
-        *values, open_tab = values
-        view = next((v for v in views if v.name == open_tab and v.placement == "tab"), None)
-        if view is None:
-            return {tab_outputs[0]: gr.update()}
-        return ui.settle(view, result, ui.state_from(values))
-
     for trigger in (c["translate_button"].click, c["source"].submit):  # the page: checked first, result kept
         trigger(translate_page, translate_inputs, translate_outputs, api_name=False, api_visibility="private",
                 validator=lambda *values: page_checks(ui, values), show_progress_on=[c["translation"]]).success(
             draw_open_tab, ui.state_inputs + [ui.open_tab], [ui.result_state] + tab_outputs,
-            api_visibility="private", js=AFTER_LIVE_VIEW_JS, **ui.quiet).then(
-            settle_open_tab, ui.state_inputs + [ui.open_tab], tab_outputs, api_visibility="private", queue=False,
-            **ui.quiet)
+            api_visibility="private", js=AFTER_LIVE_VIEW_JS, **ui.quiet)
 
 
 def page_checks(ui: Wiring, values) -> list:
@@ -170,14 +161,8 @@ def wire_tab(ui: Wiring, view: View) -> None:
         named = ui.render_named([view], result, ui.state_from(values), result.model_key, TRANSLATION)
         return out | ui.by_component(named) | {ui.result_state: result}
 
-    def settled(result, *values):
-        return ui.settle(view, result, ui.state_from(values))
-
-    # the drawing waits in the queue with the controls as they were at the click: once its answer is on the page,
-    # the view is drawn again with the controls as they are now, where they changed meanwhile (Wiring.settle)
     ui.tabs[view.name].select(opened, ui.state_inputs, [ui.open_tab, ui.result_state] + ui.outputs_of(view),
-                              api_visibility="private", **ui.quiet).then(
-        settled, ui.state_inputs, ui.outputs_of(view), api_visibility="private", queue=False, **ui.quiet)
+                              api_visibility="private", **ui.quiet)
     # the open tab is known at once (no queue), so a control changed while the drawing waits redraws this tab
     ui.tabs[view.name].select(lambda: view.name, None, ui.open_tab, api_visibility="private", queue=False,
                               **ui.quiet)

@@ -183,23 +183,3 @@ def test_a_control_changed_again_while_its_redraw_runs_is_drawn_last(page):
               for block, event in fn.targets if event == "input"}
     assert {"kind", "layer", "head", "sentence", "step", "learn_scrub", "walk_token"} <= set(inputs)
     assert {name: mode for name, mode in inputs.items() if mode != "always_last"} == {}
-
-
-def test_a_tab_drawn_with_old_controls_is_drawn_again_once_its_answer_is_on_the_page(page):
-    """The queued opening's answer can reach the page after the redraw of a control changed meanwhile: the event
-    chained to it (run by the page once that answer is on it, with the controls as they are then) draws the tab
-    again, and only where a control it reads changed."""
-    ui, folder = page
-    result = first_screen(ui, Request.build(ui.registry, SENTENCE, folder.name, strategy="greedy", max_length=12))
-    state = ui.default_state()
-    changed = state | {"kind": "encoder_self"}
-    plot = ui.components["attention_plot"]
-    [opening] = [key for key, fn in ui.demo.fns.items()
-                 if (ui.tabs["attention"]._id, "select") in fn.targets and fn.queue is not False]
-    [settle] = [fn.fn for fn in ui.demo.fns.values() if fn.trigger_after == opening]
-    opened = ui.demo.fns[opening].fn(result, *[state[name] for name in ui.state_names])
-    assert title(opened[plot]).startswith("Cross")
-    answer = settle(result, *[changed[name] for name in ui.state_names])  # the kind changed while it waited
-    wanted = ui.view("attention").render(result, changed, ui.context(folder.name), TRANSLATION)["attention_plot"]
-    assert title(answer[plot]) == title(wanted) and answer[plot].to_json() == wanted.to_json()
-    assert plot not in settle(result, *[changed[name] for name in ui.state_names])  # drawn as the page is: nothing
