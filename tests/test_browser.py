@@ -233,6 +233,9 @@ def test_html_input_shows_as_text_and_never_runs(browser, server_url):
     page.get_by_role("button", name="Translate").click()
     expect(page.locator("#translation textarea")).not_to_have_value("", timeout=TIMEOUT)
     page.get_by_role("tab", name="Attention").click()
+    # the tab's first heatmap drawn before the kind changes: a kind chosen at once can still end under the earlier
+    # kind's heatmap in the browser, a cause not found yet (the server's side is tested in test_first_screen.py)
+    wait_for_plot(page, "#attention-plot")
     page.get_by_role("radio", name="Encoder self-attention").check()
     page.wait_for_function(
         "() => document.querySelector('#attention-plot .js-plotly-plot')?.layout.title.text.startsWith('Encoder')",
