@@ -5,7 +5,8 @@ run (when the Learn tab opens), so the first redraw comes within a second of Tra
 
 A process rather than a thread: torch's thread count is per process, a process's memory is returned when it ends,
 and a run cancelled half-way (the visitor left, or pressed Stop) is ended by ending its process, not by asking a
-loop to notice. Translations keep their own worker processes (run_pool.py).
+loop to notice. Stop names its run by the token its Train was given (`stop`), so that a Stop that reaches the
+server before its Train has begun still stops it. Translations keep their own worker processes (run_pool.py).
 
 Each finished run's folder (checkpoint and replay.json) is kept under the runs folder by its id, for the run's
 share link and for opening it in every tab; the oldest are removed past `KEPT_RUNS`.
@@ -31,6 +32,7 @@ from .run_pool import main_module_hidden
 log = logging.getLogger(__name__)
 SLOTS_SETTING = "ATTENTION_EXPLORER_TRAINING_SLOTS"
 KEPT_RUNS = 50
+KEPT_STOPS = 256  # Stop tokens remembered: a Stop may arrive before its run begins
 RUN_ID_LENGTH = 12  # hex digits of a run's id: its share link's value
 NICENESS = 10  # added to a worker's niceness (Unix): translations come first
 
@@ -106,6 +108,18 @@ class TrainingQueue:
         self._running = 0
         self._idle: list[Worker] = []  # started workers with no run
         self._running_workers: set[Worker] = set()
+        self._stopped: deque[str] = deque(maxlen=KEPT_STOPS)  # the tokens of runs a visitor stopped
+
+    def stop(self, token: str) -> None:
+        """The run given `token` stops at its next check (within `wait_every`), whether it trains, waits or has not
+        begun yet; a token of no run stops nothing."""
+        with self._lock:
+            self._stopped.append(token)
+            self._lock.notify_all()
+
+    def _stop_asked(self, token: str | None) -> bool:
+        with self._lock:
+            return token is not None and token in self._stopped
 
     def warm(self) -> None:
         """Starts an idle worker in the background when none is ready (the Learn tab opened)."""
@@ -152,10 +166,10 @@ class TrainingQueue:
         folder = self.root / run_id
         return folder if (folder / "replay.json").is_file() else None
 
-    def train(self, settings: dict, wait_every: float = 0.5):
+    def train(self, settings: dict, wait_every: float = 0.5, token: str | None = None):
         """A generator: ("waiting", place) while the run waits, ("snapshot", Snapshot) as it trains, and finally
-        ("done", (run_id, folder, stopped_by)) or ("error", message). Closing it (the visitor left or pressed Stop)
-        ends the run's process and frees its slot."""
+        ("done", (run_id, folder, stopped_by)), ("error", message), or ("stopped", None) once `stop(token)` was
+        called. Stopping it, or closing it (the visitor left), ends the run's process and frees its slot."""
         if self.slots == 0:
             yield "error", RUNS_OFF
             return
@@ -165,6 +179,9 @@ class TrainingQueue:
         try:
             told = None
             while not started:
+                if self._stop_asked(token):
+                    yield "stopped", None
+                    return
                 with self._lock:
                     if self._waiting[0] is ticket and self._running < self.slots:
                         self._waiting.popleft()
@@ -185,7 +202,12 @@ class TrainingQueue:
             folder.parent.mkdir(parents=True, exist_ok=True)
             worker.connection.send((settings, str(folder)))
             while True:
+                if self._stop_asked(token):  # between snapshots too: they can come faster than `wait_every`
+                    yield "stopped", None
+                    return
                 try:
+                    if not worker.connection.poll(wait_every):
+                        continue
                     kind, value = worker.connection.recv()
                 except (EOFError, OSError):  # the process died (out of memory, killed)
                     yield "error", "the training process ended unexpectedly; try again"

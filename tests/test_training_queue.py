@@ -1,6 +1,9 @@
 """The Learn tab's run queue (explorer/training_queue.py) with one slot: three runs asked at once train one at a time,
 the later two told their places; a run closed half-way ends its process and frees its slot; a run closed while it
-waits leaves the queue. Tiny runs (width 8, a few updates) in real worker processes."""
+waits leaves the queue; Stop, by the run's token, ends a run that trains, waits, or has not begun. Tiny runs (width 8,
+a few updates) in real worker processes."""
+import re
+
 import pytest
 
 from explorer.training_queue import RUNS_OFF, SLOTS_SETTING, TrainingQueue, slots_from_environment
@@ -48,6 +51,52 @@ def test_a_run_closed_while_waiting_leaves_the_queue(queue):
     assert queue.place(object()) == 0 and len(queue._waiting) == 0  # noqa: SLF001
     first.close()
     assert queue.running == 0
+
+
+def test_stop_ends_a_training_run_by_its_token_and_no_other(queue):
+    other = queue.train(TINY, token="other")  # not stopped: it trains to the end below
+    run = queue.train({**TINY, "steps": 5000, "redraw_every": 1}, wait_every=0.05, token="mine")
+    assert next(run)[0] == "snapshot"
+    worker = next(w for w in queue._running_workers)  # noqa: SLF001
+    queue.stop("mine")
+    rest = list(run)
+    assert rest[-1] == ("stopped", None) and all(kind == "snapshot" for kind, _ in rest[:-1])
+    assert not worker.process.is_alive() and queue.running == 0
+    assert [kind for kind, _ in other][-1] == "done"
+
+
+def test_stop_before_a_run_begins_or_while_it_waits(queue):
+    queue.stop("early")  # Stop's request reached the server before its Train's
+    assert list(queue.train(TINY, token="early")) == [("stopped", None)]
+    assert queue.running == 0 and len(queue._waiting) == 0  # noqa: SLF001
+    first = queue.train({**TINY, "steps": 5000, "redraw_every": 1})
+    next(first)
+    waiting = queue.train(TINY, wait_every=0.05, token="queued")
+    assert next(waiting) == ("waiting", 1)
+    queue.stop("queued")
+    assert list(waiting) == [("stopped", None)] and len(queue._waiting) == 0  # noqa: SLF001
+    first.close()
+    assert queue.running == 0
+
+
+def test_the_learn_tabs_stop_ends_its_visitors_run(tmp_path):
+    """Train then Stop as the Learn tab wires them (views/learn.py): the run stops at the step it reached and says
+    so; a Stop with no token of ours (none, not text, too long) stops nothing and raises nothing."""
+    import types
+
+    from explorer.views import learn
+
+    page = types.SimpleNamespace(training=TrainingQueue(slots=1, root=tmp_path))
+    training = learn.train(page, "copy", 1, 1, 8, "sinusoidal", "pre", 1, 5000, "token-1")
+    assert next(training)[0].startswith("Training: step 0 of 5000")
+    for bad in (None, 42, "", "x" * (learn.TOKEN_LENGTH + 1)):
+        learn.stop(page, bad)
+    assert next(training)[0].startswith("Training: step")
+    learn.stop(page, "token-1")
+    last = list(training)[-1][0]
+    assert re.fullmatch(r"Stopped at step \d+: the run's process ended\.", last), last
+    assert page.training.running == 0 and not list(tmp_path.iterdir())  # no run kept: it did not finish
+    page.training.close()
 
 
 def test_unknown_run_ids_name_no_folder(queue):

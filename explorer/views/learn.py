@@ -117,6 +117,8 @@ class LearnView(View):
             named["learn_link"] = gr.Textbox(label="Share this run", interactive=False, elem_id="learn-link",
                                              max_lines=1, placeholder="a finished run's link appears here")
         named["learn_run"] = gr.State(None)  # {"folder": the run's folder, "run_id": its id or None (shipped)}
+        # the token of the visitor's latest Train, set in the browser by TOKEN_JS and sent by Stop (STOP_JS)
+        named["learn_token"] = gr.Textbox(visible=False, elem_id="learn-token")
         return named
 
     def render(self, result, state, context, changed):
@@ -132,10 +134,12 @@ class LearnView(View):
         c["learn_task"].change(chosen_task, c["learn_task"], [c["learn_pattern"], c["learn_layers"], c["learn_heads"],
                                                               c["learn_width"], c["learn_steps"]], **private)
         c["learn_default"].click(watch_default, c["learn_task"], shown, **private)
-        training = c["learn_train"].click(functools.partial(train, ui), settings, shown, concurrency_limit=8,
-                                          **private)
-        c["learn_stop"].click(lambda: "Stopped: the run's process ended.", None, c["learn_status"],
-                              cancels=[training], **private)
+        # Stop asks the server to stop the run by its token, rather than cancelling the Train event in the browser:
+        # Gradio's cancel can leave the event's outputs in their error state when it meets the run's last message
+        c["learn_train"].click(functools.partial(train, ui), [*settings, c["learn_token"]], shown, js=TOKEN_JS,
+                               concurrency_limit=8, **private)
+        c["learn_stop"].click(functools.partial(stop, ui), c["learn_token"], None, js=STOP_JS, queue=False,
+                              **private)
         c["learn_scrub"].input(scrub, [c["learn_scrub"], c["learn_run"]], drawn, **private, **LATEST)
         c["learn_open"].click(functools.partial(open_everywhere, ui), c["learn_run"],
                               [c["model"], c["source"], c["tabs"], ui.open_tab, c["layer"], c["head"]],
@@ -151,6 +155,11 @@ class LearnView(View):
                                  "document.querySelector('#learn-status')?.scrollIntoView(), 500)")
 
 
+# a new token for each Train (not crypto.randomUUID: a class's server on plain HTTP is not a secure context)
+TOKEN_JS = """(...values) => { window.learnRun = Date.now().toString(16) + Math.random().toString(16).slice(2);
+  return [...values.slice(0, %d), window.learnRun]; }""" % len(SETTING_NAMES)
+STOP_JS = "() => [window.learnRun || '']"
+TOKEN_LENGTH = 64  # at most, in characters: a longer one is no token of ours and stops nothing
 SHOWN = ("learn_status", "learn_prediction", "learn_curve", "learn_attention", "learn_scrub", "learn_link", "learn_run")
 
 
@@ -184,16 +193,31 @@ def show_folder(folder: Path, run_id: str | None, note: str) -> tuple:
             {"folder": str(folder), "run_id": run_id})
 
 
+def run_token(token) -> str | None:
+    return token if isinstance(token, str) and 0 < len(token) <= TOKEN_LENGTH else None
+
+
+def stop(ui, token=None) -> None:
+    """Stop pressed: the run of the visitor's latest Train ends (train() says so), whether it trains or waits."""
+    if run_token(token) is not None:
+        run_queue(ui).stop(token)
+
+
 def train(ui, *values):
-    """Train pressed: the run's place while it waits, a redraw per snapshot while it trains, its replay at the end."""
-    checked = checked_settings(values)
+    """Train pressed: the run's place while it waits, a redraw per snapshot while it trains, its replay at the end.
+    `values`: SETTING_NAMES' values, then the run's token (Stop names the run by it)."""
+    checked = checked_settings(values[:len(SETTING_NAMES)])
+    token = run_token(values[len(SETTING_NAMES)]) if len(values) > len(SETTING_NAMES) else None
     task = TASKS[checked.task]
     source, target = task.probe
     snapshots, labels, keep = [], replay_labels(source, target), [gr.update()] * 3
     queue = run_queue(ui)
     at_once = "one run trains" if queue.slots == 1 else f"{queue.slots} runs train"
-    for kind, value in queue.train(checked.to_dict()):
-        if kind == "waiting":
+    for kind, value in queue.train(checked.to_dict(), token=token):
+        if kind == "stopped":
+            yield (f"Stopped at step {snapshots[-1]['step']}: the run's process ended." if snapshots
+                   else "Stopped before its first step."), *[gr.update()] * 6
+        elif kind == "waiting":
             yield f"Waiting: number {value} in the queue ({at_once} at a time on this server).", *[gr.update()] * 6
         elif kind == "snapshot":
             snapshots.append({"step": value.step, "loss": value.loss, "accuracy": value.accuracy,
