@@ -9,10 +9,11 @@ one visitor's page has drawn stays its own). Nothing is stored for a request tha
 """
 from __future__ import annotations
 
-import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+
+from .environment import whole_number_setting
 
 SWITCH = "ATTENTION_EXPLORER_RESULT_CACHE"
 DEFAULT_CAPACITY = 64
@@ -20,10 +21,7 @@ DEFAULT_CAPACITY = 64
 
 def capacity_from_environment() -> int:
     """The cache's size from ATTENTION_EXPLORER_RESULT_CACHE (0: off), with a message that names it when bad."""
-    text = os.environ.get(SWITCH, str(DEFAULT_CAPACITY)).strip()
-    if not (text.isascii() and text.isdigit()):  # int() would also take '²' or '٣'
-        raise ValueError(f"{SWITCH} must be a whole number of results to keep (0: no cache), got {text!r}")
-    return int(text)
+    return whole_number_setting(SWITCH, DEFAULT_CAPACITY, "a whole number of results to keep (0: no cache)")
 
 
 def request_key(request, analyses: frozenset[str]) -> tuple:

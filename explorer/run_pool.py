@@ -32,6 +32,7 @@ import torch
 
 from transformer.core.half_linear import KERNEL
 
+from .environment import whole_number_setting
 from .language import warm_up
 from .registry import Registry, discover
 from .request import Request
@@ -51,11 +52,8 @@ def decode_on_one_thread() -> None:
 def workers_from_environment() -> int:
     """How many worker processes ATTENTION_EXPLORER_WORKERS asks for (0: none), with a message that names it when
     bad."""
-    text = os.environ.get(SWITCH, str(os.cpu_count() or 1)).strip()
-    if not (text.isascii() and text.isdigit()):  # int() would also take '²' or '٣'
-        raise ValueError(f"{SWITCH} must be a whole number of worker processes (0: translate in the server's "
-                         f"process), got {text!r}")
-    return int(text)
+    return whole_number_setting(SWITCH, os.cpu_count() or 1,
+                                "a whole number of worker processes (0: translate in the server's process)")
 
 
 class RunPool:

@@ -27,6 +27,7 @@ import torch
 
 from transformer.playground import PlaygroundRun, RunError, Settings, save_run
 
+from .environment import whole_number_setting
 from .run_pool import main_module_hidden
 
 log = logging.getLogger(__name__)
@@ -45,11 +46,8 @@ RUNS_OFF = (f"Custom runs are off on this server ({SLOTS_SETTING}=0): press \"Wa
 def slots_from_environment() -> int:
     """How many custom runs may train at once (ATTENTION_EXPLORER_TRAINING_SLOTS; 0: none), with a message that names
     it when bad. app.py checks it before it serves."""
-    text = os.environ.get(SLOTS_SETTING, "1").strip()
-    if not (text.isascii() and text.isdigit() and int(text) <= MAX_SLOTS):  # int() would also take '²' or '٣'
-        raise ValueError(f"{SLOTS_SETTING} must be how many custom runs may train at once: 0 (none), 1 or 2, got "
-                         f"{text!r}")
-    return int(text)
+    return whole_number_setting(SLOTS_SETTING, 1, "how many custom runs may train at once: 0 (none), 1 or 2",
+                                most=MAX_SLOTS)
 
 
 def worker(connection) -> None:
