@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import secrets
+import threading
 from collections import OrderedDict
 from collections.abc import Callable
 
@@ -24,6 +26,7 @@ from .views import MODEL, TRANSLATION, View, ViewContext
 from .views.selection import head_choices, layer_choices, valid_head, valid_layer, widest
 
 CHECKED_KEPT = 64  # requests checked and not yet translated, kept at most
+HANDED_OUT_KEPT = 256  # results the JSON route has handed to pages, kept for their tabs (the newest)
 DRAWS = itertools.count(1)  # numbers the views' draws in the order they begin (Wiring.render_named)
 
 
@@ -52,6 +55,25 @@ class Wiring:
         # the page's request values -> the Request the check before its Translate built, which that Translate takes:
         # one Request per Translate (a few, the latest, kept for the visitors translating at the same moment)
         self.checked: OrderedDict[str, Request] = OrderedDict()
+        # results the JSON route answered with (http_api.py), by the key it gave the page, which its tabs adopt
+        self.handed_out: OrderedDict[str, object] = OrderedDict()
+        self._handing = threading.Lock()
+
+    def hand_out(self, result) -> str:
+        """Keeps `result` for the page the JSON route answers, under a new key its tabs then adopt."""
+        key = secrets.token_urlsafe(12)
+        with self._handing:
+            self.handed_out[key] = result
+            while len(self.handed_out) > HANDED_OUT_KEPT:
+                self.handed_out.popitem(last=False)
+        return key
+
+    def adopt(self, key):
+        """The result handed out under `key`, or None where there is none (an unknown or forgotten key)."""
+        if not isinstance(key, str):
+            return None
+        with self._handing:
+            return self.handed_out.get(key)
 
     def add(self, named: dict, owner: str | None = None) -> None:
         clash = sorted(set(named) & set(self.components))

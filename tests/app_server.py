@@ -7,10 +7,12 @@ import warnings
 def running_app():
     warnings.filterwarnings("ignore", message=".*Pandas4Warning.*")
     import app
+    from explorer.http_api import add_json_routes
     from explorer.shell import CSS
 
     _, url, _ = app.demo.launch(prevent_thread_lock=True, quiet=True, server_name="127.0.0.1", server_port=None,
                                 run_history=False, css=CSS)
+    add_json_routes(app.demo.app, app.ui)  # the page's Translate fetches them, as app.py's after_launch adds them
     try:
         yield app, url
     finally:

@@ -1,6 +1,7 @@
 """The app's named API endpoints through gradio_client, against a launched server."""
 import base64
 import json
+import urllib.request
 import zlib
 from urllib.parse import parse_qsl
 
@@ -125,6 +126,22 @@ def test_the_trace_is_what_the_page_draws_within_one_byte_of_the_full_numbers(se
         np.testing.assert_allclose(payload["source_share"], sentence["contributions"]["source_share"], atol=1e-3)
     # the compact trace is several times smaller than the same numbers at full precision
     assert len(json.dumps(trace["traces"][0])) * 4 < len(json.dumps(details[0]))
+
+
+def test_the_json_route_on_the_same_port_answers_as_the_gradio_endpoint(server):
+    app, client = server
+    arguments = {"text": "Two girls are dancing.\nA dog runs.", "strategy": "beam", "settings": {"beam_size": 3}}
+    gradio = client.predict(arguments["text"], strategy="beam", settings={"beam_size": 3}, api_name="/translate_trace")
+    request = urllib.request.Request(client.src.rstrip("/") + "/api/v1/translate", json.dumps(arguments).encode(),
+                                     {"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        route = json.loads(answer.read())
+    # one service, one cache: the same translations and traces, byte for byte, and the same link and settings
+    assert route["traces"] == gradio["traces"] and route["translations"] == gradio["translations"]
+    assert route["link"] == gradio["link"] and route["settings"] == gradio["settings"]
+    assert app.ui.adopt(route["result_key"]).translations[1].text == gradio["translations"][1]
+    with urllib.request.urlopen(client.src.rstrip("/") + "/openapi.json", timeout=60) as answer:
+        assert "/api/v1/translate" in json.loads(answer.read())["paths"]
 
 
 @pytest.mark.parametrize("args, message", [

@@ -1,0 +1,231 @@
+"""The JSON API beside the page: plain FastAPI routes on the server Gradio runs on, same host and port.
+
+Why: an event through Gradio's queue costs 11-14 ms of the server's CPU even when its function does nothing, and
+keeps a class's p95 above 400 ms on 2 cores; a plain route costs about 0.5 ms (docs/speed.md). The page's Translate
+fetches `POST /api/v1/translate`; the Gradio endpoints stay for gradio_client users.
+
+A second door into the same house: the body becomes the one `Request` (`Request.from_api`, as Gradio's
+/translate_trace builds it), runs through the one `ModelService` (its result cache, its batching, its worker
+processes) and answers with the same `trace_json`. Every failure leaves as one shape, a 4xx or a 503 whose JSON is
+`{"error": {"field": <the argument at fault, or null>, "message": <what is wrong>}}`:
+
+    400  the body is not JSON, or not a JSON object          413  the body is larger than MAX_BODY_BYTES
+    415  the body is not sent as application/json            422  a value the request cannot use (the field named)
+    503  the server's waiting work is full: Retry-After
+
+    add_json_routes(demo.app, ui)     # once the page is launched (app.py, tests/app_server.py)
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import orjson
+from fastapi import APIRouter, Request as HttpRequest
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import Response
+from fastapi.routing import APIRoute
+from pydantic import BaseModel, ConfigDict, Field
+
+from transformer.decoding.strategies import STRATEGIES
+
+from .api_json import trace_json
+from .batching import Overloaded
+from .request import DEFAULT_MAX_LENGTH, DEVICES, MAX_CHARACTERS, MAX_LINES, MAX_OUTPUT_TOKENS, Request, RequestError
+from .session import ALTI, NORMS
+
+log = logging.getLogger("attention-explorer")
+
+PREFIX = "/api/v1"
+MAX_BODY_BYTES = 64 * 1024  # a request's text is at most 2,000 characters: 12 bytes each, escaped, and room to spare
+ROUTE_THREADS = 128  # requests waiting for the model service at once; past its bound the service answers 503 at once
+FIRST_SCREEN = frozenset({ALTI, NORMS})  # what the page's first screen reads besides the attention (views/live.py)
+
+
+class ApiError(Exception):
+    """A failure with its HTTP status and the field at fault."""
+
+    def __init__(self, status: int, field: str | None, message: str, headers: dict | None = None):
+        super().__init__(message)
+        self.status, self.field, self.message, self.headers = status, field, message, headers or {}
+
+
+def error_response(error: ApiError) -> Response:
+    return Response(orjson.dumps({"error": {"field": error.field, "message": error.message}}),
+                    status_code=error.status, media_type="application/json", headers=error.headers)
+
+
+class TranslateBody(BaseModel):
+    """What to translate and how: the same named arguments as Gradio's /translate_trace."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    text: str = Field(description=f"one sentence per line: at most {MAX_LINES} lines and {MAX_CHARACTERS:,} "
+                                  "characters")
+    model: str | None = Field(None, description="a served model's key (GET /api/v1/models); null: the first one")
+    device: str = Field("cpu", description=f"one of {list(DEVICES)}")
+    strategy: str | None = Field(None, description=f"one of {sorted(STRATEGIES)}; null: the model's recorded "
+                                                   "decoding (its model card's)")
+    settings: dict[str, Any] | None = Field(None, description='the chosen strategy\'s own settings by name, e.g. '
+                                                              '{"beam_size": 4, "length_penalty": 1.0}')
+    max_length: int = Field(DEFAULT_MAX_LENGTH, description=f"output pieces at most, 1 to {MAX_OUTPUT_TOKENS}")
+    prefix: str | None = Field(None, description="a forced start of every translation")
+    heads_off: str | list | None = Field(None, description='heads switched off, "cross 3 2; decoder_self 1 4" '
+                                                           "(numbered from 1)")
+
+
+class Trace(BaseModel):
+    """One line's compact trace, as the page's live view draws it (explorer/live_payload.py)."""
+
+    model_config = ConfigDict(extra="allow")
+    src: list[str]
+    tgt: list[str]
+    layers: int
+    heads: int
+    kinds: dict[str, dict] = Field(description="per attention kind: its labels and `q`, the weights as bytes in "
+                                               "1/255 steps (layer, head, query, key), zlib-deflated, base64")
+
+
+class TranslateAnswer(BaseModel):
+    """The translation, its summary and per line the compact trace (what Gradio's /translate_trace returns), and
+    the key the page hands to its tabs."""
+
+    translation: str
+    translations: list[str]
+    summary: str = Field(description="what the page shows under the translation (Markdown, the text escaped)")
+    model: str
+    device: str
+    strategy: str
+    settings: dict[str, Any]
+    milliseconds: float
+    notices: list[str]
+    other_language: dict | None
+    link: str = Field(description="the query string of a link that opens this request in the page")
+    traces: list[Trace]
+    result_key: str = Field(description="names this result for the page's tabs (kept for a short while)")
+
+
+class ErrorDetail(BaseModel):
+    field: str | None = Field(description="the argument at fault, or null")
+    message: str
+
+
+class ErrorAnswer(BaseModel):
+    error: ErrorDetail
+
+
+class ModelsAnswer(BaseModel):
+    models: list[str]
+    default: str
+
+
+ERRORS = {status: {"model": ErrorAnswer, "description": what} for status, what in (
+    (400, "the body is not a JSON object"), (413, "the body is too large"), (415, "the body is not sent as JSON"),
+    (422, "a value the request cannot use; `field` names it"),
+    (503, "the server is full: retry after the seconds in the Retry-After header"))}
+
+
+def validation_error(error: RequestValidationError) -> ApiError:
+    """pydantic's first complaint about the body, as one message naming the field."""
+    first = error.errors()[0]
+    location = [str(part) for part in first.get("loc", ()) if part != "body"]
+    field = location[0] if location else None
+    kind = first.get("type", "")
+    if kind == "json_invalid":
+        return ApiError(400, None, f"the body is not valid JSON: {first.get('msg', '')}".rstrip(": "))
+    if field is None:
+        return ApiError(400, None, "the body must be a JSON object, such as {\"text\": \"A dog runs.\"}")
+    if kind == "missing":
+        return ApiError(422, field, f"{field} is required")
+    if kind == "extra_forbidden":
+        return ApiError(422, field, f"unknown field {field!r}; the fields are {sorted(TranslateBody.model_fields)}")
+    got = type(first.get("input")).__name__ if "input" in first else "nothing"
+    return ApiError(422, field, f"{'.'.join(location)}: {first.get('msg', 'invalid value')} (got {got})")
+
+
+class JsonRoute(APIRoute):
+    """A route whose every failure leaves as ApiError's shape: the body's size is bounded before it is read, and
+    FastAPI's validation errors name the field."""
+
+    def get_route_handler(self) -> Callable:
+        handler = super().get_route_handler()
+
+        async def route(request: HttpRequest) -> Response:
+            try:
+                if request.method == "POST":
+                    kind = request.headers.get("content-type", "")
+                    if kind.split(";")[0].strip().lower() != "application/json":
+                        raise ApiError(415, None, "send the body as JSON, with the header Content-Type: "
+                                                  f"application/json (got {kind[:60]!r})")
+                    request._body = await bounded_body(request)  # noqa: SLF001  (FastAPI reads it from there)
+                return await handler(request)
+            except ApiError as error:
+                return error_response(error)
+            except RequestValidationError as error:
+                return error_response(validation_error(error))
+
+        return route
+
+
+async def bounded_body(request: HttpRequest) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise ApiError(413, None, f"the body has {int(declared):,} bytes; the limit is {MAX_BODY_BYTES:,}")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_BODY_BYTES:
+            raise ApiError(413, None, f"the body is over {MAX_BODY_BYTES:,} bytes, the limit")
+    return bytes(body)
+
+
+def json_router(ui) -> APIRouter:
+    """The routes, answering through the page's `Wiring` (`ui`): its registry, its one ModelService, and the results
+    handed to its tabs (`ui.hand_out`)."""
+    router = APIRouter(prefix=PREFIX, route_class=JsonRoute, tags=["Attention Explorer"])
+    limiter = anyio.CapacityLimiter(ROUTE_THREADS)
+
+    def translate_now(body: TranslateBody) -> dict:
+        try:
+            request = Request.from_api(ui.registry, body.text, body.model, body.device, body.strategy, body.settings,
+                                       body.max_length, body.prefix, body.heads_off)
+            result = ui.service.run(request, FIRST_SCREEN)
+        except RequestError as error:
+            raise ApiError(422, error.field, str(error)) from None
+        except Overloaded as error:
+            raise ApiError(503, None, f"The server is busy with a class's translations: try again in "
+                                      f"{error.retry_after} s.", {"Retry-After": str(error.retry_after)}) from None
+        return trace_json(result) | {"result_key": ui.hand_out(result)}
+
+    @router.post("/translate", response_model=None, responses={200: {"model": TranslateAnswer}, **ERRORS},
+                 summary="Translate, with the compact trace the page draws")
+    async def translate(body: TranslateBody) -> Response:
+        """Translates each line of `text` and returns the translation, the summary the page shows, and per line
+        the compact trace of every attention kind, layer and head (as Gradio's /translate_trace returns it)."""
+        try:
+            answer = await anyio.to_thread.run_sync(translate_now, body, limiter=limiter)
+        except ApiError:
+            raise
+        except Exception as error:  # one visitor's failure must not take the server down; never the visitor's
+            log.exception("translation failed")
+            raise ApiError(500, None, f"Translation failed: {type(error).__name__}.") from error
+        return Response(orjson.dumps(answer, option=orjson.OPT_SERIALIZE_NUMPY), media_type="application/json")
+
+    @router.get("/models", response_model=ModelsAnswer, summary="The served models")
+    async def models() -> dict:
+        """The keys `model` takes, and the one a request without `model` gets."""
+        return {"models": sorted(ui.registry.models), "default": ui.registry.default_key}
+
+    return router
+
+
+def add_json_routes(app, ui) -> None:
+    """Adds the routes to a launched page's FastAPI app (`demo.app`), once; /openapi.json then lists them."""
+    if any(getattr(route, "path", "").startswith(PREFIX) for route in app.router.routes):
+        return
+    app.include_router(json_router(ui))
+    app.openapi_schema = None  # made again, with the routes, when next asked
+
+
+__all__ = ["MAX_BODY_BYTES", "PREFIX", "add_json_routes", "json_router"]

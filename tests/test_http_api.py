@@ -1,0 +1,175 @@
+"""The JSON route POST /api/v1/translate (explorer/http_api.py): the same translation and trace as the model itself
+gives, and every bad body answered by a 4xx whose JSON names the field, never a 5xx; a full server by a 503 with
+Retry-After."""
+import base64
+import json
+import threading
+import zlib
+
+import numpy as np
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from explorer.batching import Overloaded
+from explorer.http_api import MAX_BODY_BYTES, add_json_routes
+from explorer.registry import discover
+from explorer.ui_state import Wiring
+from transformer import Translator
+
+from .conftest import ROOT, SHIPPED, recorded
+
+ROUTE = "/api/v1/translate"
+SENTENCE = "A dog runs through the snow."
+
+
+@pytest.fixture(scope="module")
+def page():
+    ui = Wiring(discover(ROOT / "checkpoints"), [])
+    app = FastAPI()
+    add_json_routes(app, ui)
+    with TestClient(app, raise_server_exceptions=False) as client:
+        yield ui, client
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return Translator.from_pretrained(SHIPPED)
+
+
+def unpacked(kind: dict, layers: int, heads: int) -> np.ndarray:
+    raw = np.frombuffer(zlib.decompress(base64.b64decode(kind["q"])), np.uint8)
+    return raw.reshape(layers, heads, len(kind["rows"]), len(kind["cols"])) / 255
+
+
+def test_the_route_translates_as_the_model_does_with_every_attention_map(page, reference):
+    ui, client = page
+    answer = client.post(ROUTE, json={"text": SENTENCE, "model": "en-de"})
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    alone = reference.translate(SENTENCE, capture=True, **recorded(reference))
+    assert body["translation"] == alone.text and body["translations"] == [alone.text]
+    trace = body["traces"][0]
+    assert trace["src"] == alone.src_tokens and trace["tgt"] == alone.tgt_tokens
+    for kind in ("encoder_self", "decoder_self", "cross"):
+        got = unpacked(trace["kinds"][kind], trace["kinds"][kind]["layers"], trace["kinds"][kind]["heads"])
+        # bytes in 1/255 steps: within half a step of the weights, plus float32 rounding across threads
+        np.testing.assert_allclose(got, alone.recorded[kind].values, atol=0.5 / 255 + 1e-6)
+    # the page's tabs adopt the result by its key
+    assert ui.adopt(body["result_key"]).translations[0].text == alone.text
+    strategy, settings = reference.recorded_decoding()
+    assert body["strategy"] == strategy and {k: body["settings"][k] for k in settings} == settings
+
+
+def test_settings_and_several_lines_reach_the_model(page, reference):
+    _, client = page
+    text = "A man rides a bike.\nTwo girls play in the park."
+    body = client.post(ROUTE, json={"text": text, "strategy": "beam",
+                                    "settings": {"beam_size": 2, "length_penalty": 1.0}, "max_length": 20}).json()
+    want = [reference.translate(line, strategy="beam", beam_size=2, length_penalty=1.0, max_length=20).text
+            for line in text.splitlines()]
+    assert body["translations"] == want and len(body["traces"]) == 2
+    assert body["settings"]["beam_size"] == 2 and body["settings"]["max_length"] == 20
+
+
+LONG = "a" * 2001
+BAD = [  # (what is sent: a JSON value, or raw bytes), the status, the field named (None: the body as a whole)
+    (b"{\"text\": ", 400, None),
+    (b"[\"A dog.\"]", 400, None),
+    (b"\"A dog.\"", 400, None),
+    (b"", 400, None),
+    ({}, 422, "text"),
+    ({"text": ""}, 422, "text"),
+    ({"text": "   \n  "}, 422, "text"),
+    ({"text": 42}, 422, "text"),
+    ({"text": ["A dog."]}, 422, "text"),
+    ({"text": LONG}, 422, "text"),
+    ({"text": "\n".join(["A dog."] * 9)}, 422, "text"),
+    (b"{\"text\": \"A dog \\ud800 runs.\"}", 422, "text"),
+    ({"text": "A dog.", "model": "xx-yy"}, 422, "model"),
+    ({"text": "A dog.", "model": ["en-de"]}, 422, "model"),
+    ({"text": "A dog.", "device": "tpu"}, 422, "device"),
+    ({"text": "A dog.", "strategy": "best"}, 422, "strategy"),
+    ({"text": "A dog.", "strategy": "beam", "settings": {"beam_size": 99}}, 422, "beam.beam_size"),
+    ({"text": "A dog.", "strategy": "greedy", "settings": {"beam_size": 2}}, 422, "settings"),
+    ({"text": "A dog.", "settings": [4]}, 422, "settings"),
+    ({"text": "A dog.", "max_length": 0}, 422, "max_length"),
+    ({"text": "A dog.", "max_length": "64"}, 422, "max_length"),
+    ({"text": "A dog.", "max_length": 1e9}, 422, "max_length"),
+    ({"text": "A dog.", "heads_off": "cross 9 9"}, 422, "heads_off"),
+    ({"text": "A dog.", "heads_off": "nonsense"}, 422, "heads_off"),
+    ({"text": "A dog.", "prefix": "\ud800"}, 422, "prefix"),
+    ({"text": "A dog.", "colour": "red"}, 422, "colour"),
+    (b"{\"text\": \"" + b"a" * (MAX_BODY_BYTES + 10) + b"\"}", 413, None),
+]
+
+
+@pytest.mark.parametrize("sent,status,field", BAD, ids=[f"{i}-{s}-{f}" for i, (_, s, f) in enumerate(BAD)])
+def test_every_bad_body_gets_a_4xx_naming_the_field(page, sent, status, field):
+    _, client = page
+    if isinstance(sent, bytes):
+        answer = client.post(ROUTE, content=sent, headers={"Content-Type": "application/json"})
+    else:  # json.dumps writes a lone surrogate as the escape "\ud800", as a browser's JSON.stringify does
+        answer = client.post(ROUTE, content=json.dumps(sent), headers={"Content-Type": "application/json"})
+    assert answer.status_code == status, answer.text
+    error = answer.json()["error"]
+    assert error["field"] == field and error["message"]
+    if field is not None and field != "text":
+        assert field.split(".")[-1] in error["message"] or field == "settings"
+
+
+def test_a_body_not_sent_as_json_is_named(page):
+    _, client = page
+    answer = client.post(ROUTE, content=b'{"text": "A dog."}', headers={"Content-Type": "text/plain"})
+    assert answer.status_code == 415 and "application/json" in answer.json()["error"]["message"]
+
+
+def test_a_body_streamed_without_a_length_is_still_bounded(page):
+    _, client = page
+
+    def chunks():
+        for _ in range(MAX_BODY_BYTES // 1024 + 2):
+            yield b" " * 1024
+
+    answer = client.post(ROUTE, content=chunks(), headers={"Content-Type": "application/json"})
+    assert answer.status_code == 413 and answer.json()["error"]["field"] is None
+
+
+def test_a_full_server_answers_503_with_retry_after_at_once(page, monkeypatch):
+    ui, client = page
+    release, entered = threading.Event(), threading.Event()
+
+    def full(request, analyses):
+        entered.set()
+        raise Overloaded(3)
+
+    monkeypatch.setattr(ui.service, "run", full)
+    answer = client.post(ROUTE, json={"text": SENTENCE})
+    assert entered.is_set() and not release.is_set()
+    assert answer.status_code == 503 and answer.headers["Retry-After"] == "3"
+    assert answer.json()["error"]["field"] is None and "3 s" in answer.json()["error"]["message"]
+
+
+def test_a_failure_inside_is_a_500_with_a_message_not_a_traceback(page, monkeypatch):
+    ui, client = page
+
+    def broken(request, analyses):
+        raise RuntimeError("the model fell over")
+
+    monkeypatch.setattr(ui.service, "run", broken)
+    answer = client.post(ROUTE, json={"text": SENTENCE})
+    assert answer.status_code == 500 and answer.json()["error"]["message"] == "Translation failed: RuntimeError."
+
+
+def test_openapi_lists_the_routes_with_their_schemas(page):
+    _, client = page
+    schema = client.get("/openapi.json").json()
+    post = schema["paths"][ROUTE]["post"]
+    body_ref = post["requestBody"]["content"]["application/json"]["schema"]["$ref"].split("/")[-1]
+    body = schema["components"]["schemas"][body_ref]
+    assert body["required"] == ["text"] and body["additionalProperties"] is False
+    assert {"text", "model", "strategy", "settings", "max_length", "prefix", "heads_off"} <= set(body["properties"])
+    answer_ref = post["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].split("/")[-1]
+    assert {"translation", "traces", "result_key"} <= set(schema["components"]["schemas"][answer_ref]["properties"])
+    assert {"400", "413", "415", "422", "503"} <= set(post["responses"])
+    assert client.get("/api/v1/models").json()["default"] in client.get("/api/v1/models").json()["models"]
