@@ -23,7 +23,8 @@ from typing import Any
 
 import anyio
 import orjson
-from fastapi import APIRouter, Request as HttpRequest
+from fastapi import APIRouter
+from fastapi import Request as HttpRequest
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from fastapi.routing import APIRoute
