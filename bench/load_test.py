@@ -1,6 +1,6 @@
 """Load test: many simultaneous API clients against one server, on loopback only.
 
-    python bench/load_test.py [--clients 32] [--requests 200] [--plan mixed] [--endpoint translate_trace]
+    python bench/load_test.py [--clients 32] [--requests 200] [--plan mixed] [--endpoint translate_trace] [--route]
 
 Computes every distinct request's response alone (sequentially, on a server of its own with the result cache and
 the worker processes off), then starts `python app.py` afresh, its cache empty, waits until its worker processes
@@ -20,6 +20,10 @@ report adds the walks' p50 and p95 (the walk opened under a class's load).
 --beside-training: a playground run (reverse, 5,000 updates) trains beside the load in a process of its own, on one
 thread at niceness +10 as the Learn tab's runs do (bench/beside.py); the report says whether it still trained at the
 end.
+
+--route: every client POSTs to the JSON route /api/v1/translate (explorer/http_api.py: what the page's Translate
+fetches, with the same answer as translate_trace) instead of a Gradio endpoint; a 503 with Retry-After (the server
+full) is counted apart as `busy`, a 503 without it as a failure.
 
 --endpoint: translate_trace (default) is what a class pressing Translate gets: the translation and the
 compact trace the live view draws (every kind, layer and head, norms and ALTI+); translate_details is every
@@ -181,6 +185,13 @@ def fingerprint(endpoint: str, response: dict) -> str:
     return json.dumps([response["translations"], response.get("traces")], sort_keys=True)
 
 
+ROUTE = "/api/v1/translate"
+
+
+class Busy(Exception):
+    """The route's 503 with Retry-After: the server full, as it is meant to answer past its bound."""
+
+
 class HttpClient:
     """Gradio's HTTP API with nothing on top, as one visitor: POST the arguments to /gradio_api/call/NAME with this
     client's own session (a browser sends one too: the server then builds its per-visitor state once, not per
@@ -203,7 +214,21 @@ class HttpClient:
         return payload
 
     def predict(self, text: str, api_name: str, **arguments) -> dict:
+        if api_name == ROUTE:
+            return self.translate_route(text, **arguments)
         return self.call(api_name, text=text, **arguments)
+
+    def translate_route(self, text: str, **arguments) -> dict:
+        """POST /api/v1/translate: the answer, or Busy where the server said 503 with Retry-After."""
+        body = json.dumps({"text": text, **arguments}).encode("utf-8")
+        self.connection.request("POST", ROUTE, body=body, headers={"Content-Type": "application/json"})
+        response = self.connection.getresponse()
+        payload = response.read()
+        if response.status == 503 and response.getheader("Retry-After"):
+            raise Busy(response.getheader("Retry-After"))
+        if response.status != 200:
+            raise RuntimeError(f"HTTP {response.status} from {ROUTE}: {payload[:200]!r}")
+        return json.loads(payload)
 
     def call(self, api_name: str, **arguments) -> dict:
         if api_name not in self.parameters:
@@ -234,8 +259,8 @@ def responses_alone(url: str, plan: list[tuple[str, dict]], endpoint: str) -> di
     """Every distinct request's response, one at a time: what each must equal under load."""
     distinct = {json.dumps([text, settings], sort_keys=True): (text, settings) for text, settings in plan}
     single = HttpClient(url)
-    return {key: single.predict(text, **settings, api_name="/" + endpoint)
-            for key, (text, settings) in distinct.items()}
+    api_name = endpoint if endpoint == ROUTE else "/" + endpoint
+    return {key: single.predict(text, **settings, api_name=api_name) for key, (text, settings) in distinct.items()}
 
 
 def difference(endpoint: str, alone: dict, loaded: dict) -> dict:
@@ -280,10 +305,10 @@ def percentile_95(ordered: list[float]):
 
 def run_load_test(url: str, clients: int, plan: list[tuple[str, dict]], max_seconds: float, alone: dict[str, str],
                   endpoint: str = "translate_trace", server_pid: int | None = None, walks: int = 0) -> dict:
-    api_name = "/" + endpoint
+    api_name = endpoint if endpoint == ROUTE else "/" + endpoint
     local = threading.local()
     deadline = time.perf_counter() + max_seconds
-    latencies, failures, mismatches, skipped = [], [], [], 0
+    latencies, failures, mismatches, skipped, busy = [], [], [], 0, []
     lock = threading.Lock()
 
     def send(item):
@@ -298,6 +323,10 @@ def run_load_test(url: str, clients: int, plan: list[tuple[str, dict]], max_seco
         started = time.perf_counter()
         try:
             response = local.client.predict(text, **settings, api_name=api_name)
+        except Busy:
+            with lock:
+                busy.append((time.perf_counter() - started) * 1000)
+            return
         except Exception as error:  # noqa: BLE001  (every failure is counted and reported)
             with lock:
                 failures.append(f"{type(error).__name__}: {error}")
@@ -336,6 +365,8 @@ def run_load_test(url: str, clients: int, plan: list[tuple[str, dict]], max_seco
         "concurrency": clients,
         "distinct_requests": len(alone),
         "failures": len(failures),
+        "busy_503": len(busy),
+        "busy_p95_ms": percentile_95(sorted(busy)),
         "failure_examples": failures[:3],
         "mismatches": len(mismatches),
         "mismatch_examples": mismatches[:5],
@@ -344,6 +375,7 @@ def run_load_test(url: str, clients: int, plan: list[tuple[str, dict]], max_seco
         "wall_s": round(wall, 1),
         "server_cpu_s": server_cpu,
         "client_cpu_s": client_cpu,
+        "server_cpu_ms_per_request": round(1000 * server_cpu / len(latencies), 1) if server_pid and latencies else None,
         "requests_per_s": round(len(latencies) / wall, 2) if wall else None,
         **({"walks": len(walked), "walk_p50_ms": round(statistics.median(walked)) if walked else None,
             "walk_p95_ms": percentile_95(sorted(walked))} if walks else {}),
@@ -368,6 +400,8 @@ def main() -> None:
     parser.add_argument("--plan", choices=PLANS, default="mixed", help="which requests (default: mixed; see above)")
     parser.add_argument("--endpoint", choices=ENDPOINTS, default="translate_trace",
                         help="the API endpoint every client calls (default: translate_trace, what the page gets)")
+    parser.add_argument("--route", action="store_true",
+                        help=f"POST to the JSON route {ROUTE} (what the page's Translate fetches), not --endpoint")
     parser.add_argument("--result-cache", type=at_least(0), default=None,
                         help="the server's result cache size, 0 for off (default: the app's)")
     parser.add_argument("--max-seconds", type=float, default=600, help="stop sending after this long")
@@ -382,18 +416,19 @@ def main() -> None:
         plan = request_plan(args.requests, args.seed, args.plan)
     except ValueError as error:
         parser.error(str(error))
+    endpoint = ROUTE if args.route else args.endpoint
     # the responses alone, each translated in the server's own process: the load's, from worker processes, must
     # equal them
     process, url = start_server(result_cache=0, workers=0)
     try:
-        alone = responses_alone(url, plan, args.endpoint)
+        alone = responses_alone(url, plan, endpoint)
     finally:
         stop_server(process)
     process, url = start_server(result_cache=args.result_cache)  # afresh: nothing cached from the pass alone
     try:
         status = HttpClient(url).call("/server_status")
         with training_beside(args.beside_training) as training:
-            report = run_load_test(url, args.clients, plan, args.max_seconds, alone, args.endpoint, process.pid,
+            report = run_load_test(url, args.clients, plan, args.max_seconds, alone, endpoint, process.pid,
                                    args.walks)
             report["training_beside"] = args.beside_training
             report["training_still_running_at_end"] = training()
