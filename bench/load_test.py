@@ -1,6 +1,7 @@
 """Load test: many simultaneous API clients against one server, on loopback only.
 
     python bench/load_test.py [--clients 32] [--requests 200] [--plan mixed] [--endpoint translate_trace] [--route]
+                              [--replicas 1] [--workers N]
 
 Computes every distinct request's response alone (sequentially, on a server of its own with the result cache and
 the worker processes off), then starts `python app.py` afresh, its cache empty, waits until its worker processes
@@ -24,6 +25,9 @@ end.
 --route: every client POSTs to the JSON route /api/v1/translate (explorer/http_api.py: what the page's Translate
 fetches, with the same answer as translate_trace) instead of a Gradio endpoint; a 503 with Retry-After (the server
 full) is counted apart as `busy`, a 503 without it as a failure.
+
+--replicas N: N servers on their own ports, the clients sending round-robin (a tiny load balancer): what two
+replicas behind a load balancer give (docs/deploy.md); --workers N sets each server's worker processes.
 
 --endpoint: translate_trace (default) is what a class pressing Translate gets: the translation and the
 compact trace the live view draws (every kind, layer and head, norms and ALTI+); translate_details is every
@@ -303,8 +307,13 @@ def percentile_95(ordered: list[float]):
     return round(ordered[max(0, int(0.95 * len(ordered)) - 1)]) if ordered else None
 
 
-def run_load_test(url: str, clients: int, plan: list[tuple[str, dict]], max_seconds: float, alone: dict[str, str],
-                  endpoint: str = "translate_trace", server_pid: int | None = None, walks: int = 0) -> dict:
+def run_load_test(url, clients: int, plan: list[tuple[str, dict]], max_seconds: float, alone: dict[str, str],
+                  endpoint: str = "translate_trace", server_pid=None, walks: int = 0) -> dict:
+    """`url` and `server_pid`: one server's, or lists of several replicas' (requests then go round-robin, as a load
+    balancer in front of them would send them)."""
+    urls = url if isinstance(url, list) else [url]
+    pids = server_pid if isinstance(server_pid, list) else [server_pid] if server_pid else []
+    url, turn = urls[0], iter(range(len(plan) * 2))
     api_name = endpoint if endpoint == ROUTE else "/" + endpoint
     local = threading.local()
     deadline = time.perf_counter() + max_seconds
@@ -317,8 +326,10 @@ def run_load_test(url: str, clients: int, plan: list[tuple[str, dict]], max_seco
             with lock:
                 skipped += 1
             return
-        if not hasattr(local, "client"):
-            local.client = HttpClient(url)
+        if not hasattr(local, "clients"):
+            local.clients = [HttpClient(replica) for replica in urls]
+        with lock:
+            local.client = local.clients[next(turn) % len(urls)]
         text, settings = item
         started = time.perf_counter()
         try:
@@ -340,7 +351,7 @@ def run_load_test(url: str, clients: int, plan: list[tuple[str, dict]], max_seco
                 mismatches.append({"text": text, **settings, **difference(endpoint, expected, response)})
 
     started = time.perf_counter()
-    processes = server_processes(server_pid) if server_pid else []  # the server and its workers
+    processes = [p for pid in pids for p in server_processes(pid)]  # the servers and their workers
     server_cpu, client_cpu = sum(map(cpu_seconds, processes)), cpu_seconds()
     running, walked = threading.Event(), []
     running.set()
@@ -402,6 +413,11 @@ def main() -> None:
                         help="the API endpoint every client calls (default: translate_trace, what the page gets)")
     parser.add_argument("--route", action="store_true",
                         help=f"POST to the JSON route {ROUTE} (what the page's Translate fetches), not --endpoint")
+    parser.add_argument("--replicas", type=at_least(1), default=1,
+                        help="serve with this many `python app.py` processes on their own ports, the clients sending "
+                             "round-robin as a load balancer would (default: 1)")
+    parser.add_argument("--workers", type=at_least(0), default=None,
+                        help="each server's worker processes, ATTENTION_EXPLORER_WORKERS (default: the app's)")
     parser.add_argument("--result-cache", type=at_least(0), default=None,
                         help="the server's result cache size, 0 for off (default: the app's)")
     parser.add_argument("--max-seconds", type=float, default=600, help="stop sending after this long")
@@ -424,20 +440,24 @@ def main() -> None:
         alone = responses_alone(url, plan, endpoint)
     finally:
         stop_server(process)
-    process, url = start_server(result_cache=args.result_cache)  # afresh: nothing cached from the pass alone
+    servers = []  # afresh: nothing cached from the pass alone
     try:
-        status = HttpClient(url).call("/server_status")
+        for _ in range(args.replicas):
+            servers.append(start_server(result_cache=args.result_cache, workers=args.workers))
+        urls, pids = [url for _, url in servers], [process.pid for process, _ in servers]
+        status = HttpClient(urls[0]).call("/server_status")
         with training_beside(args.beside_training) as training:
-            report = run_load_test(url, args.clients, plan, args.max_seconds, alone, endpoint, process.pid,
-                                   args.walks)
+            report = run_load_test(urls if args.replicas > 1 else urls[0], args.clients, plan, args.max_seconds, alone,
+                                   endpoint, pids if args.replicas > 1 else pids[0], args.walks)
             report["training_beside"] = args.beside_training
             report["training_still_running_at_end"] = training()
-        report["plan"], report["result_cache"] = args.plan, args.result_cache
+        report["plan"], report["result_cache"], report["replicas"] = args.plan, args.result_cache, args.replicas
         report["workers"], report["workers_status"], report["kernel"] = (status["workers"], status["workers_status"],
                                                                          status["kernel"])
-        report["server_peak_rss_mb"] = [peak_rss_mb(pid) for pid in server_processes(process.pid)]
+        report["server_peak_rss_mb"] = [peak_rss_mb(p) for pid in pids for p in server_processes(pid)]
     finally:
-        stop_server(process)
+        for process, _ in servers:
+            stop_server(process)
     print(json.dumps(report, indent=2))
 
 
