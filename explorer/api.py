@@ -16,6 +16,7 @@ from transformer.core.probes import ATTENTION_KINDS
 from transformer.numbers import NumberError, checked_number
 
 from .api_json import contrast_json, details_json, trace_json, translation_json
+from .batching import Overloaded
 from .page import python_step_reasons
 from .request import DEFAULT_MAX_LENGTH, Request, RequestError, check_unicode, choice
 from .session import ALTI, EVERY_ANALYSIS, NORMS, ModelService, RunResult
@@ -220,9 +221,17 @@ def run_request(service: ModelService, build, analyses: frozenset[str] = EVERY_A
         result = service.run(build(), analyses)
     except RequestError as error:
         raise page_error(str(error)) from error
+    except Overloaded as error:
+        raise page_error(busy_message(error)) from error
     except Exception as error:  # one visitor's failure must not take the server down
         log.exception("translation failed")
         raise page_error(f"Translation failed: {type(error).__name__}. Try a shorter or different input.") from error
     for notice in result.notices:
         page_warning(notice)
     return result
+
+
+def busy_message(error: Overloaded) -> str:
+    """What a visitor refused by bounded admission (batching.py) reads."""
+    return (f"The server is busy: more translations are waiting than it can serve in the next few seconds. Try again "
+            f"in {error.retry_after} second{'s' if error.retry_after != 1 else ''}.")

@@ -36,7 +36,7 @@ from .environment import whole_number_setting
 from .language import warm_up
 from .registry import Registry, discover
 from .request import Request
-from .session import RunResult, run
+from .session import RunResult, run_batch
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ def workers_from_environment() -> int:
 
 
 class RunPool:
-    """Worker processes that run `session.run`; `status` says whether requests go to them and, if not, why."""
+    """Worker processes that run `session.run_batch`; `status` says whether requests go to them and, if not, why."""
 
     def __init__(self, root: Path, workers: int, extra=()):
         """`root` and `extra`: the checkpoints the workers serve, as `registry.discover` takes them."""
@@ -116,12 +116,17 @@ class RunPool:
 
     def run(self, request: Request, analyses: frozenset[str]) -> RunResult | None:
         """The RunResult from a worker, or None where the server's process must run it (see the module docstring)."""
+        results = self.run_batch([request], analyses)
+        return None if results is None else results[0]
+
+    def run_batch(self, requests: list[Request], analyses: frozenset[str]) -> list[RunResult] | None:
+        """`session.run_batch` of the requests in a worker, or None where the server's process must run them."""
         executor = self._executor
-        if executor is None or request.device == "cuda":
+        if executor is None or any(request.device == "cuda" for request in requests):
             return None
         try:
-            return executor.submit(run_in_worker, request, analyses).result()
-        except BrokenProcessPool:  # a worker died (killed, out of memory): this request runs here, the pool restarts
+            return executor.submit(run_batch_in_worker, list(requests), analyses).result()
+        except BrokenProcessPool:  # a worker died (killed, out of memory): these requests run here, the pool restarts
             with self._lock:
                 if self._executor is not executor:
                     return None
@@ -193,5 +198,5 @@ def decoding_status() -> str:
     return KERNEL.status
 
 
-def run_in_worker(request: Request, analyses: frozenset[str]) -> RunResult:
-    return run(_registry, request, analyses)
+def run_batch_in_worker(requests: list[Request], analyses: frozenset[str]) -> list[RunResult]:
+    return run_batch(_registry, requests, analyses)

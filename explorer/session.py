@@ -40,10 +40,12 @@ from transformer.decoding.hypothesis import HypothesisStep, hypothesis_step, out
 from transformer.decoding.strategies import get_strategy
 from transformer.unicode_text import check_text
 
+from .batching import BATCHED_STRATEGIES, BOUND_S, Batcher, batch_key
 from .language import LanguageOffer, offer_for
 from .registry import Registry
 from .request import Request
 from .result_cache import ResultCache, capacity_from_environment, request_key
+from .translation_load import translating
 
 
 @dataclass
@@ -77,48 +79,69 @@ EVERY_ANALYSIS = None  # every cheap analysis registered when the run starts
 def run(registry: Registry, request: Request, analyses: frozenset[str] | None = EVERY_ANALYSIS) -> RunResult:
     """Translates a checked request (see request.py) with every attention map recorded and the `analyses` the
     caller reads (the page's views read them all)."""
+    [result] = run_batch(registry, [request], analyses)
+    return result
+
+
+def run_batch(registry: Registry, requests: list[Request],
+              analyses: frozenset[str] | None = EVERY_ANALYSIS) -> list[RunResult]:
+    """Requests that differ only in their text (batching.batch_key), translated as `run` translates each, with all
+    their lines decoded as one batch: one RunResult per request, with its own translations, analyses and notices.
+    Each result's `milliseconds` is the batch's decoding time, which its visitor waited for."""
     analyses = cheap_analyses() if analyses is None else analyses
-    served = registry.get(request.model)
-    translator, notice = served.on(request.device)
-    notices = [notice] if notice else []
-    heads_off = list(request.heads_off) or None
+    first = requests[0]
+    keys = {batch_key(request, analyses) for request in requests}
+    if len(requests) > 1 and (len(keys) > 1 or None in keys):
+        raise ValueError("requests decoded together must differ in their text only, with a strategy that batches "
+                         f"({sorted(BATCHED_STRATEGIES)})")
+    served = registry.get(first.model)
+    translator, notice = served.on(first.device)
+    lines = [line for request in requests for line in request.lines]
     started = time.perf_counter()
     try:
-        translations = decode(translator, request, analyses)
+        translations = decode(translator, first, analyses, lines)
     except torch.cuda.OutOfMemoryError:
         if translator is served.translator:
             raise
         translator = served.translator
-        notices.append("CUDA ran out of memory for this request: translated on the CPU.")
-        translations = decode(translator, request, analyses)
+        notice = "CUDA ran out of memory for this request: translated on the CPU."
+        translations = decode(translator, first, analyses, lines)
     elapsed = (time.perf_counter() - started) * 1000
-    access = ModelAccess(translator.model, translator.tokenizer, tuple(request.heads_off))
+    access = ModelAccess(translator.model, translator.tokenizer, tuple(first.heads_off))
     for translation in translations:
         add_analyses(access, translation, analyses)
-    cut = [i + 1 for i, t in enumerate(translations) if t.truncated]
-    if cut:
-        notices.append(f"Line(s) {cut} exceeded the model's {translator.model.config.max_len - 1} source tokens: "
-                       "only the first part was translated.")
-    if any(t.tgt_tokens[-1:] == ["</s>"] and t.steps[-1].forced for t in translations):
-        notices.append("The forced prefix contains </s>: the translation ends there.")
-    offer = offer_for(registry, request.model, "\n".join(request.lines))
-    if offer is not None:
-        notices.append(offer.notice(served.label))
-    return RunResult(request.model, "cuda" if translator.model.device.type == "cuda" else "cpu", request.strategy,
-                     {**request.settings, "max_length": request.max_length, "prefix": request.prefix,
-                      **({"heads_off": translations[0].settings.get("heads_off", [])} if heads_off else {})},
-                     translations, elapsed, notices, request, offer=offer, analysed=frozenset(analyses))
+    device = "cuda" if translator.model.device.type == "cuda" else "cpu"
+    results, start = [], 0
+    for request in requests:
+        own = translations[start:start + len(request.lines)]
+        start += len(own)
+        notices = [notice] if notice else []
+        cut = [i + 1 for i, t in enumerate(own) if t.truncated]
+        if cut:
+            notices.append(f"Line(s) {cut} exceeded the model's {translator.model.config.max_len - 1} source tokens: "
+                           "only the first part was translated.")
+        if any(t.tgt_tokens[-1:] == ["</s>"] and t.steps[-1].forced for t in own):
+            notices.append("The forced prefix contains </s>: the translation ends there.")
+        offer = offer_for(registry, request.model, "\n".join(request.lines))
+        if offer is not None:
+            notices.append(offer.notice(served.label))
+        settings = {**request.settings, "max_length": request.max_length, "prefix": request.prefix,
+                    **({"heads_off": own[0].settings.get("heads_off", [])} if request.heads_off else {})}
+        results.append(RunResult(request.model, device, request.strategy, settings, own, elapsed, notices, request,
+                                 offer=offer, analysed=frozenset(analyses)))
+    return results
 
 
-def decode(translator, request: Request, analyses: frozenset[str]) -> list[Translation]:
-    """The request's lines decoded with every attention map recorded, and what the `analyses` need recorded while
-    decoding (the logit lens); the same call decodes them again for an analysis asked later (`ModelService.complete`),
-    so the output is the same."""
+def decode(translator, request: Request, analyses: frozenset[str], lines: list[str] | None = None) -> list[Translation]:
+    """The request's lines (or `lines`, decoded with the request's settings) with every attention map recorded, and
+    what the `analyses` need recorded while decoding (the logit lens); the same call decodes them again for an analysis
+    asked later (`ModelService.complete`), so the output is the same."""
     recorded = recorded_for(analyses)
     probes = tuple(dict.fromkeys(ATTENTION_KINDS + tuple(name for name in recorded if name != LOGIT_LENS)))
-    return translator.translate_batch(list(request.lines), strategy=request.strategy, max_length=request.max_length,
-                                      record=probes, prefix=request.prefix, logit_lens=LOGIT_LENS in recorded,
-                                      heads_off=list(request.heads_off) or None, **request.settings)
+    return translator.translate_batch(list(request.lines if lines is None else lines), strategy=request.strategy,
+                                      max_length=request.max_length, record=probes, prefix=request.prefix,
+                                      logit_lens=LOGIT_LENS in recorded, heads_off=list(request.heads_off) or None,
+                                      **request.settings)
 
 
 KEEP = object()  # rerun's default: the result's own heads switched off
@@ -127,25 +150,40 @@ KEEP = object()  # rerun's default: the result's own heads switched off
 class ModelService:
     """Runs requests and answers the views' questions about a result (see the module's docstring)."""
 
-    def __init__(self, registry: Registry, cache: ResultCache | None = None):
+    def __init__(self, registry: Registry, cache: ResultCache | None = None, bound_s: float = BOUND_S):
+        """`bound_s`: a request is refused (batching.Overloaded) when the work already waiting would take longer."""
         self.registry = registry
         self.cache = ResultCache(capacity_from_environment()) if cache is None else cache
         self.pool = None  # worker processes that run requests (run_pool.RunPool); app.py starts them
+        self.batcher = Batcher(self.run_batch, self.slots, bound_s=bound_s)
 
     def run(self, request: Request, analyses: frozenset[str] | None = EVERY_ANALYSIS) -> RunResult:
-        """`request` translated, or an equal request's result: the same translations in a RunResult of its own."""
+        """`request` translated, or an equal request's result: the same translations in a RunResult of its own.
+        Decoded in a batch with the requests waiting beside it (batching.py); CUDA requests and models served in
+        this process only run alone here, as they always did. Raises batching.Overloaded when too much waits."""
         analyses = cheap_analyses() if analyses is None else analyses
 
         def compute() -> RunResult:
-            local = self.pool is None or self.registry.get(request.model).local  # not in the workers
-            from_worker = None if local else self.pool.run(request, analyses)
-            return run(self.registry, request, analyses) if from_worker is None else from_worker
+            if request.device == "cuda" or self.registry.get(request.model).local:
+                return run(self.registry, request, analyses)
+            return self.batcher.run(request, analyses)
 
-        result, shared = self.cache.get_or_compute(request_key(request, analyses), compute)
+        with translating():  # a training run pauses while translations wait or run (translation_load.py)
+            result, shared = self.cache.get_or_compute(request_key(request, analyses), compute)
         if not shared:
             return result
         return replace(result, request=request, notices=list(result.notices), rendered_views=set(), draws={},
                        from_cache=True)
+
+    def run_batch(self, requests: list[Request], analyses: frozenset[str]) -> list[RunResult]:
+        """One batch, in a worker process when they are ready, else here."""
+        from_workers = None if self.pool is None else self.pool.run_batch(requests, analyses)
+        return run_batch(self.registry, requests, analyses) if from_workers is None else from_workers
+
+    def slots(self) -> int:
+        """How many batches decode at once: one per worker process when they are ready, else one here."""
+        pool = self.pool
+        return pool.workers if pool is not None and pool.status == "ready" else 1
 
     def complete(self, result: RunResult, names) -> RunResult:
         """Adds to `result`'s translations the cheap analyses among `names` they do not carry yet: the page computes

@@ -1,0 +1,166 @@
+"""Requests decoded together: requests that arrive while others decode wait, and leave together as one batch.
+
+Why: decoding one sentence with its trace is mostly Python between small torch operators, paid per step whatever the
+number of rows; a batch pays it once for all its sentences (bench/bench_batching.py measures both). A class pressing
+Translate at once sends thirty distinct sentences.
+
+How batches form: there is no collection window. A request starts decoding at once when a slot is free (a lone request
+on an idle server waits for nothing); otherwise it waits in arrival order. When a slot frees, the oldest waiting request
+leads a batch: every waiting request that shares its `batch_key` (everything but the text) joins it, in arrival order,
+up to `max_lines` lines in all. Slots: how many batches decode at once (the worker processes when they are ready, else
+the server's own process: `ModelService`). The leader's own thread decodes the batch and hands each request its result.
+
+Only strategies whose sentences do not touch each other batch (greedy and beam): sampling draws every request's tokens
+from its own seed, so a sampling request always forms a batch of its own.
+
+Admission is bounded: a request is refused at once (`Overloaded`) when the lines already waiting would take more than
+`bound_s` seconds to serve, estimated from a moving average of the measured seconds per line and the number of slots.
+"""
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from .result_cache import request_key
+
+BATCHED_STRATEGIES = frozenset({"greedy", "beam"})  # deterministic, and each row decodes as it would alone
+MAX_LINES = 32  # per batch: a class's worth; a longer batch gains little per sentence and keeps each of them waiting
+BOUND_S = 3.0  # refuse a request when the work already waiting would take longer than this to serve
+FIRST_SECONDS_PER_LINE = 0.02  # the estimate before any batch is measured: about one sentence decoded alone
+AVERAGE_WEIGHT = 0.2  # of the newest batch in the moving average of seconds per line
+
+
+class Overloaded(RuntimeError):
+    """The server has more translations waiting than it can serve soon; `retry_after`: whole seconds (at least 1)
+    after which the waiting work should have been served."""
+
+    def __init__(self, retry_after: int):
+        super().__init__(f"the server is busy translating: try again in {retry_after} s")
+        self.retry_after = retry_after
+
+
+def batch_key(request, analyses: frozenset[str]):
+    """Everything but the text that decides a result (result_cache.request_key's rule): requests with equal keys can
+    be decoded as one batch. None for a strategy that must decode alone."""
+    if request.strategy not in BATCHED_STRATEGIES:
+        return None
+    return request_key(replace(request, text="", lines=()), analyses)
+
+
+@dataclass(eq=False)
+class Waiting:
+    """A request in the batcher, from its arrival until its answer is handed over."""
+
+    request: object  # request.Request
+    analyses: frozenset[str]
+    key: object  # batch_key; None: decodes alone
+    result: object = None
+    error: BaseException | None = None
+    done: bool = False
+
+    @property
+    def lines(self) -> int:
+        return len(self.request.lines)
+
+    def joins(self, leader: "Waiting") -> bool:
+        return self.key is not None and self.key == leader.key
+
+
+class Batcher:
+    """Runs requests through `decode` in batches (see the module's docstring)."""
+
+    def __init__(self, decode: Callable[[list, frozenset[str]], list], slots: Callable[[], int],
+                 max_lines: int = MAX_LINES, bound_s: float = BOUND_S,
+                 seconds_per_line: float = FIRST_SECONDS_PER_LINE):
+        """`decode(requests, analyses)`: one result per request, in order; `slots()`: how many batches may decode at
+        once now."""
+        if max_lines < 1 or bound_s < 0 or seconds_per_line <= 0:
+            raise ValueError(f"max_lines must be at least 1, bound_s at least 0 and seconds_per_line above 0; got "
+                             f"{max_lines}, {bound_s} and {seconds_per_line}")
+        self.decode, self.slots, self.max_lines, self.bound_s = decode, slots, max_lines, bound_s
+        self.seconds_per_line = seconds_per_line  # moving average over the batches decoded
+        self.batches = 0  # decoded so far
+        self._waiting: list[Waiting] = []  # in arrival order
+        self._decoding = 0  # batches decoding now
+        self._changed = threading.Condition()
+
+    def run(self, request, analyses: frozenset[str]):
+        """`request`'s result, decoded in a batch with the compatible requests waiting beside it; raises `Overloaded`
+        at once when the work already waiting is more than `bound_s` seconds' worth."""
+        item = Waiting(request, analyses, batch_key(request, analyses))
+        with self._changed:
+            self._admit()
+            self._waiting.append(item)
+            while not item.done:
+                if self._waiting and self._waiting[0] is item and self._decoding < max(1, self.slots()):
+                    batch = self._take(item)
+                    break
+                self._changed.wait()
+        if not item.done:
+            self._decode(batch)
+        if item.error is not None:
+            raise item.error
+        return item.result
+
+    def waiting_lines(self) -> int:
+        """Lines waiting for a slot (not those decoding)."""
+        with self._changed:
+            return sum(item.lines for item in self._waiting)
+
+    def _admit(self) -> None:
+        queued = sum(item.lines for item in self._waiting) * self.seconds_per_line / max(1, self.slots())
+        if queued > self.bound_s:
+            raise Overloaded(max(1, math.ceil(queued)))
+
+    def _take(self, leader: Waiting) -> list[Waiting]:
+        """The leader's batch, out of the waiting list, and a slot for it (the lock held)."""
+        batch, lines = [leader], leader.lines
+        for item in self._waiting[1:]:
+            if item.joins(leader) and lines + item.lines <= self.max_lines:
+                batch.append(item)
+                lines += item.lines
+        taken = set(map(id, batch))
+        self._waiting = [item for item in self._waiting if id(item) not in taken]
+        self._decoding += 1
+        self._changed.notify_all()  # the next oldest may lead a batch in another free slot
+        return batch
+
+    def _decode(self, batch: list[Waiting]) -> None:
+        started = time.perf_counter()
+        results, errors = [None] * len(batch), [None] * len(batch)
+        try:
+            results = self.decode([item.request for item in batch], batch[0].analyses)
+            if len(results) != len(batch):  # would leave a request waiting for ever
+                raise RuntimeError(f"decode returned {len(results)} results for {len(batch)} requests")
+        except Exception as error:  # noqa: BLE001  (one request's failure must not fail the others beside it)
+            results, errors = self._one_by_one(batch) if len(batch) > 1 else ([None], [error])
+        except BaseException as error:
+            errors = [error] * len(batch)
+            raise
+        finally:
+            seconds = time.perf_counter() - started
+            with self._changed:
+                self._decoding -= 1
+                self.batches += 1
+                if not any(errors):
+                    lines = sum(item.lines for item in batch)
+                    self.seconds_per_line += AVERAGE_WEIGHT * (seconds / lines - self.seconds_per_line)
+                for item, result, error in zip(batch, results, errors):
+                    item.result, item.error, item.done = result, error, True
+                self._changed.notify_all()
+
+    def _one_by_one(self, batch: list[Waiting]) -> tuple[list, list]:
+        """Each request of a failed batch decoded alone, so that only the one at fault gets the error."""
+        results, errors = [], []
+        for item in batch:
+            try:
+                [result] = self.decode([item.request], item.analyses)
+                results.append(result)
+                errors.append(None)
+            except Exception as error:  # noqa: BLE001
+                results.append(None)
+                errors.append(error)
+        return results, errors
