@@ -16,7 +16,7 @@ from transformer.core.probes import ATTENTION_KINDS
 from transformer.numbers import NumberError, checked_number
 
 from .api_json import contrast_json, details_json, trace_json, translation_json
-from .batching import Overloaded
+from .batching import Overloaded, busy_message
 from .page import python_step_reasons
 from .request import DEFAULT_MAX_LENGTH, Request, RequestError, check_unicode, choice
 from .session import ALTI, EVERY_ANALYSIS, NORMS, ModelService, RunResult
@@ -229,9 +229,3 @@ def run_request(service: ModelService, build, analyses: frozenset[str] = EVERY_A
     for notice in result.notices:
         page_warning(notice)
     return result
-
-
-def busy_message(error: Overloaded) -> str:
-    """What a visitor refused by bounded admission (batching.py) reads."""
-    return (f"The server is busy: more translations are waiting than it can serve in the next few seconds. Try again "
-            f"in {error.retry_after} second{'s' if error.retry_after != 1 else ''}.")

@@ -42,6 +42,12 @@ class Overloaded(RuntimeError):
         self.retry_after = retry_after
 
 
+def busy_message(error: Overloaded) -> str:
+    """What a visitor refused by bounded admission reads."""
+    return (f"The server is busy: more translations are waiting than it can serve in the next few seconds. Try again "
+            f"in {error.retry_after} second{'s' if error.retry_after != 1 else ''}.")
+
+
 def batch_key(request, analyses: frozenset[str]):
     """Everything but the text that decides a result (result_cache.request_key's rule): requests with equal keys can
     be decoded as one batch. None for a strategy that must decode alone."""

@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from transformer.decoding.strategies import STRATEGIES
 
 from .api_json import trace_json
-from .batching import Overloaded
+from .batching import Overloaded, busy_message
 from .request import DEFAULT_MAX_LENGTH, DEVICES, MAX_CHARACTERS, MAX_LINES, MAX_OUTPUT_TOKENS, Request, RequestError
 from .session import ALTI, NORMS
 
@@ -195,8 +195,7 @@ def json_router(ui) -> APIRouter:
         except RequestError as error:
             raise ApiError(422, error.field, str(error)) from None
         except Overloaded as error:
-            raise ApiError(503, None, f"The server is busy with a class's translations: try again in "
-                                      f"{error.retry_after} s.", {"Retry-After": str(error.retry_after)}) from None
+            raise ApiError(503, None, busy_message(error), {"Retry-After": str(error.retry_after)}) from None
         return trace_json(result) | {"result_key": ui.hand_out(result)}
 
     @router.post("/translate", response_model=None, responses={200: {"model": TranslateAnswer}, **ERRORS},

@@ -4,6 +4,7 @@ Retry-After."""
 import base64
 import json
 import threading
+import time
 import zlib
 
 import numpy as np
@@ -11,9 +12,10 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from explorer.batching import Overloaded
 from explorer.http_api import MAX_BODY_BYTES, add_json_routes
 from explorer.registry import discover
+from explorer.result_cache import ResultCache
+from explorer.session import ModelService
 from explorer.ui_state import Wiring
 from transformer import Translator
 
@@ -135,19 +137,41 @@ def test_a_body_streamed_without_a_length_is_still_bounded(page):
     assert answer.status_code == 413 and answer.json()["error"]["field"] is None
 
 
-def test_a_full_server_answers_503_with_retry_after_at_once(page, monkeypatch):
+def test_past_the_services_bound_the_route_answers_503_with_retry_after_at_once(page, monkeypatch):
+    """The real bound (explorer/batching.py), with no work allowed to wait: one request decodes (held), a second
+    waits for the slot, and a third is refused at once while both are still held; then both are answered."""
     ui, client = page
-    release, entered = threading.Event(), threading.Event()
+    service = ModelService(ui.registry, ResultCache(0), bound_s=0.0)
+    decode, holding, release = service.run_batch, threading.Semaphore(0), threading.Event()
 
-    def full(request, analyses):
-        entered.set()
-        raise Overloaded(3)
+    def held(requests, analyses):
+        holding.release()
+        release.wait(60)
+        return decode(requests, analyses)
 
-    monkeypatch.setattr(ui.service, "run", full)
-    answer = client.post(ROUTE, json={"text": SENTENCE})
-    assert entered.is_set() and not release.is_set()
-    assert answer.status_code == 503 and answer.headers["Retry-After"] == "3"
-    assert answer.json()["error"]["field"] is None and "3 s" in answer.json()["error"]["message"]
+    monkeypatch.setattr(service, "run_batch", held)
+    monkeypatch.setattr(service.batcher, "decode", held)
+    monkeypatch.setattr(ui, "service", service)
+    answers = {}
+
+    def send(name, text):
+        answers[name] = client.post(ROUTE, json={"text": text})
+
+    first = threading.Thread(target=send, args=("first", "A dog runs."))
+    first.start()
+    assert holding.acquire(timeout=60)  # the first decodes
+    second = threading.Thread(target=send, args=("second", "A cat sleeps."))
+    second.start()
+    deadline = time.monotonic() + 60
+    while service.batcher.waiting_lines() < 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    refused = client.post(ROUTE, json={"text": "A bird sings."})
+    assert refused.status_code == 503 and int(refused.headers["Retry-After"]) >= 1
+    assert refused.json()["error"]["field"] is None and "Try again in" in refused.json()["error"]["message"]
+    release.set()
+    first.join(60)
+    second.join(60)
+    assert answers["first"].status_code == 200 and answers["second"].status_code == 200
 
 
 def test_a_failure_inside_is_a_500_with_a_message_not_a_traceback(page, monkeypatch):

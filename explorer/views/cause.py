@@ -10,6 +10,7 @@ import gradio as gr
 from transformer.analysis.causal.question import NOISE_TIMES_STD
 from transformer.analysis.causal.redecode import parse_hold
 
+from ..batching import Overloaded, busy_message
 from ..exports import cause_file
 from ..figures.cause import heads_figure, trace_figure
 from ..request import Request, RequestError
@@ -116,7 +117,10 @@ def corrupted_translation(ui, result, corrupted: str) -> str:
         raise page_error(f"Corrupted sentence: {error}") from error
     if len(asked.lines) > 1:
         raise page_error("Corrupted sentence: one sentence on one line.")
-    return ui.service.run(asked, frozenset()).translations[0].text
+    try:
+        return ui.service.run(asked, frozenset()).translations[0].text
+    except Overloaded as error:
+        raise page_error(busy_message(error)) from None
 
 
 def found_cause(ui, result, *values) -> dict:
