@@ -1,37 +1,38 @@
-"""A playground run training beside a load test (`bench/load_test.py --beside-training`): a custom run of the Learn
-tab as its worker runs it, on one thread at niceness +10, in a process of its own."""
+"""A Learn-tab run training beside a load test (`bench/load_test.py --beside-training`): the server is started through
+bench/app_training.py, which trains one reverse run in the server's own training queue, in the Learn tab's worker
+process (one thread; it pauses between steps while the server translates, explorer/translation_load.py)."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# reverse at its default model, long enough to outlast the load (about 25 updates a second on one thread)
-COMMAND = ["-m", "transformer.playground", "train", "--task", "reverse", "--steps", "5000", "--time-cap", "600"]
-START_S = 8  # torch imported, the model built and training
+SCRIPT = ROOT / "bench" / "app_training.py"
+START_S = 60  # the run's worker process started and its first snapshot written
 
 
 @contextmanager
-def training_beside(enabled: bool = True):
-    """Starts the run (when `enabled`) and yields a function that tells whether it is still training; the run is
-    ended on leaving."""
-    if not enabled:
-        yield lambda: None
-        return
-    with tempfile.TemporaryDirectory() as out:
-        process = subprocess.Popen(["nice", "-n", "10", sys.executable, *COMMAND, "--out", out], cwd=ROOT,
-                                   env={**os.environ, "OMP_NUM_THREADS": "1"}, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL)
-        try:
-            time.sleep(START_S)
-            if process.poll() is not None:
-                raise RuntimeError(f"the playground run beside the load ended at once (status {process.returncode})")
-            yield lambda: process.poll() is None
-        finally:
-            process.kill()
-            process.wait()
+def training_server_script():
+    """Yields (the server's command line after the interpreter, a function that reads the run's latest step)."""
+    with tempfile.TemporaryDirectory() as folder:
+        progress = Path(folder) / "progress"
+
+        def step() -> str | None:
+            return progress.read_text().strip() if progress.exists() else None
+
+        yield [str(SCRIPT), str(progress)], step
+
+
+def wait_for_training(step, timeout_s: float = START_S) -> str:
+    """The run's first step written, or a RuntimeError: the load must not start before the run trains."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        now = step()
+        if now is not None:
+            if now.startswith("ended"):
+                raise RuntimeError(f"the Learn run beside the load {now}")
+            return now
+        time.sleep(0.2)
+    raise RuntimeError(f"the Learn run beside the load wrote no step in {timeout_s} s")

@@ -18,8 +18,9 @@ typing the sentence on the board. --result-cache N: the server's cache size (0: 
 --walks N: one more visitor, while the load runs, translates a sentence and opens its walk-through, N times; the
 report adds the walks' p50 and p95 (the walk opened under a class's load).
 
---beside-training: a playground run (reverse, 5,000 updates) trains beside the load in a process of its own, on one
-thread at niceness +10 as the Learn tab's runs do (bench/beside.py); the report says whether it still trained at the
+--beside-training: a Learn-tab run (reverse, 5,000 updates) trains in the server's own training queue beside the
+load, in the Learn tab's worker process, pausing while translations wait (bench/beside.py, bench/app_training.py);
+the report gives its step before and after the load, and says whether it still trained at the
 end.
 
 --route: every client POSTs to the JSON route /api/v1/translate (explorer/http_api.py: what the page's Translate
@@ -37,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import http.client
 import json
 import os
@@ -57,7 +59,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
-from beside import training_beside  # bench/, beside this script
+from beside import training_server_script, wait_for_training  # bench/, beside this script
 
 ROOT = Path(__file__).resolve().parent.parent
 SENTENCES = [
@@ -79,8 +81,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(timeout_s: float = 90, result_cache: int | None = None,
-                 workers: int | None = None) -> tuple[subprocess.Popen, str]:
+def start_server(timeout_s: float = 90, result_cache: int | None = None, workers: int | None = None,
+                 script: list[str] | None = None) -> tuple[subprocess.Popen, str]:
     """`python app.py` on a free port, once it answers HTTP and its worker processes have started (or failed to)."""
     port = free_port()
     env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port)}
@@ -90,7 +92,7 @@ def start_server(timeout_s: float = 90, result_cache: int | None = None,
         env["ATTENTION_EXPLORER_WORKERS"] = str(workers)
     # a session of its own: stop_server ends its worker processes with it
     process = subprocess.Popen(
-        [sys.executable, "app.py"],
+        [sys.executable, *(script or ["app.py"])],
         cwd=ROOT,
         env=env,
         start_new_session=True,
@@ -441,23 +443,29 @@ def main() -> None:
     finally:
         stop_server(process)
     servers = []  # afresh: nothing cached from the pass alone
-    try:
-        for _ in range(args.replicas):
-            servers.append(start_server(result_cache=args.result_cache, workers=args.workers))
-        urls, pids = [url for _, url in servers], [process.pid for process, _ in servers]
-        status = HttpClient(urls[0]).call("/server_status")
-        with training_beside(args.beside_training) as training:
-            report = run_load_test(urls if args.replicas > 1 else urls[0], args.clients, plan, args.max_seconds, alone,
-                                   endpoint, pids if args.replicas > 1 else pids[0], args.walks)
+    with contextlib.ExitStack() as stack:
+        script, step = stack.enter_context(training_server_script()) if args.beside_training else (None, None)
+        try:
+            for replica in range(args.replicas):  # the run beside trains in the first server
+                servers.append(start_server(result_cache=args.result_cache, workers=args.workers,
+                                            script=script if replica == 0 else None))
+            urls, pids = [url for _, url in servers], [process.pid for process, _ in servers]
+            status = HttpClient(urls[0]).call("/server_status")
+            step_before = wait_for_training(step) if step else None
+            report = run_load_test(urls if args.replicas > 1 else urls[0], args.clients, plan, args.max_seconds,
+                                   alone, endpoint, pids if args.replicas > 1 else pids[0], args.walks)
             report["training_beside"] = args.beside_training
-            report["training_still_running_at_end"] = training()
-        report["plan"], report["result_cache"], report["replicas"] = args.plan, args.result_cache, args.replicas
-        report["workers"], report["workers_status"], report["kernel"] = (status["workers"], status["workers_status"],
-                                                                         status["kernel"])
-        report["server_peak_rss_mb"] = [peak_rss_mb(p) for pid in pids for p in server_processes(pid)]
-    finally:
-        for process, _ in servers:
-            stop_server(process)
+            if step:
+                step_after = step()
+                report["training_step_before_after"] = [step_before, step_after]
+                report["training_still_running_at_end"] = not str(step_after).startswith("ended")
+            report["plan"], report["result_cache"], report["replicas"] = args.plan, args.result_cache, args.replicas
+            report["workers"], report["workers_status"], report["kernel"] = (
+                status["workers"], status["workers_status"], status["kernel"])
+            report["server_peak_rss_mb"] = [peak_rss_mb(p) for pid in pids for p in server_processes(pid)]
+        finally:
+            for process, _ in servers:
+                stop_server(process)
     print(json.dumps(report, indent=2))
 
 

@@ -8,6 +8,11 @@ and a run cancelled half-way (the visitor left, or pressed Stop) is ended by end
 loop to notice. Stop names its run by the token its Train was given (`stop`), so that a Stop that reaches the
 server before its Train has begun still stops it. Translations keep their own worker processes (run_pool.py).
 
+Translations come first: a run's process waits before each update and each redraw while the server has translations
+waiting or running (translation_load.py's count, shared with every worker process as it starts), since a lower
+scheduling priority alone did not hold a run back on the VMs a class shares (docs/playground.md). A paused run is
+stopped as any other, by ending its process.
+
 Each finished run's folder (checkpoint and replay.json) is kept under the runs folder by its id, for the run's
 share link and for opening it in every tab; the oldest are removed past `KEPT_RUNS`.
 """
@@ -29,13 +34,19 @@ from transformer.playground import PlaygroundRun, RunError, Settings, save_run
 
 from .environment import whole_number_setting
 from .run_pool import main_module_hidden
+from .translation_load import shared_count, wait_while_translating
 
 log = logging.getLogger(__name__)
 SLOTS_SETTING = "ATTENTION_EXPLORER_TRAINING_SLOTS"
 KEPT_RUNS = 50
 KEPT_STOPS = 256  # Stop tokens remembered: a Stop may arrive before its run begins
 RUN_ID_LENGTH = 12  # hex digits of a run's id: its share link's value
-NICENESS = 10  # added to a worker's niceness (Unix): translations come first
+NICENESS = 10  # added to a worker's niceness (Unix): translations come first, where the scheduler heeds it
+# the longest a run waits for the server's translations before it takes one step anyway: under a class that keeps
+# translating without a gap the run still advances, an update or a redraw at least every MOST_PAUSE_S seconds, and
+# its time cap (which counts the pauses) ends it, rather than it holding its slot, and the runs queued behind it,
+# for as long as the class translates
+MOST_PAUSE_S = 5.0
 
 
 MAX_SLOTS = 2  # on the 2-core machine a class shares, more runs at once would take the cores from translations
@@ -50,11 +61,13 @@ def slots_from_environment() -> int:
                                 most=MAX_SLOTS)
 
 
-def worker(connection) -> None:
+def worker(connection, translations) -> None:
     """A worker process: one torch thread; runs the settings it is sent, streaming each snapshot back, then saves
-    the run into the folder it was given and says so."""
+    the run into the folder it was given and says so. `translations`: the server's shared count of translations
+    waiting or running; the run waits between its steps while it is above 0."""
     torch.set_num_threads(1)
-    # below the translation workers in the scheduler's eyes: a run waits while a class's translations take the cores
+    # below the translation workers in the scheduler's eyes, where it heeds niceness (not on every VM: hence the pause
+    # between steps below)
     os.nice(NICENESS)
     # one update of the smallest model first: torch's first calls in a process (its kernels' set-up) happen here,
     # before a visitor's Train, not between it and the first redraw
@@ -67,7 +80,7 @@ def worker(connection) -> None:
         settings, folder = job
         run = PlaygroundRun(Settings.checked(**settings))
         try:
-            for snapshot in run.snapshots():
+            for snapshot in run.snapshots(lambda: wait_while_translating(translations, most_s=MOST_PAUSE_S)):
                 connection.send(("snapshot", snapshot))
             save_run(run, folder)
             connection.send(("done", run.stopped_by))
@@ -84,7 +97,9 @@ class Worker:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["torch", "transformer.playground"])
         self.connection, child = context.Pipe()
-        self.process = context.Process(target=worker, args=(child,), name="playground-run", daemon=True)
+        # the count is handed over as the process starts: shared memory cannot be sent down the pipe later
+        self.process = context.Process(target=worker, args=(child, shared_count()), name="playground-run",
+                                       daemon=True)
         with main_module_hidden():  # not app.py again in the fork server: it loads every model at import
             self.process.start()
         child.close()

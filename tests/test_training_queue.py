@@ -1,12 +1,18 @@
 """The Learn tab's run queue (explorer/training_queue.py) with one slot: three runs asked at once train one at a time,
 the later two told their places; a run closed half-way ends its process and frees its slot; a run closed while it
-waits leaves the queue; Stop, by the run's token, ends a run that trains, waits, or has not begun. Tiny runs (width 8,
-a few updates) in real worker processes."""
+waits leaves the queue; Stop, by the run's token, ends a run that trains, waits, or has not begun; a run pauses between
+its steps while the server translates, and Stop still ends it there. Tiny runs (width 8, a few updates) in real worker
+processes."""
+import contextlib
 import re
+import threading
+import time
 
 import pytest
 
-from explorer.training_queue import RUNS_OFF, SLOTS_SETTING, TrainingQueue, slots_from_environment
+from explorer.training_queue import MOST_PAUSE_S, RUNS_OFF, SLOTS_SETTING, TrainingQueue, slots_from_environment
+from explorer.translation_load import translating
+from transformer.playground import PlaygroundRun, Settings
 
 TINY = {"task": "copy", "layers": 1, "heads": 1, "width": 8, "steps": 4, "redraw_every": 2, "seed": 1,
         "held_out": 10}
@@ -97,6 +103,79 @@ def test_the_learn_tabs_stop_ends_its_visitors_run(tmp_path):
     assert re.fullmatch(r"Stopped at step \d+: the run's process ended\.", last), last
     assert page.training.running == 0 and not list(tmp_path.iterdir())  # no run kept: it did not finish
     page.training.close()
+
+
+# Generous for a CI machine whose 2 cores are busy: a tiny run's update or redraw takes milliseconds alone
+SETTLE_S = 1.0  # for the update or redraw under way when the server starts translating to end and be received
+HELD_S = 1.5  # watched for no progress, after SETTLE_S, both well within the pause's MOST_PAUSE_S
+RESUME_S = 30.0  # the most a run may take to advance once free to
+
+
+@contextlib.contextmanager
+def watched(queue, token):
+    """A long tiny run read in a thread of its own, since a paused run's generator yields nothing: yields the list of
+    the steps of the snapshots received so far, and its events; the run is stopped on leaving."""
+    run = queue.train({**TINY, "steps": 5000, "redraw_every": 1}, wait_every=0.05, token=token)
+    steps, events = [], []
+
+    def read():
+        for kind, value in run:
+            events.append(kind)
+            if kind == "snapshot":
+                steps.append(value.step)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        yield steps, events
+    finally:
+        queue.stop(token)
+        reader.join(timeout=RESUME_S)
+    assert not reader.is_alive(), "the run did not end within RESUME_S of its Stop"
+
+
+def advances(steps, within_s: float = RESUME_S) -> bool:
+    """Whether a snapshot of a later step than the last one received arrives within `within_s`."""
+    last, deadline = steps[-1] if steps else -1, time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        if steps and steps[-1] > last:
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_a_run_pauses_while_the_server_translates(queue):
+    """The count of translations is shared with the worker process: held above 0 here, the run takes no step; at 0 it
+    trains on, before and after."""
+    assert SETTLE_S + HELD_S < MOST_PAUSE_S  # else the pause's limit could let a step through while watched
+    with watched(queue, "paused") as (steps, _):
+        assert advances(steps) and advances(steps, within_s=HELD_S)  # nothing translating: not held back
+        with translating():
+            time.sleep(SETTLE_S)
+            paused_at = steps[-1]
+            time.sleep(HELD_S)
+            assert steps[-1] == paused_at
+        assert advances(steps)
+
+
+def test_a_paused_run_still_stops(queue):
+    with translating():
+        with watched(queue, "paused-stop") as (steps, events):
+            assert advances(steps)  # its first snapshot, before the first update: then it waits
+            worker = next(w for w in queue._running_workers)  # noqa: SLF001
+            time.sleep(SETTLE_S)
+            queue.stop("paused-stop")
+        # the run read to its end (within RESUME_S) while the server still translates
+        assert steps == [0] and events[-1] == "stopped"
+    assert not worker.process.is_alive() and queue.running == 0
+
+
+def test_the_run_calls_its_hook_before_each_update_and_each_redraw():
+    calls = []
+    settings = Settings.checked(**{**TINY, "steps": 7, "redraw_every": 3})
+    snapshots = list(PlaygroundRun(settings).snapshots(lambda: calls.append(1)))
+    assert len(calls) == 7 + 3  # updates 1..7; redraws at 3, 6 and the last (the one before the first: no wait)
+    assert [s.step for s in snapshots] == [0, 3, 6, 7]
 
 
 def test_unknown_run_ids_name_no_folder(queue):

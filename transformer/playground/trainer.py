@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -120,9 +121,11 @@ class PlaygroundRun:
         wanted = [[self.tokenizer.piece_to_id(p) for p in target] for _, target in self.evaluation]
         return sum(out == want for out, want in zip(outputs, wanted)) / len(wanted)
 
-    def snapshots(self):
+    def snapshots(self, between_steps: Callable[[], object] | None = None):
         """Trains, yielding a Snapshot before the first update, every `redraw_every` updates and at the end (the
-        last step, or the time cap)."""
+        last step, or the time cap). `between_steps`, when given, is called before each update and each redraw: the
+        app's worker process waits there while the server translates (explorer/training_queue.py). The time it
+        takes counts towards the time cap."""
         settings, started = self.settings, time.perf_counter()
         optimizer = torch.optim.Adam(self.model.parameters(), lr=settings.learning_rate)
         src, tgt = self.probe_ids()
@@ -132,6 +135,8 @@ class PlaygroundRun:
         self.model.train()
         since = []
         for step in range(1, settings.steps + 1):
+            if between_steps is not None:
+                between_steps()
             src, tgt = batch_ids(self.tokenizer, [self.task.sample(self.examples) for _ in range(settings.batch_size)])
             logits = self.model(src, tgt[:, :-1])
             loss = F.cross_entropy(logits.flatten(0, 1), tgt[:, 1:].flatten(), ignore_index=self.tokenizer.pad_id)
@@ -145,6 +150,8 @@ class PlaygroundRun:
             since.append(self.losses[-1])
             capped = time.perf_counter() - started >= settings.time_cap
             if step % settings.redraw_every == 0 or step == settings.steps or capped:
+                if between_steps is not None:  # a redraw scores the held-out set: as long as a few updates
+                    between_steps()
                 yield self.look(step, sum(since) / len(since), started)
                 since = []
             if capped and step < settings.steps:
