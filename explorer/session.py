@@ -29,6 +29,7 @@ from transformer.analysis.registry import (
     LOGIT_LENS,
     ModelAccess,
     add_analyses,
+    add_analyses_batch,
     cheap_analyses,
     get_analysis,
     recorded_for,
@@ -71,7 +72,7 @@ class RunResult:
 
 # what a run adds to its translations besides the attention maps, for callers that read it (none of them ever
 # changes a translation): the cheap analyses (transformer/analysis/registered.py), by name; the logit lens is
-# recorded while decoding, ALTI+ and the norms take one teacher-forced pass per translation
+# recorded while decoding, ALTI+ and the norms take one teacher-forced pass over a batch's translations
 ALTI = ALTI_PLUS  # LENS, ALTI and NORMS name them in `analyses`
 EVERY_ANALYSIS = None  # every cheap analysis registered when the run starts
 
@@ -108,8 +109,7 @@ def run_batch(registry: Registry, requests: list[Request],
         translations = decode(translator, first, analyses, lines)
     elapsed = (time.perf_counter() - started) * 1000
     access = ModelAccess(translator.model, translator.tokenizer, tuple(first.heads_off))
-    for translation in translations:
-        add_analyses(access, translation, analyses)
+    add_analyses_batch(access, translations, analyses)
     device = "cuda" if translator.model.device.type == "cuda" else "cpu"
     results, start = [], 0
     for request in requests:

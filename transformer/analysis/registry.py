@@ -15,6 +15,10 @@ Adding an analysis is one file in `transformer/analysis/` that makes an `Analysi
     ANALYSIS = Analysis("entropy", "Mean attention entropy per head", Entropy, entropy)   # in entropy.py
     ENTROPY = register(entropy.ANALYSIS).name                                               # in registered.py
 
+Translations decoded together (the server's batches) are analysed together (`add_analyses_batch`): an analysis that
+declares a batch form, `compute_batch(access, translations)` -> one result per translation, equal to what `compute`
+gives each, answers for all of them at once (ALTI+ in one padded pass); one without it runs one translation at a time.
+
 Switched-off heads: every analysis runs inside `heads_masked(model, access.heads_off)` (`run_analysis`), so a
 teacher-forced pass it makes sees the heads off as the translation was made, and none handles them itself. A
 capture still records a masked head's weights; `core.head_mask.heads_masked_now` says which heads are off in the
@@ -69,6 +73,9 @@ class Analysis:
     # there (the built-in ones keep their own fields: "contributions", the attention's "norms")
     to_json: Callable[[Translation, Any], dict] | None = None
     description: str = ""
+    # (access, translations) -> one result (or None) per translation, each what `compute` gives it, from fewer passes
+    # (one padded batch): for translations decoded together (`add_analyses_batch`). None: computed one at a time
+    compute_batch: Callable[[ModelAccess, list[Translation]], list[AnalysisResult | None]] | None = None
 
 
 ANALYSES: dict[str, Analysis] = {}
@@ -106,18 +113,48 @@ def recorded_for(names) -> tuple[str, ...]:
     return tuple(dict.fromkeys(wanted))
 
 
-def run_analysis(access: ModelAccess, translation: Translation, name: str, **question) -> AnalysisResult | None:
-    """The analysis `name` of `translation`, with `access.heads_off` switched off around it (the one place heads
-    are switched off for an analysis). Its result is checked against the type it declares."""
+def runnable(name: str) -> Analysis:
+    """The analysis `name`, refused where it computes nothing (decoding makes it)."""
     analysis = get_analysis(name)
     if analysis.compute is None:
         raise ValueError(f"analysis {name!r} is made while decoding ({list(analysis.records)}); nothing to run")
-    with heads_masked(access.model, list(access.heads_off)):
-        result = analysis.compute(access, translation, **question)
+    return analysis
+
+
+def checked(analysis: Analysis, result: AnalysisResult | None) -> AnalysisResult | None:
     if result is not None and not isinstance(result, analysis.result):
-        raise TypeError(f"analysis {name!r} returned {type(result).__name__}, not the {analysis.result.__name__} "
-                        "it declares")
+        raise TypeError(f"analysis {analysis.name!r} returned {type(result).__name__}, not the "
+                        f"{analysis.result.__name__} it declares")
     return result
+
+
+def run_analysis(access: ModelAccess, translation: Translation, name: str, **question) -> AnalysisResult | None:
+    """The analysis `name` of `translation`, with `access.heads_off` switched off around it (the one place heads
+    are switched off for an analysis). Its result is checked against the type it declares."""
+    analysis = runnable(name)
+    with heads_masked(access.model, list(access.heads_off)):
+        return checked(analysis, analysis.compute(access, translation, **question))
+
+
+def run_analysis_batch(access: ModelAccess, translations: list[Translation], name: str) -> list[AnalysisResult | None]:
+    """`run_analysis` of each of `translations` (made by one model with `access.heads_off`), through the analysis's
+    batch form where it declares one, else one translation at a time."""
+    analysis = runnable(name)
+    if analysis.compute_batch is None:
+        return [run_analysis(access, translation, name) for translation in translations]
+    with heads_masked(access.model, list(access.heads_off)):
+        results = analysis.compute_batch(access, translations)
+    if len(results) != len(translations):
+        raise RuntimeError(f"analysis {name!r} returned {len(results)} results for {len(translations)} translations")
+    return [checked(analysis, result) for result in results]
+
+
+def store(translation: Translation, name: str, result: AnalysisResult | None) -> None:
+    """An analysis's result in `translation.analyses`; one that does not apply (None) leaves no entry."""
+    if result is None:
+        translation.analyses.pop(name, None)
+    else:
+        translation.analyses[name] = result
 
 
 def add_analyses(access: ModelAccess, translation: Translation, names) -> Translation:
@@ -125,13 +162,22 @@ def add_analyses(access: ModelAccess, translation: Translation, names) -> Transl
     order (an analysis may read one registered before it); an analysis that does not apply leaves no entry."""
     for name, analysis in list(ANALYSES.items()):
         if name in names and analysis.cheap and analysis.compute is not None:
-            result = run_analysis(access, translation, name)
-            if result is None:
-                translation.analyses.pop(name, None)
-            else:
-                translation.analyses[name] = result
+            store(translation, name, run_analysis(access, translation, name))
     return translation
 
 
-__all__ = ["ANALYSES", "LOGIT_LENS", "Analysis", "AnalysisResult", "ModelAccess", "add_analyses", "cheap_analyses",
-           "get_analysis", "recorded_for", "register", "run_analysis", "unregister"]
+def add_analyses_batch(access: ModelAccess, translations: list[Translation], names) -> list[Translation]:
+    """`add_analyses` for translations made together (one model, the same settings and heads switched off): each
+    analysis, in registration order, runs over all of them at once where it declares a batch form (`compute_batch`),
+    else one translation at a time; the results are those `add_analyses` gives each."""
+    translations = list(translations)
+    for name, analysis in list(ANALYSES.items()):
+        if translations and name in names and analysis.cheap and analysis.compute is not None:
+            for translation, result in zip(translations, run_analysis_batch(access, translations, name)):
+                store(translation, name, result)
+    return translations
+
+
+__all__ = ["ANALYSES", "LOGIT_LENS", "Analysis", "AnalysisResult", "ModelAccess", "add_analyses", "add_analyses_batch",
+           "cheap_analyses", "get_analysis", "recorded_for", "register", "run_analysis", "run_analysis_batch",
+           "unregister"]
