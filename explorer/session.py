@@ -206,8 +206,7 @@ class ModelService:
                     raise RuntimeError(f"decoding {translation.source!r} again gave another output")
                 if LENS in made_while_decoding:
                     translation.logit_lens = decoded.logit_lens
-        for translation in result.translations:
-            add_analyses(access, translation, missing - made_while_decoding)
+        add_analyses_batch(access, result.translations, missing - made_while_decoding)
         result.analysed = result.analysed | missing
         return result
 
