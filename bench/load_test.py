@@ -12,7 +12,8 @@ weight (a trace byte one 1/255 step apart, a weight at a step's midpoint compute
 server's (its workers' included) and the clients' CPU seconds, the peak RSS of the server and of each worker.
 
 --plan: mixed (default): greedy, beam and sampling requests on 6 sentences, 30 distinct requests in all, so the
-server's result cache answers repeats; distinct: every request a sentence of its own, so the cache never helps
+server's result cache answers repeats; distinct: every request a sentence of its own (past the 216 sentences, a
+sentence under other settings), so the cache never helps
 and every request is translated; same: every client the same sentence with the model's own settings, a class
 typing the sentence on the board. --result-cache N: the server's cache size (0: off; default: the app's).
 
@@ -176,9 +177,12 @@ def request_plan(total: int, seed: int = 0, plan: str = "mixed") -> list[tuple[s
         return [(BOARD_SENTENCE, {})] * total
     if plan == "distinct":
         sentences = [f"{s} {a} {p}" for s in SUBJECTS for a in ACTIONS for p in PLACES]
-        if total > len(sentences):
-            raise ValueError(f"--plan distinct has {len(sentences)} sentences: ask for at most that many requests")
-        return [(text, rng.choice(SETTINGS)) for text in rng.sample(sentences, total)]
+        if total <= len(sentences):
+            return [(text, rng.choice(SETTINGS)) for text in rng.sample(sentences, total)]
+        pairs = [(text, settings) for text in sentences for settings in SETTINGS]  # a sentence under other settings
+        if total > len(pairs):
+            raise ValueError(f"--plan distinct has {len(pairs)} distinct requests: ask for at most that many")
+        return rng.sample(pairs, total)
     return [(rng.choice(SENTENCES), rng.choice(SETTINGS)) for _ in range(total)]
 
 
