@@ -431,7 +431,7 @@ def main() -> None:
     parser.add_argument("--endpoint", choices=ENDPOINTS, default="translate_trace",
                         help="the API endpoint every client calls (default: translate_trace, what the page gets)")
     parser.add_argument("--route", action="store_true",
-                        help=f"POST to the JSON route {ROUTE} (what the page's Translate fetches), not --endpoint")
+                        help=f"POST to the JSON route {ROUTE} (one POST, no queue), not --endpoint")
     parser.add_argument("--replicas", type=at_least(1), default=1,
                         help="serve with this many `python app.py` processes on their own ports, the clients sending "
                              "round-robin as a load balancer would (default: 1)")

@@ -1,8 +1,8 @@
 """The JSON API beside the page: plain FastAPI routes on the server Gradio runs on, same host and port.
 
 Why: an event through Gradio's queue costs 11-14 ms of the server's CPU even when its function does nothing, and
-keeps a class's p95 above 400 ms on 2 cores; a plain route costs about 0.5 ms (docs/speed.md). The page's Translate
-fetches `POST /api/v1/translate`; the Gradio endpoints stay for gradio_client users.
+keeps a class's p95 above 400 ms on 2 cores; a plain route costs about 0.5 ms (docs/speed.md). The Gradio endpoints
+stay for gradio_client users.
 
 A second door into the same house: the body becomes the one `Request` (`Request.from_api`, as Gradio's
 /translate_trace builds it), runs through the one `ModelService` (its result cache, its batching, its worker

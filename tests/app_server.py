@@ -12,7 +12,7 @@ def running_app():
 
     _, url, _ = app.demo.launch(prevent_thread_lock=True, quiet=True, server_name="127.0.0.1", server_port=None,
                                 run_history=False, css=CSS)
-    add_json_routes(app.demo.app, app.ui)  # the page's Translate fetches them, as app.py's after_launch adds them
+    add_json_routes(app.demo.app, app.ui)  # the JSON routes, as app.py's after_launch adds them
     try:
         yield app, url
     finally:
