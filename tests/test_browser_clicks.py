@@ -7,7 +7,10 @@ Not clicked: Gradio's own icon buttons (copy, fullscreen, reset, a plot's toolba
 exported files (a download; tests/test_browser.py saves one), and the buttons a custom HTML view draws itself (the
 walk-through's: tests/test_browser_walkthrough.py)."""
 import re
+import sys
+import threading
 import time
+import traceback
 
 import pytest
 
@@ -29,12 +32,19 @@ ALLOWED = (
 )
 BUTTONS = "button.primary, button.secondary, button.stop"  # Gradio's Button components (a variant each)
 OPTIONS = "label[data-testid$='-radio-label']"
+# How long one click's events may run: in one CI run of the whole suite (2 cores, the other tests beside this one) a
+# click's events were still running after 30 s, and which one was not recorded; a hang never ends, so this only spares
+# slow machines, and a timeout now names the components still waiting and the server's threads (idle)
+IDLE_TIMEOUT = 90_000
 # the open tab's panel; a page is idle when every status tracker is hidden (its event ended) or shows an error
 PANEL = "[role=tabpanel]:not([hidden])"
 SELECTED_JS = """() => [...document.querySelectorAll('[role=tab]')]
   .filter(t => t.getAttribute('aria-selected') === 'true').map(t => t.innerText.trim())"""
 IDLE_JS = """() => [...document.querySelectorAll("[data-testid='status-tracker']")].every(tracker =>
   tracker.classList.contains('hide') || tracker.querySelector('.error')?.innerText.trim())"""
+BUSY_JS = """() => [...document.querySelectorAll("[data-testid='status-tracker']")].filter(tracker =>
+  !(tracker.classList.contains('hide') || tracker.querySelector('.error')?.innerText.trim()))
+  .map(tracker => (tracker.closest('[id]')?.id || '?') + ': ' + tracker.innerText.trim().slice(0, 80))"""
 ERRORS_JS = """() => ({
   toasts: [...document.querySelectorAll("[data-testid='toast-body'].error")].map(t => t.innerText.trim()),
   components: [...document.querySelectorAll("[data-testid='status-tracker'] .error")]
@@ -54,10 +64,29 @@ def short_training():
 
 
 def idle(page) -> None:
-    """Waits until no event of the page is running, twice in a row 50 ms apart (a chained event starts after)."""
-    page.wait_for_function(IDLE_JS, timeout=TIMEOUT)
-    time.sleep(0.05)
-    page.wait_for_function(IDLE_JS, timeout=TIMEOUT)
+    """Waits until no event of the page is running, twice in a row 50 ms apart (a chained event starts after). On a
+    timeout, the error names the components still waiting and what the server's threads are doing."""
+    try:
+        page.wait_for_function(IDLE_JS, timeout=IDLE_TIMEOUT)
+        time.sleep(0.05)
+        page.wait_for_function(IDLE_JS, timeout=IDLE_TIMEOUT)
+    except Exception as error:
+        raise AssertionError(f"the page never went idle: {error}\nstill running: {page.evaluate(BUSY_JS)}\n"
+                             f"{server_threads()}") from error
+
+
+def server_threads() -> str:
+    """The stack of every thread of this process (the app's server runs in it) in the project's own code."""
+    frames = sys._current_frames()
+    lines = []
+    for thread in threading.enumerate():
+        frame = frames.get(thread.ident)
+        stack = [entry for entry in traceback.extract_stack(frame) if "/explorer/" in entry.filename
+                 or "/transformer/" in entry.filename] if frame else []
+        if stack:
+            lines.append(f"thread {thread.name}: " + " <- ".join(
+                f"{entry.filename.rsplit('/', 1)[-1]}:{entry.lineno} {entry.name}" for entry in reversed(stack)))
+    return "\n".join(lines) or "no thread in the project's code"
 
 
 class Errors:
