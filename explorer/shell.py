@@ -10,6 +10,7 @@ from . import controls
 from .assets import PAGE_CSS
 from .components import Dropdown, Radio
 from .language_offer import offer_button
+from .page_translate import alert_box, result_key_box
 from .registry import Registry
 from .text import examples_for, literal, placeholder_for
 from .ui_state import Wiring
@@ -73,6 +74,8 @@ def input_column(registry: Registry) -> dict:
         named["model"] = Dropdown(registry.choices, value=registry.default_key, label="Model", elem_id="model",
                                   scale=3)
         named["translate_button"] = gr.Button("Translate", variant="primary", elem_id="translate-button", scale=2)
+    named["translate_error"] = alert_box()  # what was wrong with the last Translate, if anything
+    named["result_key"] = result_key_box()
     named["example"] = gr.Dropdown(
         examples_for(language), value=None,
         label="Example sentences", info="everyday sentences and image captions, like the training data",

@@ -6,7 +6,6 @@ Handlers return dicts keyed by component; views return dicts keyed by name (`Wir
 from __future__ import annotations
 
 import itertools
-import json
 import secrets
 import threading
 from collections import OrderedDict
@@ -25,13 +24,8 @@ from .session import ModelService
 from .views import MODEL, TRANSLATION, View, ViewContext
 from .views.selection import head_choices, layer_choices, valid_head, valid_layer, widest
 
-CHECKED_KEPT = 64  # requests checked and not yet translated, kept at most
 HANDED_OUT_KEPT = 256  # results the JSON route has handed to pages, kept for their tabs (the newest)
 DRAWS = itertools.count(1)  # numbers the views' draws in the order they begin (Wiring.render_named)
-
-
-def checked_key(values: dict) -> str:
-    return json.dumps(values, sort_keys=True, default=repr)
 
 
 TRANSLATE_SHARED_OUTPUTS = ("translation", "summary", "language_offer", "sentence", "layer", "head")  # and the views'
@@ -52,9 +46,6 @@ class Wiring:
         self.demo: gr.Blocks | None = None  # the page, for a view's own page-load events (wiring.py sets it)
         self.training = None  # the playground's run queue (training_queue.TrainingQueue), made on first use
         self.startup_notes: list[str] = []  # what the server's start-up could not do, for the footer (app.py)
-        # the page's request values -> the Request the check before its Translate built, which that Translate takes:
-        # one Request per Translate (a few, the latest, kept for the visitors translating at the same moment)
-        self.checked: OrderedDict[str, Request] = OrderedDict()
         # results the JSON route answered with (http_api.py), by the key it gave the page, which its tabs adopt
         self.handed_out: OrderedDict[str, object] = OrderedDict()
         self._handing = threading.Lock()
@@ -115,22 +106,6 @@ class Wiring:
         return (["source", "model", "device", "strategy"] + [s.key for s in all_settings()]
                 + ["max_length", "prefix", "heads_off"])
 
-    def request_values(self, values) -> dict:
-        return dict(zip(self.request_names, values))
-
-    def check_request(self, values: dict) -> Request:
-        """The Request of the page's request values (a RequestError names a bad one), kept for `page_request`."""
-        request = Request.from_page(self.registry, values)
-        self.checked[checked_key(values)] = request
-        while len(self.checked) > CHECKED_KEPT:
-            self.checked.popitem(last=False)
-        return request
-
-    def page_request(self, values: dict) -> Request:
-        """The Request the check before this Translate built from the same values; built here where none was."""
-        request = self.checked.pop(checked_key(values), None)
-        return request if request is not None else Request.from_page(self.registry, values)
-
     @property
     def translate_output_names(self) -> list[str]:
         """What a translation updates after the (hidden) result state: the shared outputs, then every view's."""
@@ -144,24 +119,38 @@ class Wiring:
         unknown = sorted(set(state) - set(self.state_names))
         if unknown:
             raise TypeError(f"unknown view state {unknown}; the view state is {self.state_names}")
-        state = self.default_state() | state
         drawn = [view for view in self.views if only is None or view.name in only]
         result = run_request(self.service, request if callable(request) else lambda: request,
                              self.analyses_of(drawn))
+        state = self.fitted_state(result, self.default_state() | state)
+        named = {"result": result, **self.shared_updates(result, state)}
+        for view in drawn:
+            named.update(view.render(result, state, self.context(result.model_key), TRANSLATION))
+            result.rendered_views.add(view.name)
+        return named
+
+    @staticmethod
+    def fitted_state(result, state: dict) -> dict:
+        """The view state a new result opens in: its first sentence, and the layer and head chosen where the
+        result's widest stack has them (else its last layer, the mean of its heads)."""
         n_layers, n_heads = widest(result.translations[0].recorded)
-        state.update(sentence=0, layer=valid_layer(state["layer"], n_layers), head=valid_head(state["head"], n_heads))
-        named = {
-            "result": result, "translation": "\n".join(t.text for t in result.translations), "summary": summary(result),
+        return state | {"sentence": 0, "layer": valid_layer(state["layer"], n_layers),
+                        "head": valid_head(state["head"], n_heads)}
+
+    @staticmethod
+    def shared_updates(result, state: dict) -> dict:
+        """What a new result updates besides the views, by name (TRANSLATE_SHARED_OUTPUTS), in the view state
+        `fitted_state` gave: the translation, its summary, the language offer, and the sentence, layer and head
+        pickers."""
+        n_layers, n_heads = widest(result.translations[0].recorded)
+        return {
+            "translation": "\n".join(t.text for t in result.translations), "summary": summary(result),
             "language_offer": offer_update(result),
             "sentence": gr.update(choices=[(f"{i + 1}: {t.text[:60] or '(empty)'}", i)
                                            for i, t in enumerate(result.translations)], value=0),
             "layer": gr.update(choices=layer_choices(n_layers), value=state["layer"]),
             "head": gr.update(choices=head_choices(n_heads), value=state["head"]),
         }
-        for view in drawn:
-            named.update(view.render(result, state, self.context(result.model_key), TRANSLATION))
-            result.rendered_views.add(view.name)
-        return named
 
     @property
     def first_screen(self) -> set[str]:

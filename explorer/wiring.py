@@ -1,6 +1,6 @@
-"""The page's events: Translate (checked first, the first screen drawn, then the open tab), the controls that
-re-render exactly the views that read them, a model chosen, a tab opened, a jump between views, and the input side
-(examples, strategy settings). The page's state and components live in `ui_state.Wiring`.
+"""The page's events: Translate (page_translate.py: the JSON route, then the result adopted and the open tab
+drawn), the controls that re-render exactly the views that read them, a model chosen, a tab opened, a jump between
+views, and the input side (examples, strategy settings). The page's state and components live in `ui_state.Wiring`.
 """
 from __future__ import annotations
 
@@ -15,26 +15,12 @@ from .api import wire_api
 from .atlas_api import atlas_endpoints
 from .language_offer import wire_language_offer
 from .page import PLOT_SVG_JS, decoding_path, glossary_marks_js
+from .page_translate import wire_translate
 from .patch_api import patch_endpoint
-from .request import RequestError
 from .share import wire_link
 from .text import examples_for, literal, placeholder_for
-from .ui_state import TRANSLATE_SHARED_OUTPUTS, Wiring
+from .ui_state import Wiring
 from .views import LATEST, MODEL, TRANSLATION, View
-
-# Runs in the browser before the open tab is drawn: waits until the live view has drawn the new translation (its
-# numbers are inflated asynchronously, static/live_render.js) and the browser has painted it, or a second at most,
-# so that the tab's plots never hold the main thread while the translation and the live picture wait.
-AFTER_LIVE_VIEW_JS = """(...args) => new Promise(done => {
-  const started = performance.now();
-  const wait = () => {
-    const pending = document.querySelector('#live-attention .ae-live[data-pending]');
-    if (pending && performance.now() - started < 1000) return requestAnimationFrame(wait);
-    requestAnimationFrame(() => setTimeout(() => done(args), 0));
-  };
-  wait();
-})"""
-
 
 
 def wire(ui: Wiring, demo: gr.Blocks) -> None:
@@ -58,56 +44,6 @@ def wire(ui: Wiring, demo: gr.Blocks) -> None:
               api_visibility="private", queue=False, **ui.quiet)
     demo.load(None, None, None, js=PLOT_SVG_JS)
     demo.load(None, None, None, js=glossary_marks_js())
-
-
-def wire_translate(ui: Wiring) -> None:
-    """The page's Translate: checked first (`page_checks`), then the translation and the first screen; the open tab
-    right after (draw_open_tab), other tabs when opened (wire_tab), so the picture never waits for hidden plots."""
-    c, views = ui.components, ui.views
-
-    def translate_page(*values):
-        request, state = ui.request_values(values), ui.state_from(values[len(ui.request_names):])
-        named = ui.translate(lambda: ui.page_request(request), only=ui.first_screen, **state)
-        return {ui.result_state: named.pop("result")} | ui.by_component(named)
-
-    def draw_open_tab(result, *values):
-        *values, open_tab = values
-        view = next((v for v in views if v.name == open_tab), None)
-        if result is None or view is None or view.name in result.rendered_views:
-            return {ui.result_state: gr.update()}
-        result.rendered_views.add(view.name)
-        named = ui.render_named([view], result, ui.state_from(values), result.model_key, TRANSLATION)
-        return {ui.result_state: result} | ui.by_component(named)
-
-    translate_inputs = [c[name] for name in ui.request_names + ui.state_names]
-    # the page's Translate returns the first screen alone (the open tab follows in draw_open_tab, other tabs when
-    # opened), so only those are its outputs: Gradio handles every listed output on the server and in the browser
-    first_screen_outputs = {
-        name for view in views if view.placement == "first_screen" for name in ui.view_outputs[view.name]
-    }
-    translate_outputs = [ui.result_state] + [c[name] for name in ui.translate_output_names
-                                             if name in first_screen_outputs or name in TRANSLATE_SHARED_OUTPUTS]
-    tab_outputs = [component for view in views if view.placement == "tab" for component in ui.outputs_of(view)]
-    # the progress animation runs on the translation box alone: animating every output kept the browser busy while
-    # the server translated, on the same cores (docs/speed.md);
-    # the live picture keeps the last translation's until the new one is drawn
-    for trigger in (c["translate_button"].click, c["source"].submit):  # the page: checked first, result kept
-        trigger(translate_page, translate_inputs, translate_outputs, api_name=False, api_visibility="private",
-                validator=lambda *values: page_checks(ui, values), show_progress_on=[c["translation"]]).success(
-            draw_open_tab, ui.state_inputs + [ui.open_tab], [ui.result_state] + tab_outputs,
-            api_visibility="private", js=AFTER_LIVE_VIEW_JS, **ui.quiet)
-
-
-def page_checks(ui: Wiring, values) -> list:
-    """Runs before the translation: a bad request gets its message on the input at fault, and the last good result
-    stays as it was (no output is touched); a good one is kept for the Translate that follows."""
-    checks = [gr.validate(True, "") for _ in values]
-    try:
-        ui.check_request(ui.request_values(values))
-    except RequestError as error:
-        field = "source" if error.field == "text" else error.field  # the text is typed into "source"
-        checks[ui.request_names.index(field) if field in ui.request_names else 0] = gr.validate(False, str(error))
-    return checks
 
 
 def wire_rerender(ui: Wiring) -> None:
@@ -151,7 +87,10 @@ def wire_model_choice(ui: Wiring, demo: gr.Blocks) -> None:
 
 
 def wire_tab(ui: Wiring, view: View) -> None:
-    """Opening a tab draws its view for the current result, if the Translate that made it did not."""
+    """Opening a tab draws its view for the current result, if the Translate that made it did not. Without the
+    queue, as a control's redraw (wire_rerender) is: the browser applies answers in the order they arrive, and a
+    queued answer arrives through the queue's event stream, after a redraw that began later had already answered
+    (a kind chosen right after opening Attention then ended under the cross-attention heatmap)."""
 
     def opened(result, *values):
         out = {ui.open_tab: view.name}
@@ -162,8 +101,8 @@ def wire_tab(ui: Wiring, view: View) -> None:
         return out | ui.by_component(named) | {ui.result_state: result}
 
     ui.tabs[view.name].select(opened, ui.state_inputs, [ui.open_tab, ui.result_state] + ui.outputs_of(view),
-                              api_visibility="private", **ui.quiet)
-    # the open tab is known at once (no queue), so a control changed while the drawing waits redraws this tab
+                              api_visibility="private", queue=False, **ui.quiet)
+    # the open tab is known at once, so a control changed while the drawing runs redraws this tab
     ui.tabs[view.name].select(lambda: view.name, None, ui.open_tab, api_visibility="private", queue=False,
                               **ui.quiet)
 

@@ -271,7 +271,7 @@ def test_an_input_error_leaves_the_last_good_result(browser, server_url):  # noq
     good = page.locator("#translation textarea").input_value()
     page.get_by_label("Source text").fill("   ")
     page.get_by_role("button", name="Translate").click()
-    expect(page.locator("#source")).to_contain_text("Source text is empty", timeout=TIMEOUT)
+    expect(page.locator("#translate-error [role=alert]")).to_contain_text("Source text is empty", timeout=TIMEOUT)
     assert page.locator("#translation textarea").input_value() == good
     assert page.locator("#live-attention .ae-heatmap").count() == 1  # the picture stays too
     assert page.get_by_text("Error", exact=True).count() == 0  # no error badges over the outputs

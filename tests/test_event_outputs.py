@@ -13,7 +13,10 @@ from gradio.events import EventData
 from gradio.queueing import create_validator_fn
 from gradio.state_holder import SessionState
 
+from explorer.http_api import FIRST_SCREEN
+from explorer.live_payload import live_payload
 from explorer.registry import discover
+from explorer.request import Request
 from explorer.views import learn, steps
 
 from .conftest import ROOT
@@ -152,13 +155,19 @@ async def opened(page) -> Visitor:
 
 
 async def translated(page) -> Visitor:
-    """A page that has translated SENTENCE: Translate pressed, the open tab drawn after it, as the page does."""
+    """A page that has translated SENTENCE as the page does: Translate's answer from the JSON route (the browser's
+    part: the route's service run, the result handed out under a key), then the result adopted and the open tab
+    drawn by the events that follow the key's change."""
     visitor, ui = await opened(page), page[1]
-    visitor.values[ui.components["source"]._id] = SENTENCE
-    button = ui.components["translate_button"]._id
-    translate = next(fn for fn in page[0].fns.values() if (button, "click") in fn.targets)
-    found = await run_chain(page, translate, visitor, visitor.inputs(translate))
-    assert not found and visitor.state[ui.result_state._id] is not None, found
+    c = ui.components
+    visitor.values[c["source"]._id] = SENTENCE
+    request = Request.from_page(ui.registry, {name: visitor.values[c[name]._id] for name in ui.request_names})
+    result = ui.service.run(request, FIRST_SCREEN)
+    visitor.values |= {c["translation"]._id: result.translations[0].text, c["result_key"]._id: ui.hand_out(result),
+                       c["live_attention"]._id: live_payload(result.translations[0])}
+    adopt = next(fn for fn in page[0].fns.values() if (c["result_key"]._id, "change") in fn.targets)
+    found = await run_chain(page, adopt, visitor, visitor.inputs(adopt))
+    assert not found and visitor.state[ui.result_state._id] is result, found
     return visitor
 
 

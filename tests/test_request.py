@@ -100,33 +100,6 @@ def test_a_bad_link_value_is_named(registry, params, field):
     assert caught.value.field == field and field in str(caught.value)
 
 
-def test_a_translate_on_the_page_builds_one_request(registry, monkeypatch):
-    """The page's Translate: its check (the event's validator) builds the Request, and the translation that follows
-    takes that one instead of building it again; a bad value is the check's message and nothing is kept."""
-    from explorer.shell import build_demo
-
-    demo, ui = build_demo(registry)
-    translate = next(f for f in demo.fns.values() if getattr(f.fn, "__name__", "") == "translate_page")
-    values = [ui.components[name].value for name in ui.request_names + ui.state_names]
-    values[ui.request_names.index("source")] = "A dog runs."
-    built = []
-    original = Request.build.__func__
-
-    def counted(cls, *arguments):
-        built.append(arguments[1])
-        return original(cls, *arguments)
-
-    monkeypatch.setattr(Request, "build", classmethod(counted))
-    checks = translate.validator(*values)
-    assert all(check["is_valid"] for check in checks) and len(ui.checked) == 1
-    outputs = translate.fn(*values)
-    assert built == ["A dog runs."] and not ui.checked
-    assert outputs[ui.components["translation"]] == outputs[ui.result_state].translations[0].text
-    values[ui.request_names.index("max_length")] = 0
-    checks = translate.validator(*values)
-    assert [check["is_valid"] for check in checks].count(False) == 1 and not ui.checked
-
-
 def test_a_link_carries_the_cause_tabs_inputs_checked(registry):
     _, view = parse_link({"text": "A dog runs.", "cause_corrupted": "<b>A cat</b> runs.", "cause_target": "2",
                           "cause_contrast": "▁Katze"}, registry)
