@@ -18,7 +18,7 @@ from pathlib import Path
 # this file imports gradio only through it
 from explorer.asset_cache import serve_assets_from_memory
 from explorer.gradio_sessions import NOT_PATCHED, lazy_session_configs
-from explorer.http_api import add_json_routes
+from explorer.http_api import adding_routes_at_start
 from explorer.hub_models import cache_from_environment, converted_folders, hub_models_from_environment
 from explorer.language import warm_up
 from explorer.registry import discover
@@ -71,11 +71,17 @@ demo.queue(default_concurrency_limit=HANDLERS, max_size=64)
 
 
 
+def launch(**options):
+    """Serves the page as `python app.py` does (`options`: more of Gradio's launch arguments), the JSON API beside it
+    (explorer/http_api.py) there before the server answers anything; returns what `demo.launch` returns."""
+    lifespan = {"lifespan": adding_routes_at_start(ui)}
+    return demo.launch(**{**LAUNCH, "app_kwargs": lifespan, "prevent_thread_lock": True, **options})
+
+
 def after_launch() -> RunPool:
-    """What the server adds once it answers: the JSON routes (explorer/http_api.py), Gradio's frontend files from
-    memory (explorer/asset_cache.py), the language identifier (explorer/language.py) and the worker processes that
-    translate (explorer/run_pool.py), both loaded in the background."""
-    add_json_routes(demo.app, ui)  # the JSON API beside the page (explorer/http_api.py), before any request
+    """What the server adds once it answers: Gradio's frontend files from memory (explorer/asset_cache.py), the
+    language identifier (explorer/language.py) and the worker processes that translate (explorer/run_pool.py), both
+    loaded in the background."""
     serve_assets_from_memory(demo)
     threading.Thread(target=warm_up, args=(registry,), name="language-warm-up", daemon=True).start()
     ui.service.pool = RunPool(ROOT / "checkpoints", workers, hub_folders)
@@ -84,6 +90,6 @@ def after_launch() -> RunPool:
 
 
 if __name__ == "__main__":
-    demo.launch(**LAUNCH, prevent_thread_lock=True)
+    launch()
     after_launch()  # once the server answers: loading the workers takes the cores for a moment
     demo.block_thread()

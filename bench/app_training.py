@@ -36,9 +36,7 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     sys.argv = [str(ROOT / "app.py")]
     app = runpy.run_path(str(ROOT / "app.py"), run_name="app")  # everything but its serving, which follows here
-    from explorer.shell import LAUNCH
-
-    app["demo"].launch(**LAUNCH, prevent_thread_lock=True)
+    app["launch"]()
     app["after_launch"]()
     threading.Thread(target=train, args=(progress,), name="learn-run", daemon=True).start()
     app["demo"].block_thread()

@@ -204,7 +204,7 @@ def main() -> None:
     report = {"startup_s": round(statistics.median(starts), 2), "startup_s_each": starts}
     import app
 
-    _, url, _ = app.demo.launch(**{**app.LAUNCH, "prevent_thread_lock": True, "quiet": True})
+    _, url, _ = app.launch(quiet=True)
     report["workers_status"] = app.after_launch().wait(120)  # as `python app.py` translates, once they are ready
     try:
         report |= browser_ms(url, args.runs) | payload_kb(app.ui)

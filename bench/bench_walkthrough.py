@@ -191,7 +191,7 @@ def main() -> None:
         parser.error(f"--runs must be at least 1, got {args.runs}")
     import app
 
-    _, url, _ = app.demo.launch(**{**app.LAUNCH, "prevent_thread_lock": True, "quiet": True})
+    _, url, _ = app.launch(quiet=True)
     report = {"workers_status": app.after_launch().wait(120)}
     try:
         report |= sizes(app.ui) | browser(url, args.runs)

@@ -13,10 +13,11 @@ processes) and answers with the same `trace_json`. Every failure leaves as one s
     415  the body is not sent as application/json            422  a value the request cannot use (the field named)
     503  the server's waiting work is full: Retry-After
 
-    add_json_routes(demo.app, ui)     # once the page is launched (app.py, tests/app_server.py)
+    demo.launch(app_kwargs={"lifespan": adding_routes_at_start(ui)})  # as app.py launches the page
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -228,4 +229,17 @@ def add_json_routes(app, ui) -> None:
     app.openapi_schema = None  # made again, with the routes, when next asked
 
 
-__all__ = ["MAX_BODY_BYTES", "PREFIX", "add_json_routes", "json_router"]
+def adding_routes_at_start(ui):
+    """A lifespan for `demo.launch(app_kwargs={"lifespan": adding_routes_at_start(ui)})`: the routes join the app as
+    its server starts, before it answers anything (added after `launch()` returned, a client that began as soon as
+    `/` answered could get a 404 from the route for a moment)."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        add_json_routes(app, ui)
+        yield
+
+    return lifespan
+
+
+__all__ = ["MAX_BODY_BYTES", "PREFIX", "add_json_routes", "adding_routes_at_start", "json_router"]

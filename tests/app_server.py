@@ -7,12 +7,11 @@ import warnings
 def running_app():
     warnings.filterwarnings("ignore", message=".*Pandas4Warning.*")
     import app
-    from explorer.http_api import add_json_routes
+    from explorer.http_api import adding_routes_at_start
     from explorer.shell import CSS
 
     _, url, _ = app.demo.launch(prevent_thread_lock=True, quiet=True, server_name="127.0.0.1", server_port=None,
-                                run_history=False, css=CSS)
-    add_json_routes(app.demo.app, app.ui)  # the JSON routes, as app.py's after_launch adds them
+                                run_history=False, css=CSS, app_kwargs={"lifespan": adding_routes_at_start(app.ui)})
     try:
         yield app, url
     finally:

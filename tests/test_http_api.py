@@ -197,3 +197,26 @@ def test_openapi_lists_the_routes_with_their_schemas(page):
     assert {"translation", "traces", "result_key"} <= set(schema["components"]["schemas"][answer_ref]["properties"])
     assert {"400", "413", "415", "422", "503"} <= set(post["responses"])
     assert client.get("/api/v1/models").json()["default"] in client.get("/api/v1/models").json()["models"]
+
+
+def test_the_routes_answer_as_soon_as_a_launched_page_does(page):
+    """Launched with `adding_routes_at_start` (as app.py launches): the routes are there for the first request after
+    `launch()` returns, from a server started on a page that had none."""
+    import urllib.request
+
+    import gradio as gr
+
+    from explorer.http_api import adding_routes_at_start
+
+    ui, _ = page
+    with gr.Blocks() as demo:
+        gr.Markdown("a page")
+    _, url, _ = demo.launch(prevent_thread_lock=True, quiet=True, server_name="127.0.0.1", server_port=None,
+                            app_kwargs={"lifespan": adding_routes_at_start(ui)})
+    try:
+        with urllib.request.urlopen(url.rstrip("/") + "/api/v1/models", timeout=30) as answer:
+            listed = json.loads(answer.read())
+        assert answer.status == 200
+        assert listed == {"models": sorted(ui.registry.models), "default": ui.registry.default_key}
+    finally:
+        demo.close()

@@ -17,7 +17,7 @@ from torch.distributions import Categorical
 
 from explorer import wiring
 from explorer.api import one_translation, wire_api
-from explorer.http_api import add_json_routes
+from explorer.http_api import adding_routes_at_start
 from explorer.registry import DEFAULT_MODEL_SETTING, Registry, discover
 from explorer.request import DEFAULT_MAX_LENGTH, Request
 from explorer.session import run
@@ -163,8 +163,7 @@ def entropy():
 def app(kth_best, entropy):
     demo, ui = build_demo(discover(ROOT / "checkpoints"), views=[*VIEWS, PieceCountView()])  # the view's one line
     _, url, _ = demo.launch(prevent_thread_lock=True, quiet=True, server_name="127.0.0.1", server_port=None,
-                            run_history=False, css=CSS)
-    add_json_routes(demo.app, ui)  # the page's Translate fetches them, as app.py adds them
+                            run_history=False, css=CSS, app_kwargs={"lifespan": adding_routes_at_start(ui)})
     yield ui, url
     demo.close()
 
