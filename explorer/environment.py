@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 
+from transformer.numbers import ascii_digits
+
 
 def whole_number_setting(name: str, default: int, meaning: str, most: int | None = None) -> int:
     """`name`'s value, `default` when unset. `meaning` ends the message of a bad value: "must be <meaning>, got '…'".
     Only ASCII digits count: int() would also take '²', '٣' or ' +1'."""
     text = os.environ.get(name, str(default)).strip()
-    if not (text.isascii() and text.isdigit() and (most is None or int(text) <= most)):
+    if not (ascii_digits(text) and (most is None or int(text) <= most)):
         raise ValueError(f"{name} must be {meaning}, got {text!r}")
     return int(text)

@@ -32,6 +32,7 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field
 
 from transformer.decoding.strategies import STRATEGIES
+from transformer.numbers import ascii_digits
 
 from .api_json import trace_json
 from .batching import Overloaded, busy_message
@@ -172,7 +173,7 @@ class JsonRoute(APIRoute):
 
 async def bounded_body(request: HttpRequest) -> bytes:
     declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+    if declared is not None and ascii_digits(declared) and int(declared) > MAX_BODY_BYTES:
         raise ApiError(413, None, f"the body has {int(declared):,} bytes; the limit is {MAX_BODY_BYTES:,}")
     body = bytearray()
     async for chunk in request.stream():

@@ -30,7 +30,7 @@ COMMANDS = {
     # strategy flag is checked with its own strategy chosen (a later --strategy wins)
     "tune_length_penalty": (tune_length_penalty.main, ["--values", "1.0"], ["--batch-size", "--beam-size"]),
 }
-BAD_NUMBERS = ["0", "-3", "nan", "inf", "-Infinity", "1e999", "2.5", "abc"]
+BAD_NUMBERS = ["0", "-3", "nan", "inf", "-Infinity", "1e999", "2.5", "abc", "٣"]  # "٣": float() reads it as 3
 
 
 @pytest.fixture

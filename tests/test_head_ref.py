@@ -27,6 +27,9 @@ def test_text_is_numbered_from_one_and_the_address_from_zero(text, ref):
         ("cross 3", "must be 'kind layer head'"),
         ("sideways 1 1", "must be 'kind layer head'"),
         ("cross a b", "kind layer"),
+        ("cross ١ 2", "kind layer"),  # Arabic-Indic digits: str.isdigit takes them, and int reads "١" as 1
+        ("cross ² 1", "kind layer"),  # a superscript: str.isdigit takes it, int refuses it with its own message
+        ("cross １ 2", "kind layer"),  # full-width
     ],
 )
 def test_a_malformed_entry_is_named(text, complaint):

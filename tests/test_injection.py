@@ -96,7 +96,8 @@ def test_the_number_rule_refuses_what_is_not_a_finite_number(value, kind):
     assert str(caught.value).endswith(f"got {value!r}")
 
 
-@pytest.mark.parametrize("text", ["NaN", "nan", "Infinity", "-Infinity", "inf", "1e999", "abc", "", "0x10", "2.5"])
+@pytest.mark.parametrize("text", ["NaN", "nan", "Infinity", "-Infinity", "inf", "1e999", "abc", "", "0x10", "2.5",
+                                  "١", "٢.٥", "１２", "1_0", "²"])  # float() reads the first four as 1, 2.5, 12, 10
 def test_text_numbers_are_refused_as_sent(text):
     with pytest.raises(NumberError) as caught:
         parsed_number("layer", text, int, 1, 3)
@@ -144,7 +145,7 @@ def test_every_strategy_setting_through_the_api_is_a_finite_number(registry, spe
     assert f"[{spec.minimum}, {spec.maximum}]" in str(caught.value) and str(caught.value).endswith(f"got {value!r}")
 
 
-LINK_NUMBERS = ["NaN", "Infinity", "-Infinity", "1e999", "abc", "2.5"]
+LINK_NUMBERS = ["NaN", "Infinity", "-Infinity", "1e999", "abc", "2.5", "٢", "1_0"]
 
 
 @pytest.mark.parametrize("text", LINK_NUMBERS)

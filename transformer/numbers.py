@@ -40,11 +40,21 @@ def checked_number(name: str, value, kind: type = int, low=None, high=None, sent
     return kind(value)
 
 
+def ascii_digits(text) -> bool:
+    """Whether `text` is a whole number written in ASCII digits only ("12"; not "", "-1", "١٢", "１２" or "²", which
+    `str.isdigit` accepts and `int` then reads or refuses)."""
+    return isinstance(text, str) and text.isascii() and text.isdigit()
+
+
 def parsed_number(name: str, text, kind: type = int, low=None, high=None):
     """A number written as text (a link's value, a command-line flag), checked by `checked_number`: "NaN",
-    "inf" and "1e999" are refused like "abc", and the message quotes the text as it was sent."""
+    "inf" and "1e999" are refused like "abc", and the message quotes the text as it was sent. Only ASCII is read:
+    Python's `float` also takes other scripts' digits ("١٢", full-width "１２") and underscores ("1_000"), which a
+    person reading the link or the command line would not take for that number."""
     if isinstance(text, str):
         try:
+            if not text.isascii() or "_" in text:
+                raise ValueError(text)
             value = float(text.strip())
         except ValueError:
             raise NumberError(f"{name} must be {allowed(kind, low, high)}, got {text!r}") from None

@@ -20,6 +20,7 @@ from transformer.atlas.query import head_points, neighbours, placed, similar_hea
 from transformer.atlas.store import AtlasError
 from transformer.core.head_ref import head_label, layer_label, shown
 from transformer.core.probes import ATTENTION_KINDS, PROBES
+from transformer.numbers import ascii_digits
 
 from ..atlas_service import one_sentence, sentence_vectors, served_atlas
 from ..figures.atlas import COLOURINGS, head_figure, matrix_figure
@@ -35,7 +36,7 @@ OPEN_TRANSLATE_JS = "() => { document.querySelector('#translate-button').click()
 
 def chosen_index(value, default: int = 0) -> int:
     """The shared layer or head control's value as a 0-based index (the overview, mean or all: the default)."""
-    return int(value) if str(value).isdigit() else default
+    return int(value) if ascii_digits(str(value)) else default
 
 
 def fitted(atlas, name: str, what: str, value, default: int) -> tuple[int, str]:

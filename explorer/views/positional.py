@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gradio as gr
 
+from transformer.numbers import ascii_digits
+
 from .. import figures
 from .base import MODEL, TRANSLATION, View, current_translation, plot_row
 
@@ -13,7 +15,7 @@ def default_dimensions(d_model: int) -> list[int]:
 
 
 def chosen_dimensions(dimensions, d_model: int) -> list[int]:
-    chosen = [int(d) for d in (dimensions or []) if str(d).isdigit() and int(d) < d_model]
+    chosen = [int(d) for d in (dimensions or []) if ascii_digits(str(d)) and int(d) < d_model]
     return chosen or default_dimensions(d_model)
 
 

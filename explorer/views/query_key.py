@@ -8,6 +8,7 @@ import gradio as gr
 
 from transformer.core.head_ref import head_label, layer_label
 from transformer.core.probes import PROBES
+from transformer.numbers import ascii_digits
 
 from ..figures.query_key import query_key_figure
 from ..text import literal, page_error
@@ -66,8 +67,8 @@ class QueryKeyView(View):
         c = ui.components
 
         def chosen(result, sentence, kind, layer, head, query):
-            layer_index = int(layer) if str(layer).isdigit() else 0
-            head_index = int(head) if str(head).isdigit() else 0  # the mean or all heads: head 1
+            layer_index = int(layer) if ascii_digits(str(layer)) else 0
+            head_index = int(head) if ascii_digits(str(head)) else 0  # the mean or all heads: head 1
             return ui.by_component(self.show(ui, result, sentence, kind, layer_index, head_index, int(query or 0)))
 
         c["qk_button"].click(

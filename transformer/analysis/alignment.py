@@ -22,6 +22,7 @@ import numpy as np
 
 from ..decoding.trace import Translation
 from ..decoding.words import merge_to_words, word_groups
+from ..numbers import ascii_digits
 
 Alignment = set[tuple[int, int]]  # (source word, target word)
 BOUNDARY_TOKENS = ("<s>", "</s>")  # words never aligned (Garg et al. drop the end-of-sentence token too)
@@ -133,7 +134,7 @@ def parse_pharaoh(line: str) -> Alignment:
     links = set()
     for token in line.split():
         source, dash, target = token.partition("-")
-        if not dash or not source.isdigit() or not target.isdigit():
+        if not dash or not ascii_digits(source) or not ascii_digits(target):
             raise ValueError(f"{token!r} is not a Pharaoh link 'i-j' (source word i, target word j, 0-based)")
         links.add((int(source), int(target)))
     return links

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from ..numbers import ascii_digits
 from .probes import ATTENTION_KINDS
 
 
@@ -59,7 +60,7 @@ class HeadRef(NamedTuple):
     def parse(cls, text: str) -> "HeadRef":
         """From "kind layer head" numbered from 1 ("cross 3 2"); a malformed entry raises ValueError naming it."""
         parts = str(text).split()
-        if len(parts) != 3 or parts[0] not in ATTENTION_KINDS or not parts[1].isdigit() or not parts[2].isdigit():
+        if len(parts) != 3 or parts[0] not in ATTENTION_KINDS or not all(map(ascii_digits, parts[1:])):
             raise ValueError(f"heads_off entry {str(text).strip()!r} must be 'kind layer head' with kind one of "
                              f"{list(ATTENTION_KINDS)} and layer and head numbered from 1, e.g. 'cross 3 2'")
         layer, head = int(parts[1]), int(parts[2])
