@@ -15,12 +15,17 @@ SHIPPED = ROOT / "checkpoints" / "en-de"
 
 
 @functools.cache
-def draw_packages():
-    """scripts/draw_packages.py as a module: its import reader serves the layering tests too."""
-    spec = importlib.util.spec_from_file_location("draw_packages", ROOT / "scripts" / "draw_packages.py")
+def script(name: str):
+    """scripts/NAME.py as a module, for the tests of what it reads and writes."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def draw_packages():
+    """scripts/draw_packages.py as a module: its import reader serves the layering tests too."""
+    return script("draw_packages")
 
 
 # Floats that torch's own kernels computed along two routes (another process, another thread or thread count, a

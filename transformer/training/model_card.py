@@ -61,11 +61,13 @@ def stage_line(stage: dict) -> str:
             f"(torch {stage.get('torch', '?')}){command}")
 
 
-def model_card(metrics: dict, checkpoint: str) -> str:
+def model_card(metrics: dict, checkpoint: str, title: bool = True) -> str:
+    """The card in Markdown; `title=False` leaves out its heading, for a page whose own section names the checkpoint
+    (docs/model-cards.md, written by scripts/write_model_cards.py)."""
     model, training, scores = metrics["model"], metrics["training"], metrics["scores"]
     decoding = metrics["decoding"]
-    lines = [
-        f"### Model card: `{checkpoint}`", "",
+    lines = [f"### Model card: `{checkpoint}`", ""] if title else []
+    lines += [
         f"- **Architecture**: encoder-decoder Transformer, {ModelConfig.from_dict(model).stacks_text()}, d_model "
         f"{model['d_model']}, {model['norm']}-norm"
         f"{' with a final LayerNorm per stack' if model['final_norm'] else ''}, {model['pos_encoding']} positions, "
