@@ -59,11 +59,14 @@ def api_choice(name: str, value, choices, unknown: str | None = None) -> None:
         raise page_error(str(error)) from None
 
 
-def one_translation(ui, sentence, text, model, device, strategy, settings, max_length, prefix, heads_off):
-    """(result, its translation of line `sentence`, from 1) for the endpoints that explain one sentence."""
+def one_translation(ui, sentence, text, model, device, strategy, settings, max_length, prefix, heads_off,
+                    text_field: str = "text"):
+    """(result, its translation of line `sentence`, from 1) for the endpoints that explain one sentence; `text_field`:
+    the text's name among the endpoint's arguments, for its errors."""
     counted("sentence", sentence)
     result = run_request(ui.service, lambda: Request.from_api(
-        ui.registry, text, model, device, strategy, settings, max_length, prefix, heads_off), analyses=frozenset())
+        ui.registry, text, model, device, strategy, settings, max_length, prefix, heads_off, text_field),
+        analyses=frozenset())
     sentence = counted("sentence", sentence, len(result.translations))
     return result, result.translations[sentence - 1]
 

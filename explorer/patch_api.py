@@ -50,6 +50,9 @@ def patch_endpoint(ui):
         target piece's restored share per site; `hold` decodes the corrupted source again with one site put back."""
         counted("target", target)
         analyses = checked_analyses(analyses)
+        if corrupted is not None and not isinstance(corrupted, str):
+            raise page_error(f"corrupted must be a sentence as text, or \"\" with noise_word; got "
+                             f"{type(corrupted).__name__}")
         corrupted = checked_text("corrupted", corrupted) or ""
         if noise_word is None and not corrupted.strip():
             raise page_error("corrupted: the corrupted sentence is empty; type one, or give noise_word (a source "
@@ -61,12 +64,19 @@ def patch_endpoint(ui):
             except NumberError as error:
                 raise page_error(str(error)) from None
         if contrast is not None:
+            if not isinstance(contrast, str):
+                raise page_error(f"contrast must be a piece of the model's vocabulary, as text, or null; got "
+                                 f"{type(contrast).__name__}")
             checked_text("contrast", contrast)
+        if hold is not None and not isinstance(hold, str):
+            raise page_error(f"hold must be one cell as text, such as 'trace residual 2 5', or null; got "
+                             f"{type(hold).__name__}")
         try:
             held = parse_hold(hold) if hold is not None else None
         except ValueError as error:
             raise page_error(str(error)) from error
-        result, translation = one_translation(ui, 1, clean, model, device, None, None, max_length, None, None)
+        result, translation = one_translation(ui, 1, clean, model, device, None, None, max_length, None, None,
+                                              text_field="clean")
         if len(result.translations) > 1:
             raise page_error(f"clean must be one sentence on one line; it has {len(result.translations)} lines")
         counted("target", target, len(translation.tgt_ids), " for this translation")
@@ -75,7 +85,7 @@ def patch_endpoint(ui):
             corrupted_translation = None
         else:
             other, corrupted_translation = one_translation(ui, 1, corrupted, model, device, None, None, max_length,
-                                                           None, None)
+                                                           None, None, text_field="corrupted")
             if len(other.translations) > 1:
                 raise page_error(f"corrupted must be one sentence on one line; it has {len(other.translations)} lines")
         tokenizer = ui.service.translator_of(result).tokenizer

@@ -14,12 +14,12 @@ from transformer.choices import ChoiceError, checked_choice
 from transformer.core.head_mask import HeadMaskError, check_heads_off
 from transformer.decoding.strategies import STRATEGIES, SettingError, build_settings, get_strategy
 from transformer.numbers import NumberError, checked_number, parsed_number
-from transformer.unicode_text import TextError, check_text
+from transformer.unicode_text import MAX_CHARACTERS as MAX_CHARACTERS  # the limit every surface shares
+from transformer.unicode_text import TextError, check_text, checked_lines
 
 from .heads_off import format_heads_off, parse_heads_off
 
 MAX_LINES = 8  # sentences per request
-MAX_CHARACTERS = 2000  # per request; longer input is refused with a message
 MAX_OUTPUT_TOKENS = 128
 DEFAULT_MAX_LENGTH = 64
 DEVICES = ("cpu", "cuda")
@@ -47,16 +47,17 @@ class Request:
 
     @classmethod
     def build(cls, registry, text, model=None, device="cpu", strategy=None, settings: dict | None = None,
-              max_length=DEFAULT_MAX_LENGTH, prefix=None, heads_off=None) -> "Request":
+              max_length=DEFAULT_MAX_LENGTH, prefix=None, heads_off=None, text_field: str = "text") -> "Request":
         """The one constructor: every value checked, the first bad one raised as a RequestError naming it.
         `settings` are the chosen strategy's own, by name (its namespace: another strategy may have a setting of
         the same name). A strategy or setting not given (None) is the model's recorded decoding (metrics.json:
         how it was tuned on val), else the strategy's default. `heads_off` is text numbered from 1
-        ("cross 3 2; decoder_self 1 4") or (kind, layer, head) entries numbered from 0."""
-        for field, value in (("text", text), ("model", model), ("device", device), ("strategy", strategy),
+        ("cross 3 2; decoder_self 1 4") or (kind, layer, head) entries numbered from 0. `text_field`: the name the
+        caller gave the text (/patch's `clean`), used in its errors."""
+        for field, value in ((text_field, text), ("model", model), ("device", device), ("strategy", strategy),
                              ("prefix", prefix), ("heads_off", heads_off)):
             check_unicode(field, value)
-        lines = split_lines(text)
+        lines = split_lines(text, text_field)
         model = registry.default_key if model is None else model
         choice("model", model, sorted(registry.models),
                unknown=f"unknown model {model!r}; available: {sorted(registry.models)}")
@@ -86,9 +87,11 @@ class Request:
 
     @classmethod
     def from_api(cls, registry, text, model=None, device="cpu", strategy=None, settings: dict | None = None,
-                 max_length=DEFAULT_MAX_LENGTH, prefix=None, heads_off=None) -> "Request":
-        """From the API's named arguments: `settings` holds the chosen strategy's settings ({"beam_size": 4})."""
-        return cls.build(registry, text, model, device, strategy, settings, max_length, prefix, heads_off)
+                 max_length=DEFAULT_MAX_LENGTH, prefix=None, heads_off=None, text_field: str = "text") -> "Request":
+        """From the API's named arguments: `settings` holds the chosen strategy's settings ({"beam_size": 4});
+        `text_field`: the text's name in the caller's arguments, for its errors."""
+        return cls.build(registry, text, model, device, strategy, settings, max_length, prefix, heads_off,
+                         text_field)
 
     @classmethod
     def from_page(cls, registry, values: dict) -> "Request":
@@ -165,18 +168,16 @@ def check_unicode(field: str, value) -> None:
             raise RequestError(field, str(error)) from None
 
 
-def split_lines(text) -> list[str]:
-    if not isinstance(text, str) or not text.strip():
-        raise RequestError("text", "Source text is empty: type a sentence to translate.")
-    if len(text) > MAX_CHARACTERS:
-        raise RequestError("text", f"Source text has {len(text):,} characters; the limit is {MAX_CHARACTERS:,} per "
-                                   "request.")
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    if len(lines) > MAX_LINES:
-        raise RequestError(
-            "text", f"Source text has {len(lines)} lines; the limit is {MAX_LINES} sentences per request."
-        )
-    return lines
+def split_lines(text, field: str = "text") -> list[str]:
+    """The text's non-empty lines (unicode_text.checked_lines, the rule the command lines share); a text that is
+    empty or too long is a RequestError naming `field` ("Source text" for the page's and the API's `text`, else the
+    caller's own name for it, such as /patch's `clean`)."""
+    if not isinstance(text, str):
+        text = ""  # no text at all reads as an empty one
+    try:
+        return checked_lines(field, text, MAX_LINES, "Source text" if field == "text" else field)
+    except TextError as error:
+        raise RequestError(field, str(error)) from None
 
 
 def checked_settings(strategy: str, settings: dict) -> dict:

@@ -416,7 +416,14 @@ def test_patch_answers_with_the_packages_restored_shares(server, reference):
     ({"hold": "heads cross 9 1"}, r"layer must be in \[1, 4\], got 9"),
     ({"hold": "heads cross 1 7"}, r"head must be in \[1, 4\], got 7"),
     ({"corrupted": "", "noise_word": 2, "noise_std": "NaN"}, "noise_std must be .*got 'NaN'"),
-    ({"corrupted": "x" * 5000}, "5,000 characters; the limit is 2,000"),
+    ({"corrupted": "x" * 5000}, "^corrupted has 5,000 characters; the limit is 2,000"),
+    # each text named by its own argument, not the page's "Source text"
+    ({"clean": ""}, "^clean is empty"),
+    ({"clean": "x" * 10_000}, "^clean has 10,000 characters; the limit is 2,000"),
+    ({"corrupted": "x" * 10_000}, "^corrupted has 10,000 characters; the limit is 2,000"),
+    ({"contrast": ["Katze"]}, "^contrast must be a piece of the model's vocabulary, as text, or null; got list"),
+    ({"hold": ["trace", "residual", 1, 1]}, "^hold must be one cell as text"),
+    ({"corrupted": 7}, "^corrupted must be a sentence as text"),
     ({"analyses": "trace,everything"}, "analyses: 'everything'; choose some of trace, heads, path, attribution"),
 ])
 def test_patch_refuses_bad_input_with_one_message_naming_it(server, args, message):
@@ -424,6 +431,20 @@ def test_patch_refuses_bad_input_with_one_message_naming_it(server, args, messag
     with pytest.raises(Exception, match=message):
         client.predict(**{"clean": PATCH_CLEAN, "corrupted": PATCH_CORRUPTED, "target": 2, "analyses": "trace",
                           **args}, api_name="/patch")
+
+
+@pytest.mark.parametrize("name", ["clean", "corrupted"])
+def test_patch_names_the_text_that_holds_a_lone_surrogate(server, name):
+    """Called in the server's process: JSON clients (gradio_client among them) refuse to send a lone surrogate."""
+    import gradio as gr
+
+    from explorer.patch_api import patch_endpoint
+
+    app, _ = server
+    texts = {"clean": PATCH_CLEAN, "corrupted": PATCH_CORRUPTED, name: "A dog \ud800 runs."}
+    with pytest.raises(gr.Error) as caught:
+        patch_endpoint(app.ui)(**texts, target=2, analyses="trace")
+    assert caught.value.message.startswith(f"{name} is not valid Unicode text: character 7 is a lone surrogate")
 
 
 def test_patch_keeps_markup_as_text(server):

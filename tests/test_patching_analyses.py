@@ -136,6 +136,13 @@ def test_positions_line_up_only_where_the_pieces_do(model):
     (["--target", "0"], "argument --target: must be"),
     (["--target", "1", "--analyses", "trace,everything"], "'everything'] not known; choose some of trace"),
     (["--target", "1", "--noise-word", "NaN"], "argument --noise-word: must be"),
+    # the sentences refused as /patch refuses clean and corrupted (unicode_text.checked_lines)
+    (["--target", "1", "--clean", ""], "argument --clean: is empty: type a sentence to translate."),
+    (["--target", "1", "--clean", "  \n "], "argument --clean: is empty"),
+    (["--target", "1", "--clean", "A dog runs.\nA cat sleeps."],
+     "argument --clean: has 2 lines; the limit is one sentence on one line."),
+    (["--target", "1", "--corrupted", "x" * 2001], "argument --corrupted: has 2,001 characters; the limit is 2,000"),
+    (["--target", "1", "--clean", "A dog \udcff runs."], "argument --clean: is not valid Unicode text"),
 ])
 def test_the_command_line_refuses_bad_settings_in_one_line(argv, message, capsys):
     from transformer.analysis.causal.cli import run

@@ -20,7 +20,7 @@ from pathlib import Path
 from .json_files import read_json
 from .numbers import NumberError, parsed_number
 from .path_checks import folder_problem
-from .unicode_text import TextError, check_text
+from .unicode_text import TextError, check_text, checked_lines
 
 
 class InputError(ValueError):
@@ -63,6 +63,20 @@ def text_type(flag: str):
             raise argparse.ArgumentTypeError(str(error).removeprefix(f"{flag} ")) from None
 
     convert.__name__ = "text"
+    return convert
+
+
+def sentence_type(flag: str):
+    """An argparse type for one sentence to translate, refused as the API refuses it (unicode_text.checked_lines):
+    not valid Unicode, empty, longer than the API's limit, or of more than one line."""
+
+    def convert(text: str) -> str:
+        try:
+            return checked_lines(flag, text, 1)[0]
+        except TextError as error:  # argparse puts "argument FLAG: " before the message
+            raise argparse.ArgumentTypeError(str(error).removeprefix(f"{flag} ")) from None
+
+    convert.__name__ = "sentence"
     return convert
 
 

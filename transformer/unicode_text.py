@@ -39,3 +39,24 @@ def check_text(name: str, value, optional: bool = False) -> str | None:
     if problem:
         raise TextError(name, f"{name} is not valid Unicode text: {problem}")
     return value
+
+
+MAX_CHARACTERS = 2000  # per request, on every surface: longer input is refused with a message
+
+
+def checked_lines(name: str, text, most_lines: int, label: str | None = None) -> list[str]:
+    """The non-empty lines of `text`, stripped: the one rule for a text to translate on every surface (the API's
+    `text`, /patch's `clean`, a command line's `--clean`). Refused with a TextError naming `name` (or `label`,
+    "Source text" on the page) when it is not valid Unicode, empty, longer than MAX_CHARACTERS or of more than
+    `most_lines` lines."""
+    label = name if label is None else label
+    check_text(name, text)
+    if not text.strip():
+        raise TextError(name, f"{label} is empty: type a sentence to translate.")
+    if len(text) > MAX_CHARACTERS:
+        raise TextError(name, f"{label} has {len(text):,} characters; the limit is {MAX_CHARACTERS:,} per request.")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(lines) > most_lines:
+        limit = "one sentence on one line" if most_lines == 1 else f"{most_lines} sentences per request"
+        raise TextError(name, f"{label} has {len(lines)} lines; the limit is {limit}.")
+    return lines

@@ -18,7 +18,7 @@ import sys
 import torch
 
 from ...checkpoint import CheckpointError
-from ...command_line import CommandParser, add_threads, answered, number_type, text_type
+from ...command_line import CommandParser, add_threads, answered, number_type, sentence_type
 from ...decoding.translator import Translator
 from ..registry import ModelAccess
 from .analysis import ANALYSES, causal_patching, check_analyses, patching_json, question_of
@@ -40,8 +40,9 @@ def parser() -> CommandParser:
     command.add_argument("--model", required=True,
                          help="a shipped checkpoint by name (en-de, de-en) or a checkpoint folder (a converted Marian "
                               "model included)")
-    command.add_argument("--clean", required=True, type=text_type("--clean"), help="the clean sentence")
-    command.add_argument("--corrupted", type=text_type("--corrupted"),
+    command.add_argument("--clean", required=True, type=sentence_type("--clean"),
+                         help="the clean sentence (one line)")
+    command.add_argument("--corrupted", type=sentence_type("--corrupted"),
                          help="the corrupted sentence (or give --noise-word)")
     command.add_argument("--noise-word", type=number_type("--noise-word", int, 1), default=None,
                          help="corrupt by noise (3 x the embeddings' standard deviation, as ROME) on this clean "
