@@ -153,6 +153,36 @@ def test_translations_by_another_teacher_are_not_continued(pipeline, tmp_path, c
     assert "holds translations by another teacher" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # the tiny teachers come from the script's run: four training and translating processes
+def test_a_bad_out_or_a_torn_teacher_json_is_one_line_naming_it_before_any_work(pipeline, corpora, tmp_path, capsys):
+    """A file given as --out, a folder that cannot be made, and a teacher.json cut off mid-write end the command
+    with one line (exit status 2) that names the path, for both subcommands; nothing is written."""
+    teacher, mix = str(pipeline["work"] / "teacher-en-de"), str(pipeline["work"] / "mix")
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("mine")
+    torn = tmp_path / "torn"
+    shutil.copytree(pipeline["out"] / "en-de", torn)
+    (torn / "teacher.json").write_text((torn / "teacher.json").read_text()[:40])
+    cases = [
+        (["translate", "--teacher", teacher, "--mix", mix, "--out", str(a_file)], f"--out {a_file} is a file"),
+        (["translate", "--teacher", teacher, "--mix", mix, "--out", str(a_file / "out")],
+         f"cannot be made: {a_file} is a file, not a folder"),
+        (["student", "--distilled", str(pipeline["out"] / "en-de"), "--corpora", str(corpora), "--out", str(a_file)],
+         f"--out {a_file} is a file"),
+        (["translate", "--teacher", teacher, "--mix", mix, "--out", str(torn)],
+         f"{torn / 'teacher.json'}: not valid JSON"),
+        (["student", "--distilled", str(torn), "--corpora", str(corpora), "--out", str(tmp_path / "student")],
+         f"{torn / 'teacher.json'}: not valid JSON"),
+    ]
+    for argv, complaint in cases:
+        with pytest.raises(SystemExit) as exit_status:
+            distill_cli.main(argv)
+        error = capsys.readouterr().err
+        last = error.strip().splitlines()[-1]
+        assert exit_status.value.code == 2 and complaint in last and "Traceback" not in error, (argv, error)
+    assert a_file.read_text() == "mine" and not (tmp_path / "student").exists()
+
+
 def test_a_torn_chunk_is_cut_off_and_the_file_stays_gzip(tmp_path):
     path = tmp_path / "x.gz"
     shard = LineShard(path)

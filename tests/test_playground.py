@@ -4,6 +4,7 @@ shipped trained models' cross-attention against each task's pattern, over held-o
 a replay's attention at a step against a forward pass of that step's weights; the same seed giving the same losses;
 and every bad setting refused with one message naming it."""
 import datetime
+import os
 import random
 
 import numpy as np
@@ -211,6 +212,43 @@ def test_the_command_line_writes_a_checkpoint_and_its_replay(tmp_path, capsys):
     assert message[-1] == ("python -m transformer.playground: error: width (30) must be divisible by heads (4): each "
                            "head reads an equal slice of the width")
     assert main(["tasks"]) == 0 and "einundzwanzig" in capsys.readouterr().out
+
+
+def test_the_command_line_keeps_another_runs_folder_and_refuses_an_unwritable_one_before_training(tmp_path, capsys,
+                                                                                                  monkeypatch):
+    from transformer.playground import __main__ as command
+    from transformer.playground.trainer import RUN_FILES
+
+    flags = ["train", "--task", "copy", "--layers", "1", "--heads", "1", "--width", "8", "--steps", "2",
+             "--redraw-every", "2", "--held-out", "5"]
+    trained = []
+    real_run = command.PlaygroundRun
+    monkeypatch.setattr(command, "PlaygroundRun", lambda settings: trained.append(settings) or real_run(settings))
+    run = tmp_path / "run"
+    assert command.main([*flags, "--out", str(run)]) == 0
+    before = {name: (run / name).read_bytes() for name in RUN_FILES}
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("mine")
+    read_only = tmp_path / "locked"
+    read_only.mkdir()
+    read_only.chmod(0o500)
+    cases = [([*flags, "--out", str(run), "--steps", "4"], f"--out {run} holds a run already ("),
+             ([*flags, "--out", str(a_file)], f"--out {a_file} is a file, not a folder"),
+             ([*flags, "--out", str(read_only / "run")], f"cannot be made: {read_only} is read-only")]
+    if os.access(read_only, os.W_OK):  # root writes anywhere: the read-only case cannot be made here
+        cases.pop()
+    try:
+        for argv, complaint in cases:
+            with pytest.raises(SystemExit) as stopped:
+                command.main(argv)
+            message = capsys.readouterr().err.strip().splitlines()
+            assert stopped.value.code == 2 and complaint in message[-1], message
+    finally:
+        read_only.chmod(0o700)
+    assert len(trained) == 1  # each refusal came before any training
+    assert {name: (run / name).read_bytes() for name in RUN_FILES} == before and a_file.read_text() == "mine"
+    assert command.main([*flags, "--out", str(run), "--steps", "4", "--overwrite"]) == 0  # asked: replaced
+    assert Replay.load(run / REPLAY_FILE).steps[-1] == 4
 
 
 def test_a_loss_that_becomes_nan_stops_the_run_with_one_message(monkeypatch):

@@ -41,6 +41,20 @@ def folder_problem(folder) -> str | None:
     return None
 
 
+def output_folder_problem(folder) -> str | None:
+    """Why the output folder `folder` cannot be written, made where it is missing (see `folder_problem`, or "cannot
+    be made: X is read-only"); None when it can. Commands check it before their work starts."""
+    folder = Path(folder)
+    if folder.exists():
+        return folder_problem(folder)
+    made_in = next(parent for parent in folder.parents if parent.exists())  # "." or "/" at the latest
+    if not made_in.is_dir():
+        return not_a_folder(folder)
+    if not os.access(made_in, os.W_OK):
+        return f"cannot be made: {made_in} is read-only"
+    return None
+
+
 def os_error_phrase(error: OSError) -> str:
     """An OSError from making or writing `error.filename`, as what that path is: "is read-only (permission denied)",
     "is a file, not a folder", "cannot be made: X is a file, not a folder", "is a folder, not a file"; else the

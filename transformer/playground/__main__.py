@@ -14,10 +14,10 @@ from pathlib import Path
 import torch
 
 from ..command_line import CommandParser, InputError, answered
-from ..path_checks import blocking_file
+from ..path_checks import output_folder_problem
 from .settings import LIMITS, Settings, SettingsError
 from .tasks import TASKS
-from .trainer import PlaygroundRun, RunError, save_run
+from .trainer import RUN_FILES, PlaygroundRun, RunError, save_run
 
 
 def parser() -> CommandParser:
@@ -35,6 +35,8 @@ def parser() -> CommandParser:
     train.add_argument("--pos-encoding", default=defaults.pos_encoding, help="sinusoidal or learned")
     train.add_argument("--norm", default=defaults.norm, help="pre or post")
     train.add_argument("--out", required=True, help="the folder to write the checkpoint and replay.json into")
+    train.add_argument("--overwrite", action="store_true",
+                       help="replace the run a folder given as --out holds (default: refuse it)")
     return main
 
 
@@ -61,11 +63,16 @@ def parse(text: str, kind: type):
     return int(number) if kind is int and number.is_integer() and "." not in text else number
 
 
-def writable_folder(path) -> Path:
-    """--out, checked before training: a folder, or a place one can be made."""
-    blocker = blocking_file(path)
-    if blocker is not None:
-        raise InputError(f"--out {path}: cannot be made, {blocker} is a file, not a folder")
+def writable_folder(path, overwrite: bool = False) -> Path:
+    """--out, checked before training: a folder that can be written, or a place one can be made; a folder that holds
+    a run already (a checkpoint or a replay) only with --overwrite."""
+    problem = output_folder_problem(path)
+    if problem:
+        raise InputError(f"--out {path} {problem}")
+    held = sorted(name for name in RUN_FILES if (Path(path) / name).exists())
+    if held and not overwrite:
+        raise InputError(f"--out {path} holds a run already ({', '.join(held)}): choose another folder, or pass "
+                         "--overwrite to replace it")
     return Path(path)
 
 
@@ -77,7 +84,7 @@ def main(argv=None) -> int:
         return 0
     with answered(parser(), SettingsError, RunError):
         settings = settings_from(args)
-        out = writable_folder(args.out)
+        out = writable_folder(args.out, args.overwrite)
         torch.set_num_threads(1)  # reproducible on one CPU, and the same numbers the app's worker gets
         run = PlaygroundRun(settings)
         for snapshot in run.snapshots():

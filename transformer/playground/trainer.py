@@ -169,6 +169,10 @@ class PlaygroundRun:
         return Replay.from_run(self)
 
 
+# what save_run writes: a folder holding any of them holds a run (the command line replaces one only when told)
+RUN_FILES = ("config.json", "model.safetensors", SYMBOLS_FILE, "metrics.json", REPLAY_FILE)
+
+
 def save_run(run: PlaygroundRun, directory, dtype: torch.dtype = torch.float32) -> Path:
     """The trained model as a checkpoint folder every tool opens (config.json, model.safetensors, symbols.json,
     metrics.json), with its replay beside it as replay.json. `dtype`: the weights' (the shipped runs keep float16,

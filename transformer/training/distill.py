@@ -13,7 +13,6 @@ translation got; `python -m transformer.distill student` (distill_student.py) tu
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ from ..corpus.mix import MIX_FILE
 from ..corpus.parallel import CorpusError, read_lines
 from ..decoding.batch_beam import beam_search_ids
 from ..decoding.translator import Translator
+from ..json_files import read_json
 from ..paths import portable_path
 from .distill_shards import LineShard
 from .finalize import hardware
@@ -61,7 +61,7 @@ def mix_jobs(mix_dir, out, src: str, tgt: str) -> list[CorpusJob]:
     if not recipe_file.is_file():
         raise CorpusError(f"{recipe_file}: missing; make the mix with python -m transformer.data mix")
     jobs = []
-    for corpus in json.loads(recipe_file.read_text())["corpora"]:
+    for corpus in read_json(recipe_file, CorpusError)["corpora"]:
         source_file = Path(corpus["folder"]) / f"train.{src}"
         sources = read_lines(source_file)
         shard = LineShard(Path(out) / shard_name(corpus["name"], tgt))

@@ -24,6 +24,8 @@ from ..corpus.mix import MIX_FILE
 from ..corpus.parallel import CorpusError
 from ..decoding.strategies import SettingError
 from ..decoding.translator import Translator
+from ..json_files import read_json
+from ..path_checks import output_folder_problem
 from .distill import RECORD_FILE, distill, mix_jobs, teacher_record
 from .distill_shards import ShardError
 from .distill_student import build_student_folder
@@ -66,15 +68,18 @@ def run_translate(parser: argparse.ArgumentParser, args: argparse.Namespace, arg
     deadline = time.time() + args.max_minutes * 60 if args.max_minutes is not None else float("inf")
     if not (Path(args.mix) / MIX_FILE).is_file():
         parser.error(f"--mix {args.mix}: no {MIX_FILE} there; make the mix with python -m transformer.data mix")
+    out_problem = output_folder_problem(args.out)
+    if out_problem:
+        parser.error(f"--out {args.out} {out_problem}")
     with answered(parser, CheckpointError, CorpusError, SettingError, ShardError, FileNotFoundError):
         teacher = Translator.from_pretrained(args.teacher, device=args.device)
         src, tgt = teacher.languages["src"], teacher.languages["tgt"]
         _, recorded = teacher.recorded_decoding("beam")
         length_penalty = args.length_penalty if args.length_penalty is not None else recorded["length_penalty"]
         jobs = mix_jobs(args.mix, args.out, src, tgt)
-        recipe = json.loads((Path(args.mix) / MIX_FILE).read_text())
+        recipe = read_json(Path(args.mix) / MIX_FILE, CorpusError)
         earlier = Path(args.out) / RECORD_FILE
-        record = json.loads(earlier.read_text()) if earlier.is_file() else {}
+        record = read_json(earlier, CorpusError) if earlier.exists() else {}
         made_by = teacher_record(teacher, args.teacher)
         if any(job.shard.lines for job in jobs) and not same_teacher(record.get("teacher"), made_by):
             parser.error(f"--out {args.out} holds translations by another teacher than {args.teacher} (its "
@@ -114,6 +119,9 @@ def main(argv=None) -> None:
     if args.command == "translate":
         run_translate(parser, args, argv)
         return
+    out_problem = output_folder_problem(args.out)
+    if out_problem:
+        parser.error(f"--out {args.out} {out_problem}")
     with answered(parser, CorpusError):
         record = build_student_folder(args.distilled, args.corpora, args.out, args.with_references)
     print(f"{json.dumps(record['train_lines'])}\nwrote {args.out}")

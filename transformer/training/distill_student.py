@@ -20,6 +20,7 @@ from pathlib import Path
 from ..command_line import write_json_atomically
 from ..corpus.mix import MIX_FILE, test_splits
 from ..corpus.parallel import CorpusError, read_lines, read_parallel
+from ..json_files import read_json
 from ..paths import portable_path
 from .distill import RECORD_FILE, file_digest
 from .distill_shards import read_lines as read_shard
@@ -31,7 +32,7 @@ def read_record(distilled_dir) -> dict:
     if not path.is_file():
         raise CorpusError(f"{path}: missing; --distilled takes the folder `python -m transformer.distill translate` "
                           "(or scripts/distill_gpu.sh) wrote")
-    record = json.loads(path.read_text())
+    record = read_json(path, CorpusError)
     missing = [key for key in ("languages", "mix", "teacher", "translation") if key not in record]
     if missing:
         raise CorpusError(f"{path}: has no {', '.join(missing)}; remake the folder with python -m transformer.distill "
