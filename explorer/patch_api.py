@@ -40,6 +40,16 @@ def checked_text(name: str, value) -> str:
     return value
 
 
+def check_types(corrupted, contrast, hold) -> None:
+    """The text arguments that may be null, each text or null, before anything reads them; the message names the
+    argument and the JSON type it got."""
+    wanted = {"corrupted": 'a sentence as text, or "" with noise_word', "contrast": "a piece of the model's "
+              "vocabulary, as text, or null", "hold": "one cell as text, such as 'trace residual 2 5', or null"}
+    for name, value in (("corrupted", corrupted), ("contrast", contrast), ("hold", hold)):
+        if value is not None and not isinstance(value, str):
+            raise page_error(f"{name} must be {wanted[name]}; got {type(value).__name__}")
+
+
 def patch_endpoint(ui):
     def patch(clean: str, corrupted: str = "", target: int = 1, contrast: str = None,
               analyses: str = "trace,heads,path,attribution", noise_word: int = None,
@@ -50,9 +60,7 @@ def patch_endpoint(ui):
         target piece's restored share per site; `hold` decodes the corrupted source again with one site put back."""
         counted("target", target)
         analyses = checked_analyses(analyses)
-        if corrupted is not None and not isinstance(corrupted, str):
-            raise page_error(f"corrupted must be a sentence as text, or \"\" with noise_word; got "
-                             f"{type(corrupted).__name__}")
+        check_types(corrupted, contrast, hold)
         corrupted = checked_text("corrupted", corrupted) or ""
         if noise_word is None and not corrupted.strip():
             raise page_error("corrupted: the corrupted sentence is empty; type one, or give noise_word (a source "
@@ -64,13 +72,7 @@ def patch_endpoint(ui):
             except NumberError as error:
                 raise page_error(str(error)) from None
         if contrast is not None:
-            if not isinstance(contrast, str):
-                raise page_error(f"contrast must be a piece of the model's vocabulary, as text, or null; got "
-                                 f"{type(contrast).__name__}")
             checked_text("contrast", contrast)
-        if hold is not None and not isinstance(hold, str):
-            raise page_error(f"hold must be one cell as text, such as 'trace residual 2 5', or null; got "
-                             f"{type(hold).__name__}")
         try:
             held = parse_hold(hold) if hold is not None else None
         except ValueError as error:

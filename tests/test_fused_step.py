@@ -30,11 +30,11 @@ SHAPES = {
 }
 
 
-def shipped_like(**overrides) -> Transformer:
+def shipped_like(vocab_size: int = 37, **overrides) -> Transformer:
     """A tiny pre-norm model whose weights float16 holds exactly, as a shipped checkpoint loads, with the float16
     copies attached; its vocabulary is wide enough that the output projection runs the 16-wide loop and its tail."""
     torch.manual_seed(0)
-    model = Transformer(tiny_config(vocab_size=37, **overrides)).eval()
+    model = Transformer(tiny_config(vocab_size=vocab_size, **overrides)).eval()
     with torch.no_grad():
         for parameter in model.parameters():
             parameter.copy_(parameter.half().float())
@@ -204,16 +204,19 @@ def test_greedy_with_its_loop_in_the_kernel_gives_the_python_loops_every_number(
     from transformer.decoding.strategies.greedy import most_probable
     from transformer.decoding.strategies.single_path import decode_fused_greedy, decode_single_path
 
+    def same(fused, python):
+        assert fused.token_ids == python.token_ids and fused.score == python.score
+        assert ([(s.token_id, s.prob, s.topk, s.forced) for s in fused.steps]
+                == [(s.token_id, s.prob, s.topk, s.forced) for s in python.steps])
+
     model = shipped_like(**SHAPES[shape])
     for source in sources((7, 4, 9, 1, 40)):
         for max_length in (None, 1, 3):
-            fused = decode_fused_greedy(model, source, max_length)
-            python = decode_single_path(model, [source], most_probable, max_length)[0]
-            assert fused.token_ids == python.token_ids and fused.score == python.score
-            assert ([(s.token_id, s.prob, s.topk, s.forced) for s in fused.steps]
-                    == [(s.token_id, s.prob, s.topk, s.forced) for s in python.steps])
-    model.fused_decoding = False
-    assert decode_fused_greedy(model, sources((5,))[0]) is None  # the Python loop's case
+            same(decode_fused_greedy(model, source, most_probable, max_length),
+                 decode_single_path(model, [source], most_probable, max_length)[0])
+    model.fused_decoding = False  # the Python loop's case: decode_single_path on the same encoder output
+    same(decode_fused_greedy(model, sources((5,))[0], most_probable),
+         decode_single_path(model, sources((5,)), most_probable)[0])
 
 
 def test_greedy_takes_the_kernels_loop_only_for_one_unrecorded_unforced_sentence(monkeypatch):

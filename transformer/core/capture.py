@@ -11,6 +11,12 @@
     rec["decoder_ff.hidden"]                     # (layers, B, T, F)
     rec["decoder_layers.1.cross_attention.scores"][0]   # (B, H, T, S): one point, one entry
 
+    with record(translator.model, ["decoder_layers.1.output", "logits"]) as rec:
+        translator.translate("A dog runs.")
+    rec.take("logits")                           # one (1, 1, V) per decoding step: each passes every decoder point
+
+Reading a name whose points nothing in the block reached is a NotReached error naming them, never None or [].
+
 The hooks exist only inside the block and are removed in `finally`, also when the block raises. The
 recording itself sits in a ContextVar for the duration of the block: a hook keeps a call only when its
 recording is open in the context that made the call. Other threads running the same model therefore
@@ -28,6 +34,10 @@ from ..choices import type_phrase
 from .probes import ATTENTION_KINDS, PROBES, Tap, active_recordings, matcher, name_list, nearest, points_of
 
 
+class NotReached(LookupError):
+    """A recorded name read after a block that never reached its points: silence would read as "nothing there"."""
+
+
 class Recording:
     """What the points recorded, in call order: (path, tensor) per call, one per point per forward pass."""
 
@@ -38,9 +48,11 @@ class Recording:
         self.paths = [point.name for point in unique.values()]  # what one forward pass records, once each
         self.calls: list[tuple[str, torch.Tensor]] = []
         self.found_paths: dict[str, frozenset[str]] = {}  # name -> the recorded paths it matches
+        self.reached: set[str] = set()  # the paths recorded at least once, also those `take` has since forgotten
 
     def add(self, path: str, value: torch.Tensor) -> None:
         self.calls.append((path, value.detach()))
+        self.reached.add(path)
 
     def _paths(self, name: str) -> frozenset[str]:
         if name not in self.found_paths:
@@ -60,12 +72,22 @@ class Recording:
         return paths
 
     def _matching(self, name: str) -> list[int]:
+        """The calls recorded for `name` and not yet taken; a name none of whose points the block reached is
+        NotReached, naming them and how to read them."""
         paths = self._recorded_paths(name)
+        if not paths & self.reached:
+            points = sorted(paths)
+            named = repr(points[0]) + (f" and {len(points) - 1} more points" if len(points) > 1 else "")
+            raise NotReached(
+                f"{name!r}: nothing that ran while this recording was open reached {named}. A decoding step passes "
+                f"every decoder point (translate() records each at every step), the encoder passes its own once per "
+                f"sentence; a teacher-forced pass, model(src, tgt), passes every point once")
         return [i for i, (path, _) in enumerate(self.calls) if path in paths]
 
     def __getitem__(self, name: str) -> torch.Tensor | None:
         """One forward pass's tensors for `name`, stacked over its points (the layers), in the model's order; None
-        when the block ran nothing that reached them. A name that was not recorded is a KeyError."""
+        once `take` has forgotten them. A name that was not recorded is a KeyError, one whose points the block never
+        reached is NotReached."""
         calls = [self.calls[i][1] for i in self._matching(name)]
         if not calls:
             return None
@@ -93,7 +115,9 @@ class Recording:
         return self._kind("cross")
 
     def take(self, name: str) -> list[torch.Tensor]:
-        """Returns and forgets what was recorded for `name` so far, in call order (used between decoding steps)."""
+        """Returns and forgets what was recorded for `name` so far, in call order (used between decoding steps): one
+        tensor per decoding step for a decoder point; [] only when an earlier `take` has forgotten them all. A name
+        whose points nothing reached is NotReached."""
         taken = set(self._matching(name))
         out = [value for i, (_, value) in enumerate(self.calls) if i in taken]
         self.calls = [call for i, call in enumerate(self.calls) if i not in taken]
@@ -134,4 +158,4 @@ def capture_attention(model: nn.Module, kinds=ATTENTION_KINDS):
     return record(model, kinds)
 
 
-__all__ = ["PROBES", "AttentionRecord", "Recording", "capture_attention", "record"]
+__all__ = ["PROBES", "AttentionRecord", "NotReached", "Recording", "capture_attention", "record"]

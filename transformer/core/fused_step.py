@@ -65,7 +65,10 @@ def layout(model) -> Layout:
         [layer.cross_attention.weights for layer in layers],
         [layer.output for layer in layers],
     )
-    decoder = [*model.decoder_layers.modules(), *model.decoder_norm.modules(), *model.generator.modules()]
+    # the model's own points a step passes too (the decoder's input embedding, its final norm's output, the logits)
+    decoder = [*model.decoder_layers.modules(), *model.decoder_norm.modules(), *model.generator.modules(),
+               model.decoder_embedding_row, model.decoder_embedding_scaled, model.decoder_positions,
+               model.decoder_input, model.decoder_final, model.logits]
     model._fused_layout = Layout(linears + [model.generator], norms + [model.decoder_norm], recorded,
                                  frozenset(id(m) for group in recorded for m in group), frozenset(map(id, decoder)))
     return model._fused_layout
@@ -217,12 +220,18 @@ class FusedStep:
             return None
         return cls(model, model._fused_weights, memory, src_mask)  # why_not_fused has just checked them
 
+    def records(self) -> bool:
+        """Whether an open recording in this context listens to a point the kernel's step records (`greedy`'s loop
+        records none)."""
+        recordings = active_recordings.get()
+        return bool(recordings) and any(r.module_ids & self.recorded_ids for r in recordings)
+
     def step(self, last_tokens: torch.Tensor) -> torch.Tensor:
         """The newest token per row (B,) -> next-token logits (B, V); records into the open recordings."""
         if self.length >= self.max_len:  # the message Transformer.embed gives
             raise ValueError(f"sequence of {self.length + 1} positions exceeds the model's max_len {self.max_len}")
         recordings = active_recordings.get()
-        record = bool(recordings) and any(r.module_ids & self.recorded_ids for r in recordings)
+        record = self.records()
         out = KERNEL.module.decoder_step(
             last_tokens.contiguous(),
             self.token_embedding,
@@ -254,7 +263,8 @@ class FusedStep:
 
     def greedy(self, token: int, never_produced: torch.Tensor, eos: int, limit: int, topk: int) -> list[torch.Tensor]:
         """One row decoded greedily from `token`, the whole loop in the kernel (fused_step.cpp's greedy_steps): the
-        chosen ids (T,), their probabilities (T,), each step's best `topk` ids and probabilities (T, k)."""
+        chosen ids (T,), their probabilities (T,), each step's best `topk` ids and probabilities (T, k). It records
+        nothing: callers decode step by step while `records()`."""
         if self.length + limit > self.max_len:  # the message Transformer.embed gives
             raise ValueError(f"sequence of {self.length + limit} positions exceeds the model's max_len {self.max_len}")
         out = KERNEL.module.greedy_steps(torch.tensor([token]), self.token_embedding, self.embedding_scale,

@@ -15,7 +15,7 @@ from torch import nn
 from .attention import MultiHeadAttention
 from .config import ModelConfig
 from .half_linear import project
-from .probes import active_patches, add_taps, tap
+from .probes import Tap, active_patches, add_taps, any_recorded, tap
 from .source_attention import SourceProjection
 
 # config.activation -> the function; "swish" is Marian's name for SiLU
@@ -147,10 +147,19 @@ class DecoderLayer(nn.Module):
         self.cross_attention_residual = Residual(config)
         self.feed_forward_residual = Residual(config)
         add_taps(self)
+        # the points `step` does not pass: it adds the residuals functionally and folds the cross-attention's source
+        # into its projections (only the probabilities pass)
+        self.step_skips = tuple(
+            point for module in (self.self_attention_residual, self.cross_attention_residual,
+                                 self.feed_forward_residual, self.cross_attention)
+            for point in module.children() if isinstance(point, Tap) and point is not self.cross_attention.weights)
 
     def forward(self, x, memory, src_mask, tgt_mask, cache: LayerCache | None = None):
-        # the step folds the cross-attention and skips the residuals' points: a patch must reach every point
-        if cache is not None and not self.training and not active_patches.get():
+        """With `cache`, one incremental decoding step: through `step`, or through `teacher_forced` on the cache
+        where a patch or an open recording must reach a point `step` skips, so every point is recorded at every
+        decoding step."""
+        if (cache is not None and not self.training and not active_patches.get()
+                and not any_recorded(self.step_skips)):
             x = self.step(x, memory, src_mask, cache)
         else:
             x = self.teacher_forced(x, memory, src_mask, tgt_mask, cache)

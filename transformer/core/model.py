@@ -185,7 +185,8 @@ class Transformer(nn.Module):
                 f"sequence of {start + length} positions exceeds the model's max_len {self.config.max_len}"
             )
         positions = self.positions(start, length).to(embedding.weight.dtype)
-        if not (active_patches.get() or is_recorded(getattr(self, f"{side}_input"))):
+        parts = ("embedding_row", "embedding_scaled", "positions", "input")
+        if not (active_patches.get() or any(is_recorded(getattr(self, f"{side}_{part}")) for part in parts)):
             return self.embed_dropout(embedding(tokens) + positions)
         # the walk-through records each part of the sum; a patch may replace any of them (noise on one word)
         row = tap(getattr(self, f"{side}_embedding_row"), embedding.embedding(tokens))
@@ -234,10 +235,12 @@ class Transformer(nn.Module):
         """One incremental step: the newest target token per row (B,) -> next-token logits (B, V).
 
         Past keys/values come from `cache`, which this call extends. No mask is needed for decoder
-        self-attention: the cache only holds earlier positions, which the new query may all see.
+        self-attention: the cache only holds earlier positions, which the new query may all see. Every decoder-side
+        point `decode` passes, this step passes too, for its one new position (B, 1, ...).
         """
         x = self.embed(last_tokens[:, None], self.tgt_embed, start=cache.length, side="decoder")
         for layer, layer_cache in zip(self.decoder_layers, cache.layers):
             x = layer(x, memory, src_mask, None, layer_cache)
         cache.length += 1
-        return project(self.decoder_norm(x), self.generator)[:, -1]
+        normed = tap(self.decoder_final, self.decoder_norm(x))
+        return tap(self.logits, project(normed, self.generator))[:, -1]

@@ -134,6 +134,12 @@ def is_recorded(point: Tap) -> bool:
     return bool(recordings) and any(id(point) in r.module_ids for r in recordings)
 
 
+def any_recorded(points) -> bool:
+    """Whether an open recording in this context listens to one of `points` (one ContextVar read when none is)."""
+    recordings = active_recordings.get()
+    return bool(recordings) and any(id(point) in r.module_ids for r in recordings for point in points)
+
+
 # the patches open in this context (core/patching.py); each knows the ids of the Taps it replaces
 active_patches: ContextVar[tuple] = ContextVar("active_patches", default=())
 

@@ -8,7 +8,7 @@ import torch
 
 from ..core.fused_step import FusedStep
 from ..core.model import Transformer, padding_mask
-from ..core.probes import active_patches
+from ..core.probes import active_patches, is_recorded
 
 
 def never_produced_ids(config, device) -> torch.Tensor:
@@ -66,7 +66,10 @@ class StepDecoder:
             logits = self.model.decode_step(self.memory, self.src_mask, self.prefix[:, -1], self.cache)
         else:
             logits = self.model.decode(self.memory, self.src_mask, self.prefix)[:, -1]
-        return forbid_never_produced(logits.float(), self.model.config, self.never_produced)
+        logits = logits.float()
+        if is_recorded(self.model.logits):  # the recording keeps the model's logits, not the forbidden ones
+            logits = logits.clone()
+        return forbid_never_produced(logits, self.model.config, self.never_produced)
 
     def select_rows(self, rows: list[int]) -> None:
         """Keeps batch rows `rows`, in that order (rows may repeat: beam search copies hypotheses)."""

@@ -19,9 +19,7 @@ def most_probable(logits, rows):
 
 def decode_greedy(model, sources, settings: GreedySettings, max_length=None, probes=(), use_cache=True, prefixes=None):
     if len(sources) == 1 and not probes and use_cache and not any(prefixes or []):  # the API's text-only request
-        decoded = decode_fused_greedy(model, sources[0], max_length)
-        if decoded is not None:
-            return [decoded]
+        return [decode_fused_greedy(model, sources[0], most_probable, max_length)]
     return decode_single_path(model, sources, most_probable, max_length, probes, use_cache, prefixes)
 
 

@@ -32,16 +32,20 @@ def decode_single_path(
     probes=(),
     use_cache: bool = True,
     prefixes: list[list[int]] | None = None,
+    encoded: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> list[DecodedSentence]:
     """`prefixes`: per sentence, target ids forced at the first steps (the model's probabilities for them are
-    still recorded); decoding goes on from there with `choose`."""
+    still recorded); decoding goes on from there with `choose`. `encoded`: the sources' (memory, src_mask) from
+    `encode_batch` where the caller has already run the encoder (with no probes: theirs are recorded while it runs)."""
+    if encoded is not None and probes:
+        raise ValueError("encoded: the encoder's probes are recorded while it runs; pass no encoder output with probes")
     limits = length_limits([len(s) for s in sources], max_length, model.config.max_len)
     prefixes = prefixes or [[] for _ in sources]
     results = [DecodedSentence([], [], 0.0) for _ in sources]
     log = ProbeLog(probes) if probes else None
     rows_per_step: list[list[int]] = [[] for _ in sources]
     with record(model, probes) if probes else contextlib.nullcontext() as recording:
-        memory, src_mask = encode_batch(model, sources, model.device)
+        memory, src_mask = encoded if encoded is not None else encode_batch(model, sources, model.device)
         if log:
             log.add_encoder(recording)
         decoder = StepDecoder(model, memory, src_mask, use_cache)
@@ -79,16 +83,20 @@ def decode_single_path(
 
 
 @torch.inference_mode()
-def decode_fused_greedy(model: Transformer, source: list[int], max_length: int | None = None) -> DecodedSentence | None:
+def decode_fused_greedy(model: Transformer, source: list[int], choose: Chooser,
+                        max_length: int | None = None) -> DecodedSentence:
     """Greedy decoding of one sentence with nothing recorded and nothing forced, the whole loop in the compiled
-    kernel (FusedStep.greedy): the same softmax, top-k and argmax as `decode_single_path` with greedy's chooser,
-    so the same ids, probabilities and score, without a Python round per step (about 0.13 ms of a 0.6 ms step).
-    None where the fused step does not run (core/fused_step.py's why_not_fused)."""
+    kernel (FusedStep.greedy): the same softmax, top-k and argmax as `decode_single_path` with greedy's chooser
+    `choose`, so the same ids, probabilities and score, without a Python round per step (about 0.13 ms of a 0.6 ms
+    step). Where the fused step does not run (core/fused_step.py's why_not_fused), or an open recording listens to
+    the points it records (its loop records nothing), `decode_single_path` decodes with `choose` from the same
+    encoder output: the encoder runs once either way."""
     [limit] = length_limits([len(source)], max_length, model.config.max_len)
     memory, src_mask = encode_batch(model, [source], model.device)
     decoder = StepDecoder(model, memory, src_mask)
-    if decoder.fused is None:
-        return None
+    if decoder.fused is None or decoder.fused.records():
+        [decoded] = decode_single_path(model, [source], choose, max_length, encoded=(memory, src_mask))
+        return decoded
     start, eos = model.config.decoder_start_id, model.config.eos_id
     ids, probs, top_ids, top_probs = decoder.fused.greedy(start, decoder.never_produced, eos, limit, TRACE_TOPK)
     result = DecodedSentence([], [], 0.0)
