@@ -14,6 +14,7 @@ from torch import nn
 
 from transformer import Transformer, Translator
 from transformer.core.half_linear import EXTENSION, KERNEL, MAX_ROWS, attach_half_weights, build_folder, project
+from transformer.core.kernel_build import staged_sources
 from transformer.core.probes import ATTENTION_KINDS
 from transformer.decoding.strategies.beam import beam_search
 from transformer.decoding.strategies.greedy import GreedySettings, decode_greedy
@@ -237,11 +238,11 @@ def compilers_in(folder: Path) -> list[str]:
 
 def seed_with_one_object(folder: Path) -> None:
     """Copies the suite's own build of fused_step.cpp (its object, ninja's files, their times) into the empty
-    `folder`, so that ninja compiles half_linear.cpp alone there: half the compiling, the same build. Nothing is
-    copied where the suite's build is of other sources (another checkout); ninja then compiles both."""
+    `folder`, so that ninja compiles half_linear.cpp alone there: half the compiling, the same build (the sources
+    are read from the same staged copies, kernel_build.staged_sources). Nothing is copied where the suite has no
+    build of these sources; ninja then compiles both."""
     built = build_folder()
-    if not (built / "fused_step.o").exists() or str(Path(__file__).parents[1] / "transformer") not in (
-            built / "build.ninja").read_text():
+    if not (built / "fused_step.o").exists() or str(staged_sources()[0]) not in (built / "build.ninja").read_text():
         return
     folder.mkdir(parents=True)
     for name in ("build.ninja", ".ninja_log", ".ninja_deps", "fused_step.o"):
@@ -252,12 +253,15 @@ def seed_with_one_object(folder: Path) -> None:
 def test_short_scripts_leave_no_compiler_running_and_the_next_run_uses_the_kernel(tmp_path):
     """From a cache without the kernel: a script killed mid-build takes its compilers with it (they used to outlive
     it under PID 1 and die half-way, leaving lock files); a short script that exits while the build runs waits for it
-    at exit and leaves nothing running; the run after that loads the kernel without compiling."""
+    at exit and leaves nothing running; the run after that, from a second copy of the package (a pip install beside
+    a checkout), loads the same build without compiling: the cache is keyed by the sources' content, not their
+    path."""
     if torch.backends.cpu.get_cpu_capability() not in ("AVX2", "AVX512"):
         pytest.skip("the kernel needs AVX2; F.linear is used instead")
-    env = {**os.environ, "TORCH_EXTENSIONS_DIR": str(tmp_path)}
+    cache = tmp_path / "cache"
+    env = {**os.environ, "TORCH_EXTENSIONS_DIR": str(cache)}
     env.pop("ATTENTION_EXPLORER_HALF_WEIGHTS", None)
-    folder = tmp_path / f"{EXTENSION}-torch{torch.__version__}"
+    folder = cache / build_folder().name  # named by the sources' digest, wherever the cache is
     seed_with_one_object(folder)
     run = dict(env=env, cwd=Path(__file__).parents[1], capture_output=True, text=True, timeout=400)
     killed = subprocess.Popen([sys.executable, "-c", "from transformer.core.half_linear import KERNEL; "
@@ -282,7 +286,13 @@ def test_short_scripts_leave_no_compiler_running_and_the_next_run_uses_the_kerne
     [built] = folder.glob("*.so")
     built_at = built.stat().st_mtime_ns
 
-    script = "from transformer.core.half_linear import KERNEL; KERNEL.wait(); print(KERNEL.status)"
-    again = subprocess.run([sys.executable, "-c", script], **run)
-    assert again.stdout.strip() == "ready" and "finishing" not in again.stderr, again.stderr[-2000:]
+    second = tmp_path / "second"  # another copy of the same sources, at another path
+    shutil.copytree(Path(__file__).parents[1] / "transformer", second / "transformer",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    script = ("import transformer; from transformer.core.half_linear import KERNEL; KERNEL.wait(); "
+              "print(transformer.__file__); print(KERNEL.status)")
+    again = subprocess.run([sys.executable, "-c", script], **{**run, "cwd": second})
+    assert again.stdout.split() == [str(second / "transformer" / "__init__.py"), "ready"], again.stderr[-2000:]
+    assert "finishing" not in again.stderr, again.stderr[-2000:]
     assert built.stat().st_mtime_ns == built_at and not compilers_in(folder)  # loaded, not compiled again
+    assert [path.name for path in cache.iterdir()] == [folder.name]  # one build for both copies

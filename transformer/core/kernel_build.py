@@ -9,6 +9,12 @@ caller is gone. A caller that reaches its exit while the build runs waits for it
 so the next run loads the cached kernel at once: where ninja's dry run finds nothing to compile, the process loads it
 itself, with no builder (which would import torch a second time).
 
+Why the build is keyed by the sources' content: ninja rebuilds what was compiled from another path, so two copies of
+the package on one machine (a checkout and a pip install, two checkouts) rebuilt it in turn, 45-65 s of CPU each.
+The build folder is named by a digest of the sources and the header, and the build reads copies of them staged at one
+path per digest (`staged_sources`), the same for every copy of the package: each copy of the same sources finds the
+other's build, and changed sources get a build of their own.
+
     attention-explorer-build-kernel      # builds (or finds) the kernel in the foreground, with progress
 """
 from __future__ import annotations
@@ -21,6 +27,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from contextlib import contextmanager
@@ -40,6 +47,9 @@ EXTENSION = "attention_explorer_half_linear"
 # the builder's command (`-m` would warn: the package imports this module before running it as __main__)
 BUILDER = "import sys; from transformer.core.kernel_build import main; sys.exit(main())"
 LOG = "build.log"  # the builder's output, in the build folder: its last lines explain a failed build
+# the staged copies' time (2000-01-01): older than any build, so that a copy staged again (the temporary folder
+# emptied) is never newer than the objects made from the same bytes, and ninja finds nothing to redo
+STAGED_TIME = 946_684_800
 
 
 class KernelFolderError(RuntimeError):
@@ -68,7 +78,7 @@ def build_folder() -> Path:
         root = Path(os.environ.get("TORCH_EXTENSIONS_DIR") or Path.home() / ".cache" / "torch_extensions")
     except RuntimeError:  # no HOME, and no user entry to find one in
         raise folder_failure("~", "cannot be found (no HOME)") from None
-    folder = root / f"{EXTENSION}-torch{torch.__version__}"
+    folder = root / f"{EXTENSION}-torch{torch.__version__}-{source_digest()}"
     with folder_errors(folder):
         folder.mkdir(parents=True, exist_ok=True)
     problem = folder_problem(folder)
@@ -79,6 +89,31 @@ def build_folder() -> Path:
 
 def header_digest() -> str:
     return hashlib.sha256(HEADER.read_bytes()).hexdigest()[:16]
+
+
+def source_digest() -> str:
+    """The sources' and the header's names and bytes, hashed: the key of their build."""
+    digest = hashlib.sha256()
+    for path in [*SOURCES, HEADER]:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def staged_sources() -> list[Path]:
+    """The sources the build reads: copies of SOURCES and HEADER at one path per digest and user (in the system's
+    temporary folder), written where missing or different, atomically, with the fixed time STAGED_TIME."""
+    folder = Path(tempfile.gettempdir()) / f"{EXTENSION}-sources-{os.getuid()}-{source_digest()}"
+    with folder_errors(folder):
+        folder.mkdir(parents=True, exist_ok=True)
+        for path in [*SOURCES, HEADER]:
+            copy, data = folder / path.name, path.read_bytes()
+            if copy.is_file() and copy.read_bytes() == data:
+                continue
+            temporary = folder / f".{path.name}.{os.getpid()}"
+            temporary.write_bytes(data)
+            os.utime(temporary, (STAGED_TIME, STAGED_TIME))
+            os.replace(temporary, copy)
+    return [folder / path.name for path in SOURCES]
 
 
 def switched_on() -> bool:
@@ -122,7 +157,7 @@ def up_to_date(folder: Path) -> bool:
     from torch.utils.cpp_extension import include_paths
 
     text = plan.read_text(errors="replace")
-    expected = [f"-DHEADER_SHA256_{header_digest()}", include_paths()[0], *(str(source) for source in SOURCES)]
+    expected = [f"-DHEADER_SHA256_{header_digest()}", include_paths()[0], *map(str, staged_sources())]
     if not all(part in text for part in expected):
         return False
     try:
@@ -146,7 +181,7 @@ def load_built(folder: Path, verbose: bool = False):
         (folder / "lock").unlink(missing_ok=True)
         # -fopenmp: without it at::parallel_for runs serially, and a second torch thread never helps the products
         # (docs/speed.md); the runtime is the libgomp torch loaded
-        return load(name=EXTENSION, sources=[str(source) for source in SOURCES], build_directory=str(folder),
+        return load(name=EXTENSION, sources=[str(source) for source in staged_sources()], build_directory=str(folder),
                     extra_cflags=["-O3", "-mavx2", "-mfma", "-mf16c", "-fopenmp", f"-DHEADER_SHA256_{header_digest()}"],
                     extra_ldflags=["-fopenmp"], verbose=verbose)
 
