@@ -219,3 +219,19 @@ def test_train_on_a_server_with_custom_runs_off_says_so(tmp_path):
     with pytest.raises(gr.Error, match="Custom runs are off on this server"):
         list(learn.train(page, "copy", 1, 1, 8, "sinusoidal", "pre", 1, 4))
     assert page.training.running == 0 and not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("task", ["reverse", "copy", "numbers"])
+def test_watching_the_default_run_puts_its_own_settings_in_the_controls(task):
+    """The Learn tab's "Watch the default run": the run shown, and every setting control set to the values it was
+    trained with (read here from its replay.json), so that a Train after it trains that run again."""
+    import json
+
+    from explorer.views import learn
+
+    values = learn.watch_default_with_settings(task)
+    shown, controls = values[:len(learn.SHOWN)], values[len(learn.SHOWN):]
+    trained = json.loads((learn.shipped_folder(task) / "replay.json").read_text())["settings"]
+    assert dict(zip(learn.SETTING_NAMES[1:], controls)) == {name: trained[name] for name in learn.SETTING_NAMES[1:]}
+    assert shown[-1] == {"folder": str(learn.shipped_folder(task)), "run_id": None}
+    assert shown[0].startswith("The default run, trained when this app was built.")

@@ -133,7 +133,8 @@ class LearnView(View):
         ui.tabs[self.name].select(functools.partial(opened, ui), [c["learn_task"], c["learn_run"]], shown, **private)
         c["learn_task"].change(chosen_task, c["learn_task"], [c["learn_pattern"], c["learn_layers"], c["learn_heads"],
                                                               c["learn_width"], c["learn_steps"]], **private)
-        c["learn_default"].click(watch_default, c["learn_task"], shown, **private)
+        # the default run with its own settings in the controls, so that Train then trains that run again
+        c["learn_default"].click(watch_default_with_settings, c["learn_task"], shown + settings[1:], **private)
         # Stop asks the server to stop the run by its token, rather than cancelling the Train event in the browser:
         # Gradio's cancel can leave the event's outputs in their error state when it meets the run's last message
         c["learn_train"].click(functools.partial(train, ui), [*settings, c["learn_token"]], shown, js=TOKEN_JS,
@@ -180,6 +181,14 @@ def opened(ui, task, run=None):
 
 def watch_default(task):
     return show_folder(shipped_folder(task), None, "The default run, trained when this app was built.")
+
+
+def watch_default_with_settings(task) -> tuple:
+    """The task's default run (SHOWN's values), then its settings for the setting controls after the task
+    (SETTING_NAMES[1:]), as the run was trained with them."""
+    folder = shipped_folder(task)
+    settings = open_replay(folder).settings
+    return (*watch_default(task), *(settings[name] for name in SETTING_NAMES[1:]))
 
 
 def show_folder(folder: Path, run_id: str | None, note: str) -> tuple:
