@@ -56,3 +56,15 @@ def test_the_walkthrough_opens_with_whole_width_16_numbers(served):
     stage = next(s for s in walk.stages if any(n.kind in ("vector", "row") and len(n.values) == 16 for n in s.numbers))
     shown = [np.asarray(n.values, dtype=np.float64) for n in stage.numbers if n.kind in ("vector", "row")]
     assert any(np.allclose(values, row, atol=1e-6) for values in shown if values.shape == (16,))
+
+
+def test_the_walkthrough_speaks_of_symbols_not_word_marks(served):
+    """A symbols vocabulary has no "▁" word marks and no byte pieces: its first stage says what it does instead
+    (one piece per symbol), and shows no row about either."""
+    registry, service, result = served
+    walk = service.walkthrough(result, result.translations[0], token=0, step=1)
+    stage = next(s for s in walk.stages if s.key == "text.pieces")
+    words = f"{stage.title} {stage.text} {stage.formula} {stage.why}"
+    assert "▁" not in words + "".join(stage.terms) and "byte" not in words and "one piece per symbol" in words
+    assert [n.name for n in stage.numbers] == ["pieces", "ids", "unknown", "vocabulary"]
+    assert stage.numbers[0].values == ["3", "1", "4", "</s>"]

@@ -1,6 +1,7 @@
 """The stages before the first layer: the sentence to ids, and each side's embedding, scale and positional encoding."""
 from __future__ import annotations
 
+from ...symbol_tokenizer import SymbolTokenizer
 from .context import WalkContext, is_byte_piece, norm_of, vector
 from .stage import Numbers
 from .text import phrase
@@ -16,13 +17,20 @@ def text_to_ids(walk: WalkContext, tokenizer) -> None:
     bytes_text = (phrase("bytes.some", count=len(spelled), first=spelled[0]) if spelled else
                   phrase("bytes.fallback" if byte_fallback else "bytes.none"))
     pieces = list(t.src_tokens)
+    ids = [Numbers("pieces", "piece", "tokens", pieces, cols=pieces),
+           Numbers("ids", "id", "tokens", [int(i) for i in t.src_ids], cols=pieces)]
+    unknown_row = Numbers("unknown", "unknown (<unk>)", "tokens", [int(i) == unk for i in t.src_ids], cols=pieces)
+    vocabulary = Numbers("vocabulary", "pieces in the vocabulary", "scalar", int(tokenizer.vocab_size))
+    if isinstance(tokenizer, SymbolTokenizer):  # a playground's symbols: no word marks, no bytes
+        walk.add("text.pieces", "text", "text", "text.symbols", "text", [*ids, unknown_row, vocabulary],
+                 ("piece", "id", "<unk>", "</s>"), vocab=int(tokenizer.vocab_size), unknown=unknown_text)
+        return
     walk.add("text.pieces", "text", "text", "text.pieces", "text",
-             [Numbers("pieces", "piece", "tokens", pieces, cols=pieces),
-              Numbers("ids", "id", "tokens", [int(i) for i in t.src_ids], cols=pieces),
-              Numbers("starts_word", "starts a word (▁)", "tokens", [p.startswith("▁") for p in pieces], cols=pieces),
-              Numbers("unknown", "unknown (<unk>)", "tokens", [int(i) == unk for i in t.src_ids], cols=pieces),
+             [*ids, Numbers("starts_word", "starts a word (▁)", "tokens", [p.startswith("▁") for p in pieces],
+                            cols=pieces),
+              unknown_row,
               Numbers("byte", "a byte (<0x..>)", "tokens", [is_byte_piece(p) for p in pieces], cols=pieces),
-              Numbers("vocabulary", "pieces in the vocabulary", "scalar", int(tokenizer.vocab_size))],
+              vocabulary],
              ("piece", "▁", "id", "<unk>", "</s>"), vocab=int(tokenizer.vocab_size), unknown=unknown_text,
              bytes=bytes_text)
 

@@ -63,6 +63,13 @@ TEXTS: dict[str, StageText] = {
         "it continues the word before. </s> closes the sentence.{unknown}{bytes}",
         "sentence → pieces → ids",
         "The model never sees letters: everything after this works on these ids."),
+    "text.symbols": StageText(
+        "Text to ids",
+        "The tokenizer reads the input as symbols from its fixed vocabulary of {vocab} pieces, one piece per symbol "
+        "(written apart by spaces here), and looks up each piece's id. A symbol outside the vocabulary becomes "
+        "<unk>. </s> closes the sequence.{unknown}",
+        "symbols → pieces → ids",
+        "The model never sees the symbols themselves: everything after this works on these ids."),
     "embedding": StageText(
         "{side}: embedding row",
         "The id of “{piece}” at position {position} picks one row of the embedding matrix ({rows} rows × {d_model} "
