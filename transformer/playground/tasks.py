@@ -38,7 +38,7 @@ class Task:
     source_joiner: str
     sample: Callable[[random.Random], tuple[list[str], list[str]]]
     expected_keys: Callable[[list[str], list[str]], list[int | None]]
-    # the evaluation set: None draws fresh examples; a function lists every example (a small closed task)
+    # the evaluation set: None draws fresh examples; a function lists it (a small closed task's held-out part)
     every_example: Callable[[], list[tuple[list[str], list[str]]]] | None = None
     model: dict = field(default_factory=dict)  # the default model (layers, heads, width, ...)
     steps: int = 400  # the default run's updates
@@ -98,8 +98,15 @@ def german_words(number: int) -> list[str]:
     return ["ein" if ones == 1 else ONES_DE[ones - 1], "und", TENS_DE[tens - 2]]
 
 
+# the numbers task's held-out numbers, never trained on: two compound numbers per tens word (twenty to ninety),
+# each of whose words the training numbers use elsewhere ("twenty" in 21, "three" in 33), so a model that writes them
+# has learned the rule (ones first, then "und", then the tens), not the list
+HELD_OUT_NUMBERS = (23, 28, 34, 37, 41, 46, 52, 59, 63, 65, 74, 78, 81, 87, 92, 96)
+TRAINING_NUMBERS = tuple(n for n in range(1, 100) if n not in HELD_OUT_NUMBERS)
+
+
 def number_task(rng):
-    number = rng.randint(1, 99)
+    number = rng.choice(TRAINING_NUMBERS)
     return english_words(number), german_words(number)
 
 
@@ -111,8 +118,8 @@ def number_keys(source, target):
     return [2, 1, 0]
 
 
-def every_number():
-    return [(english_words(n), german_words(n)) for n in range(1, 100)]
+def held_out_numbers():
+    return [(english_words(n), german_words(n)) for n in HELD_OUT_NUMBERS]
 
 
 def date_task(rng):
@@ -159,7 +166,7 @@ TASKS: dict[str, Task] = {task.name: task for task in (
          "word and the last German piece to the first",
          "German says the ones before the tens (ein-und-zwanzig), so the order of the two words flips",
          tuple(ONES_EN + TEENS_EN + TENS_EN + ["-"] + ONES_DE + ["ein", "und"] + TEENS_DE + TENS_DE), "", "",
-         number_task, number_keys, every_example=every_number,
+         number_task, number_keys, every_example=held_out_numbers,
          model={"layers": 2, "heads": 2, "width": 32}, steps=300,
          probe=(english_words(47), german_words(47))),
     Task("dates", "Date format", "a reordering: year digits attend to the year at the end of the source, month "
