@@ -14,7 +14,7 @@ from torch import nn
 
 from transformer import Transformer, Translator
 from transformer.core.half_linear import EXTENSION, KERNEL, MAX_ROWS, attach_half_weights, build_folder, project
-from transformer.core.kernel_build import staged_sources
+from transformer.core.kernel_sources import staged_sources
 from transformer.core.probes import ATTENTION_KINDS
 from transformer.decoding.strategies.beam import beam_search
 from transformer.decoding.strategies.greedy import GreedySettings, decode_greedy
@@ -239,7 +239,7 @@ def compilers_in(folder: Path) -> list[str]:
 def seed_with_one_object(folder: Path) -> None:
     """Copies the suite's own build of fused_step.cpp (its object, ninja's files, their times) into the empty
     `folder`, so that ninja compiles half_linear.cpp alone there: half the compiling, the same build (the sources
-    are read from the same staged copies, kernel_build.staged_sources). Nothing is copied where the suite has no
+    are read from the same staged copies, kernel_sources.staged_sources). Nothing is copied where the suite has no
     build of these sources; ninja then compiles both."""
     built = build_folder()
     if not (built / "fused_step.o").exists() or str(staged_sources()[0]) not in (built / "build.ninja").read_text():

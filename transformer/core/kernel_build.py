@@ -9,11 +9,7 @@ caller is gone. A caller that reaches its exit while the build runs waits for it
 so the next run loads the cached kernel at once: where ninja's dry run finds nothing to compile, the process loads it
 itself, with no builder (which would import torch a second time).
 
-Why the build is keyed by the sources' content: ninja rebuilds what was compiled from another path, so two copies of
-the package on one machine (a checkout and a pip install, two checkouts) rebuilt it in turn, 45-65 s of CPU each.
-The build folder is named by a digest of the sources and the header, and the build reads copies of them staged at one
-path per digest (`staged_sources`), the same for every copy of the package: each copy of the same sources finds the
-other's build, and changed sources get a build of their own.
+The build is keyed by the sources' content, so that two copies of the package share it: kernel_sources.py.
 
     attention-explorer-build-kernel      # builds (or finds) the kernel in the foreground, with progress
 """
@@ -21,13 +17,11 @@ from __future__ import annotations
 
 import argparse
 import fcntl
-import hashlib
 import os
 import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from contextlib import contextmanager
@@ -37,19 +31,12 @@ import torch
 
 from ..command_line import CommandParser
 from ..path_checks import folder_problem, os_error_phrase
+from .kernel_sources import EXTENSION, header_digest, source_digest, staged_sources
 
 SWITCH = "ATTENTION_EXPLORER_HALF_WEIGHTS"
-# the kernel, every decoder layer's step on it (fused_step.cpp), and their shared matrix product (half_linear.h);
-# torch rebuilds when a source's text changes, so the header's text is part of the build's name
-SOURCES = [Path(__file__).with_name(name) for name in ("half_linear.cpp", "fused_step.cpp")]
-HEADER = Path(__file__).with_name("half_linear.h")
-EXTENSION = "attention_explorer_half_linear"
 # the builder's command (`-m` would warn: the package imports this module before running it as __main__)
 BUILDER = "import sys; from transformer.core.kernel_build import main; sys.exit(main())"
 LOG = "build.log"  # the builder's output, in the build folder: its last lines explain a failed build
-# the staged copies' time (2000-01-01): older than any build, so that a copy staged again (the temporary folder
-# emptied) is never newer than the objects made from the same bytes, and ninja finds nothing to redo
-STAGED_TIME = 946_684_800
 
 
 class KernelFolderError(RuntimeError):
@@ -85,35 +72,6 @@ def build_folder() -> Path:
     if problem:
         raise folder_failure(folder, problem)
     return folder
-
-
-def header_digest() -> str:
-    return hashlib.sha256(HEADER.read_bytes()).hexdigest()[:16]
-
-
-def source_digest() -> str:
-    """The sources' and the header's names and bytes, hashed: the key of their build."""
-    digest = hashlib.sha256()
-    for path in [*SOURCES, HEADER]:
-        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()[:16]
-
-
-def staged_sources() -> list[Path]:
-    """The sources the build reads: copies of SOURCES and HEADER at one path per digest and user (in the system's
-    temporary folder), written where missing or different, atomically, with the fixed time STAGED_TIME."""
-    folder = Path(tempfile.gettempdir()) / f"{EXTENSION}-sources-{os.getuid()}-{source_digest()}"
-    with folder_errors(folder):
-        folder.mkdir(parents=True, exist_ok=True)
-        for path in [*SOURCES, HEADER]:
-            copy, data = folder / path.name, path.read_bytes()
-            if copy.is_file() and copy.read_bytes() == data:
-                continue
-            temporary = folder / f".{path.name}.{os.getpid()}"
-            temporary.write_bytes(data)
-            os.utime(temporary, (STAGED_TIME, STAGED_TIME))
-            os.replace(temporary, copy)
-    return [folder / path.name for path in SOURCES]
 
 
 def switched_on() -> bool:
