@@ -52,32 +52,29 @@ def number_type(flag: str, kind: type = int, low=None, high=None):
     return convert
 
 
-def text_type(flag: str):
-    """An argparse type for text that reaches the tokenizer (a sentence): refused by the flag's name when it is not
-    valid Unicode (a byte of argv that is not UTF-8 arrives as a lone surrogate, unicode_text.py)."""
+def checked_type(flag: str, check, kind: str):
+    """An argparse type from a unicode_text check (`check(text)`): its TextError becomes argparse's message."""
 
     def convert(text: str) -> str:
         try:
-            return check_text(flag, text)
+            return check(text)
         except TextError as error:  # argparse puts "argument FLAG: " before the message
             raise argparse.ArgumentTypeError(str(error).removeprefix(f"{flag} ")) from None
 
-    convert.__name__ = "text"
+    convert.__name__ = kind
     return convert
+
+
+def text_type(flag: str):
+    """An argparse type for text that reaches the tokenizer (a sentence): refused by the flag's name when it is not
+    valid Unicode (a byte of argv that is not UTF-8 arrives as a lone surrogate, unicode_text.py)."""
+    return checked_type(flag, lambda text: check_text(flag, text), "text")
 
 
 def sentence_type(flag: str):
     """An argparse type for one sentence to translate, refused as the API refuses it (unicode_text.checked_lines):
     not valid Unicode, empty, longer than the API's limit, or of more than one line."""
-
-    def convert(text: str) -> str:
-        try:
-            return checked_lines(flag, text, 1)[0]
-        except TextError as error:  # argparse puts "argument FLAG: " before the message
-            raise argparse.ArgumentTypeError(str(error).removeprefix(f"{flag} ")) from None
-
-    convert.__name__ = "sentence"
-    return convert
+    return checked_type(flag, lambda text: checked_lines(flag, text, 1)[0], "sentence")
 
 
 def device_type(text: str) -> str:

@@ -8,6 +8,7 @@ other's build, and changed sources get a build of their own.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import tempfile
@@ -27,6 +28,7 @@ def header_digest() -> str:
     return hashlib.sha256(HEADER.read_bytes()).hexdigest()[:16]
 
 
+@functools.cache
 def source_digest() -> str:
     """The sources' and the header's names and bytes, hashed: the key of their build."""
     digest = hashlib.sha256()

@@ -16,7 +16,7 @@ from .attention import stack_separate_projections
 from .config import ModelConfig
 from .half_linear import attach_half_weights, detach_half_weights, project
 from .layers import DecoderCache, DecoderLayer, EncoderLayer, LayerCache
-from .probes import PROBES, active_patches, add_taps, is_recorded, name_taps, tap
+from .probes import PROBES, active_patches, add_taps, any_recorded, name_taps, tap
 
 
 def sinusoidal_table(max_len: int, d_model: int, layout: str = "interleaved") -> torch.Tensor:
@@ -186,7 +186,7 @@ class Transformer(nn.Module):
             )
         positions = self.positions(start, length).to(embedding.weight.dtype)
         parts = ("embedding_row", "embedding_scaled", "positions", "input")
-        if not (active_patches.get() or any(is_recorded(getattr(self, f"{side}_{part}")) for part in parts)):
+        if not (active_patches.get() or any_recorded([getattr(self, f"{side}_{part}") for part in parts])):
             return self.embed_dropout(embedding(tokens) + positions)
         # the walk-through records each part of the sum; a patch may replace any of them (noise on one word)
         row = tap(getattr(self, f"{side}_embedding_row"), embedding.embedding(tokens))

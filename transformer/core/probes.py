@@ -130,8 +130,7 @@ active_recordings: ContextVar[tuple] = ContextVar("active_recordings", default=(
 
 def is_recorded(point: Tap) -> bool:
     """Whether an open recording in this context listens to `point` (cheap when none is open)."""
-    recordings = active_recordings.get()
-    return bool(recordings) and any(id(point) in r.module_ids for r in recordings)
+    return any_recorded((point,))
 
 
 def any_recorded(points) -> bool:

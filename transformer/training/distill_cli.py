@@ -68,9 +68,6 @@ def run_translate(parser: argparse.ArgumentParser, args: argparse.Namespace, arg
     deadline = time.time() + args.max_minutes * 60 if args.max_minutes is not None else float("inf")
     if not (Path(args.mix) / MIX_FILE).is_file():
         parser.error(f"--mix {args.mix}: no {MIX_FILE} there; make the mix with python -m transformer.data mix")
-    out_problem = output_folder_problem(args.out)
-    if out_problem:
-        parser.error(f"--out {args.out} {out_problem}")
     with answered(parser, CheckpointError, CorpusError, SettingError, ShardError, FileNotFoundError):
         teacher = Translator.from_pretrained(args.teacher, device=args.device)
         src, tgt = teacher.languages["src"], teacher.languages["tgt"]
@@ -116,12 +113,12 @@ def same_teacher(recorded: dict | None, teacher: dict) -> bool:
 def main(argv=None) -> None:
     parser = build_parser()
     args = parser.parse_args(argv)
+    out_problem = output_folder_problem(args.out)  # both commands write into --out: checked before any work
+    if out_problem:
+        parser.error(f"--out {args.out} {out_problem}")
     if args.command == "translate":
         run_translate(parser, args, argv)
         return
-    out_problem = output_folder_problem(args.out)
-    if out_problem:
-        parser.error(f"--out {args.out} {out_problem}")
     with answered(parser, CorpusError):
         record = build_student_folder(args.distilled, args.corpora, args.out, args.with_references)
     print(f"{json.dumps(record['train_lines'])}\nwrote {args.out}")
