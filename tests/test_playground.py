@@ -125,7 +125,9 @@ RULES = {  # the key each target piece should read, written here, independently 
     # the work (docs/playground.md gives each shipped model's shares)
     "sort": (lambda s, t: [sorted(range(len(s)), key=lambda j: (s[j], j))[i] for i in range(len(t))], 0.7),
     "numbers": (lambda s, t: [len(s) - 1, None, 0] if len(t) == 3 else [0], 0.9),
-    "dates": (lambda s, t: [len(s) - 4 + i for i in range(4)] + [None] * 6, 0.75),  # the year: read in place
+    # the year, read in place; its share varies with the seed: 65, 90 and 82 % for seeds 1 to 3 of the default run
+    # (80, 94 and 78 % at a constant learning rate), against 1 in up to 11 by chance
+    "dates": (lambda s, t: [len(s) - 4 + i for i in range(4)] + [None] * 6, 0.6),
 }
 
 

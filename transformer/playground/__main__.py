@@ -15,9 +15,14 @@ import torch
 
 from ..command_line import CommandParser, InputError, answered
 from ..path_checks import output_folder_problem
-from .settings import LIMITS, Settings, SettingsError
+from .settings import LIMITS, LR_FLOOR, SCHEDULES, Settings, SettingsError
 from .tasks import TASKS
 from .trainer import RUN_FILES, PlaygroundRun, RunError, save_run
+
+MEANINGS = {  # what a numeric flag sets, where its name does not say it
+    "learning_rate": "Adam's peak learning rate, reached at the end of the warm-up: ",
+    "warmup_ratio": "the share of --steps (rounded) over which the learning rate rises linearly from 0 to its peak: ",
+}
 
 
 def parser() -> CommandParser:
@@ -30,10 +35,14 @@ def parser() -> CommandParser:
     for name in LIMITS:
         kind, low, high = LIMITS[name]
         train.add_argument(f"--{name.replace('_', '-')}", dest=name, default=None,
-                           help=f"{kind.__name__} in [{low}, {high}] (default: the task's default model, else "
-                                f"{getattr(defaults, name)})")
+                           help=f"{MEANINGS.get(name, '')}{kind.__name__} in [{low}, {high}] (default: the task's "
+                                f"default model, else {getattr(defaults, name)})")
     train.add_argument("--pos-encoding", default=defaults.pos_encoding, help="sinusoidal or learned")
     train.add_argument("--norm", default=defaults.norm, help="pre or post")
+    train.add_argument("--schedule", default=defaults.schedule,
+                       help=f"the learning rate after the warm-up, one of {list(SCHEDULES)}: cosine falls along a half "
+                            f"cosine to {LR_FLOOR:g} x its peak at the last step, constant stays at the peak "
+                            "(default: %(default)s)")
     train.add_argument("--out", required=True, help="the folder to write the checkpoint and replay.json into")
     train.add_argument("--overwrite", action="store_true",
                        help="replace the run a folder given as --out holds (default: refuse it)")
@@ -42,7 +51,7 @@ def parser() -> CommandParser:
 
 def settings_from(args) -> Settings:
     """The flags as checked Settings: a flag left out takes the task's default model and steps, else the default."""
-    values = {"task": args.task, "pos_encoding": args.pos_encoding, "norm": args.norm}
+    values = {"task": args.task, "pos_encoding": args.pos_encoding, "norm": args.norm, "schedule": args.schedule}
     task = TASKS.get(args.task)
     if task is not None:
         values |= {"steps": task.steps, **task.model}

@@ -17,8 +17,14 @@ from .tasks import TASKS
 LIMITS = {  # setting -> (kind, lowest, highest)
     "layers": (int, 1, 6), "heads": (int, 1, 8), "width": (int, 8, 64), "seed": (int, 0, 2**31 - 1),
     "steps": (int, 1, 5000), "batch_size": (int, 1, 512), "learning_rate": (float, 1e-5, 0.1),
-    "redraw_every": (int, 1, 1000), "time_cap": (float, 0.1, 600.0), "held_out": (int, 1, 1000),
+    "warmup_ratio": (float, 0.0, 0.5), "redraw_every": (int, 1, 1000), "time_cap": (float, 0.1, 600.0),
+    "held_out": (int, 1, 1000),
 }
+# how the learning rate moves after the warm-up (trainer.learning_rate): "cosine" falls along a half cosine to
+# LR_FLOOR x learning_rate at the last update; "constant" stays at learning_rate (with warmup_ratio 0: a constant
+# rate throughout)
+SCHEDULES = ("cosine", "constant")
+LR_FLOOR = 0.1
 MAX_PIECES = 16  # the longest source or target of any task, with its </s>: the positions every model covers
 
 
@@ -37,7 +43,9 @@ class Settings:
     seed: int = 1
     steps: int = 400
     batch_size: int = 64
-    learning_rate: float = 3e-3  # Adam's, constant
+    learning_rate: float = 3e-3  # Adam's peak, reached at the end of the warm-up
+    warmup_ratio: float = 0.1  # the share of `steps` (rounded) whose learning rate rises linearly to the peak
+    schedule: str = "cosine"  # after the warm-up: one of SCHEDULES
     redraw_every: int = 20  # the probe's attention and the held-out accuracy every this many updates
     time_cap: float = 120.0  # seconds; the run stops there, trained or not
     held_out: int = 200  # fresh examples scored at each redraw (a closed task, numbers, scores all of its own)
@@ -56,6 +64,7 @@ class Settings:
                                                                  f"{merged['task']!r}")
             checked_choice("pos_encoding", merged["pos_encoding"], POSITIONAL_ENCODINGS)
             checked_choice("norm", merged["norm"], NORM_PLACEMENTS)
+            checked_choice("schedule", merged["schedule"], SCHEDULES)
             for name, (kind, low, high) in LIMITS.items():
                 merged[name] = checked_number(name, merged[name], kind, low, high)
         except (NumberError, ValueError) as error:

@@ -13,6 +13,7 @@ Shapes: B batch, S source pieces + </s>, T target pieces + 1 (<s> in, </s> out),
 """
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Callable
@@ -29,7 +30,7 @@ from ..core.model import Transformer, padding_mask
 from ..core.probes import ATTENTION_KINDS
 from ..symbol_tokenizer import SYMBOLS_FILE, SymbolTokenizer
 from .replay import REPLAY_FILE, Replay
-from .settings import Settings
+from .settings import LR_FLOOR, Settings
 from .tasks import TASKS, Task
 
 
@@ -45,6 +46,26 @@ class Snapshot:
     prediction: list[str]  # the probe's greedy output now
     attention: dict[str, np.ndarray]  # kind -> (L, H, rows, cols), the probe teacher-forced
     seconds: float  # since the run started
+
+
+def learning_rate(update: int, settings: Settings) -> float:
+    """Adam's learning rate for `update` (1 to `settings.steps`): a linear rise over the first W = round(warmup_ratio
+    x steps) updates to `learning_rate`, then (schedule "cosine") a half cosine down to LR_FLOOR x learning_rate at
+    the last update, or (schedule "constant") the peak to the end.
+
+    Warm-up because Adam's first updates divide by second-moment estimates made of a handful of gradients (Vaswani
+    et al., 2017, 5.3; Liu et al., 2020, RAdam). Then cosine rather than the paper's 1/sqrt(step): a playground run's
+    length is known, and its late updates, taken when the loss is near 0 and the gradients small, are where a
+    constant rate made the loss jump (docs/playground.md, "The learning rate"); 1/sqrt would still be at 1/3 of
+    the peak at the end of an 800-update run, cosine comes down to the floor exactly there (nanoGPT's get_lr, which
+    also decays to a tenth; Hoffmann et al., 2022, decay to a tenth over the run's length)."""
+    warmup, steps = round(settings.warmup_ratio * settings.steps), settings.steps
+    if update <= warmup:
+        return settings.learning_rate * update / warmup
+    if settings.schedule == "constant":
+        return settings.learning_rate
+    progress = (update - warmup) / (steps - warmup)  # (0, 1]: 1 at the last update
+    return settings.learning_rate * (LR_FLOOR + (1 - LR_FLOOR) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
 def batch_ids(tokenizer: SymbolTokenizer, pairs, device="cpu") -> tuple[torch.Tensor, torch.Tensor]:
@@ -145,6 +166,8 @@ class PlaygroundRun:
                                f"({settings.learning_rate})")
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
+            for group in optimizer.param_groups:
+                group["lr"] = learning_rate(step, settings)
             optimizer.step()
             self.losses.append(loss.item())
             since.append(self.losses[-1])
