@@ -134,6 +134,12 @@ GLOSSARY: dict[str, str] = {
     "attribution patching": "A first-order estimate of activation patching from one forward and one backward pass: "
                             "the gradient at the corrupted run times the clean-minus-corrupted difference (Nanda, "
                             "2023).",
+    "logit difference": "The target piece's logit minus a contrast piece's (logit(target) − logit(contrast)): how "
+                        "strongly the model prefers one piece to the other, before the softmax.",
+    "head patching": "Activation patching of one attention head's output at a time: which head moves what makes the "
+                     "word.",
+    "path patching": "Activation patching of one path only: here, the clean encoder output as one cross-attention "
+                     "head reads it (its keys and values), everything else left corrupted.",
 }
 
 
@@ -151,7 +157,8 @@ __all__ = ["GLOSSARY", "definition"]
 # the terms marked where they appear on the page (tab names, component labels): an info mark whose title is the text
 PAGE_TERMS = ("ALTI+", "logit lens", "weighted norms", "rollout", "AOPC", "cross-attention", "self-attention",
               "length penalty", "beam", "head", "layer", "piece", "attribution", "search tree", "positional encoding",
-              "query", "temperature", "top-k", "top-p", "BLEU", "AER", "entropy", "faithfulness")
+              "query", "temperature", "top-k", "top-p", "BLEU", "AER", "entropy", "faithfulness",
+              "activation patching", "attribution patching", "causal tracing", "logit difference")
 
 
 def page_terms() -> dict[str, str]:

@@ -29,6 +29,8 @@ ALLOWED = (
     "Choose a candidate to compare with first.",  # Step by step: "Why?" with no candidate chosen
     "Corrupted sentence: it is empty; type one, or choose noise on a source piece.",  # Cause, before one is typed
     "Find the cause first, then save it.",  # Cause: "Save this tab" before any picture
+    "Source piece: choose the piece to replace first.",  # Cause: the picker's button before a piece is chosen
+    "Held cell: click a cell of a picture first, or type one.",  # Cause: "Translate with it held" with none
 )
 BUTTONS = "button.primary, button.secondary, button.stop"  # Gradio's Button components (a variant each)
 OPTIONS = "label[data-testid$='-radio-label']"

@@ -1,5 +1,6 @@
 """The Cause tab's figures: the restored share of each patched site as heatmaps, hover naming the number and what
-was patched, each cell carrying the `hold` text (explorer/patch_api.py's form) that decodes with it held."""
+was patched, each cell carrying the `hold` text (explorer/patch_api.py's form) that decodes with it held; and the
+cells where attribution patching's estimate disagrees with the exact share, as rows and as a table."""
 from __future__ import annotations
 
 import numpy as np
@@ -63,4 +64,31 @@ def heads_figure(grids: list) -> go.Figure:
     return stacked(grids, columns, holds, hovers, "Which head moves it (click a cell to decode with it held)", 30)
 
 
-__all__ = ["heads_figure", "trace_figure"]
+DISAGREEMENT_COLUMNS = ["picture", "layer", "position or head", "exact share", "estimate", "estimate − exact"]
+
+
+def disagreement_rows(disagreements: list[dict], pieces: list[str]) -> list[list]:
+    """The cells where attribution patching's estimate and the exact share differ (analysis/causal/estimate.py's
+    `agreement`, counted from 1), the largest difference first, as rows of DISAGREEMENT_COLUMNS; `pieces` are the
+    clean source's, naming the trace's positions. Plain text: the page's table shows it as such."""
+    rows = []
+    for cell in sorted(disagreements, key=lambda c: -abs(c["estimate"] - c["exact"])):
+        where = (f"position {cell['position']} ({pieces[cell['position'] - 1]})" if "position" in cell
+                 else f"head {cell['head']}")
+        exact, estimated = cell["exact"], cell["estimate"]
+        rows.append([SITE_TITLES[cell["site"]], cell["layer"], where, round(exact, 3), round(estimated, 3),
+                     round(estimated - exact, 3)])
+    return rows
+
+
+def disagreements_table(rows: list[list]) -> go.Figure:
+    """The rows as a table, for the saved file (the page shows them in a table component of its own); pieces shown
+    as text, never markup."""
+    columns = [[label(v) if isinstance(v, str) else v for v in column] for column in zip(*rows)] if rows else [
+        [] for _ in DISAGREEMENT_COLUMNS]
+    figure = go.Figure(go.Table(header={"values": DISAGREEMENT_COLUMNS}, cells={"values": columns}))
+    return base_layout(figure, "Where attribution patching disagrees with the exact share",
+                       height=120 + 28 * len(rows))
+
+
+__all__ = ["DISAGREEMENT_COLUMNS", "disagreement_rows", "disagreements_table", "heads_figure", "trace_figure"]

@@ -9,7 +9,7 @@ Heimersheim and Nanda, 2024), through the points the model records (core/patchin
 """
 from .analysis import ANALYSES, ANALYSIS, Patching, causal_patching, patching_json, question_of
 from .exact import Grid
-from .question import Question, aligned_positions, embedding_noise_scale, same_count_suggestions
+from .question import Question, aligned_positions, embedding_noise_scale, replaced_source, same_count_suggestions
 
 __all__ = ["ANALYSES", "ANALYSIS", "Grid", "Patching", "Question", "aligned_positions", "causal_patching",
-           "embedding_noise_scale", "patching_json", "question_of", "same_count_suggestions"]
+           "embedding_noise_scale", "patching_json", "question_of", "replaced_source", "same_count_suggestions"]

@@ -22,7 +22,7 @@ from ...command_line import CommandParser, add_threads, answered, number_type, s
 from ...decoding.translator import Translator
 from ..registry import ModelAccess
 from .analysis import ANALYSES, causal_patching, check_analyses, patching_json, question_of
-from .question import same_count_suggestions
+from .question import replaced_source, same_count_suggestions
 from .redecode import patched_translation
 
 
@@ -75,9 +75,7 @@ def run(argv=None) -> dict:
         if args.replace_piece is not None:
             suggestions = same_count_suggestions(translator.model, translator.tokenizer, clean.src_ids,
                                                  args.replace_piece - 1)
-            pieces = list(clean.src_tokens[:-1])
-            pieces[args.replace_piece - 1] = suggestions[0]
-            args.corrupted = "".join(pieces).replace("▁", " ").strip()  # SentencePiece's spaces, as text
+            args.corrupted = replaced_source(clean.src_tokens, args.replace_piece - 1, suggestions[0])
         question = question_of(access, clean, args.corrupted, args.target, args.contrast, args.noise_word)
         result = causal_patching(translator.model, question, args.analyses)
     pieces = lambda ids: [translator.tokenizer.id_to_piece(i) for i in ids]  # noqa: E731

@@ -44,12 +44,30 @@ def embedding_noise_scale(model: Transformer, times_std: float = NOISE_TIMES_STD
     return float(times_std * embedding.weight.detach().float().std() * embedding.scale)
 
 
+def check_replaceable(source_length: int, position: int) -> None:
+    """Source piece `position` (0-based) of a source of `source_length` pieces (EOS last) may be replaced: any piece
+    but the EOS."""
+    if not 0 <= position < source_length - 1:
+        raise ValueError(f"replace_piece must be a source piece, in [1, {source_length - 1}], got {position + 1}")
+
+
+def replaced_source(src_tokens: list[str], position: int, replacement: str) -> str:
+    """The source as text with its piece `position` (0-based; EOS last) replaced by `replacement`, a piece or a typed
+    word: it starts a word where the replaced piece does (SentencePiece's ▁) and continues one where it does."""
+    check_replaceable(len(src_tokens), position)
+    word = replacement.strip().lstrip("▁") if isinstance(replacement, str) else ""
+    if not word or any(c.isspace() or c == "▁" for c in word):
+        raise ValueError(f"replacement must be one word, got {replacement!r}")
+    pieces = list(src_tokens[:-1])
+    pieces[position] = ("▁" if pieces[position].startswith("▁") else "") + word
+    return "".join(pieces).replace("▁", " ").strip()  # SentencePiece's spaces, as text
+
+
 def same_count_suggestions(model: Transformer, tokenizer, src_ids: list[int], position: int, count: int = 5):
     """Pieces that could replace source piece `position` (0-based) and keep the piece count, so every position still
     lines up: pieces of letters that start a word where it does (or continue one where it does), nearest to it by
     the cosine of the model's source embeddings."""
-    if not 0 <= position < len(src_ids) - 1:
-        raise ValueError(f"replace_piece must be a source piece, in [1, {len(src_ids) - 1}], got {position + 1}")
+    check_replaceable(len(src_ids), position)
     table = model.src_embed.weight.detach().float()
     own = src_ids[position]
     starts = tokenizer.id_to_piece(own).startswith("▁")
@@ -160,5 +178,5 @@ class Runs:
         return frame
 
 
-__all__ = ["NOISE_TIMES_STD", "Question", "Runs", "aligned_positions", "embedding_noise_scale",
-           "same_count_suggestions"]
+__all__ = ["NOISE_TIMES_STD", "Question", "Runs", "aligned_positions", "check_replaceable",
+           "embedding_noise_scale", "replaced_source", "same_count_suggestions"]
