@@ -12,10 +12,12 @@ def static_text(*names: str) -> str:
     return "\n".join((STATIC / name).read_text(encoding="utf-8") for name in names)
 
 
-PAGE_CSS = static_text("style.css")
+PAGE_CSS = static_text("style.css", "data_table.css")
+# repairs to Gradio's markup, and a text alternative for each plotly figure (docs/accessibility.md)
+PAGE_HEAD = f"<script>{static_text('gradio_markup.js', 'figure_text.js')}</script>"
 # the numbering for people and the data modules (pure functions, tested under node) first, then the drawing (the
-# live view's downloads in a file of their own)
-LIVE_JS = static_text("head_ref.js", "live_data.js", "live_export.js", "live_render.js")
-LIVE_CSS = static_text("live_view.css")
+# live view's downloads, and its keyboard and screen-reader parts, in files of their own)
+LIVE_JS = static_text("head_ref.js", "live_data.js", "live_export.js", "live_access.js", "live_render.js")
+LIVE_CSS = static_text("live_view.css", "data_table.css")
 WALK_JS = static_text("head_ref.js", "walk_data.js", "walk_figures.js", "walk_render.js")
 WALK_CSS = static_text("walk_view.css")

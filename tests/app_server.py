@@ -8,10 +8,11 @@ def running_app():
     warnings.filterwarnings("ignore", message=".*Pandas4Warning.*")
     import app
     from explorer.http_api import adding_routes_at_start
-    from explorer.shell import CSS
+    from explorer.shell import LAUNCH
 
-    _, url, _ = app.demo.launch(prevent_thread_lock=True, quiet=True, server_name="127.0.0.1", server_port=None,
-                                run_history=False, css=CSS, app_kwargs={"lifespan": adding_routes_at_start(app.ui)})
+    # the page's own theme, style sheet and footer, as app.py launches it: the accessibility test reads their colours
+    _, url, _ = app.demo.launch(**{**LAUNCH, "prevent_thread_lock": True, "quiet": True, "server_name": "127.0.0.1",
+                                   "server_port": None, "app_kwargs": {"lifespan": adding_routes_at_start(app.ui)}})
     try:
         yield app, url
     finally:

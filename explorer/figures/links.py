@@ -20,5 +20,9 @@ def alignment_svg(src_words: list[str], tgt_words: list[str], links) -> str:
                     f'{html.escape(w)}</text>' for i, w in enumerate(src_words))
     words += "".join(f'<text x="{x(i)}" y="{bottom}" text-anchor="middle" font-size="12" fill="currentColor">'
                      f'{html.escape(w)}</text>' for i, w in enumerate(tgt_words))
-    return (f'<div style="overflow:auto"><svg xmlns="http://www.w3.org/2000/svg" width="{width}" '
-            f'height="{bottom + MARGIN}" role="img" aria-label="word alignment">{lines}{words}</svg></div>')
+    pairs = "; ".join(f"{src_words[s]} to {tgt_words[t]}" for s, t in sorted(links)) or "none"
+    name = html.escape(f"Word alignment, {len(links)} links: {pairs}", quote=True)
+    # a region a keyboard can scroll (tabindex), named for a screen reader, as a narrow screen scrolls it
+    return (f'<div style="overflow:auto" tabindex="0" role="region" aria-label="word alignment">'
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{bottom + MARGIN}" role="img" '
+            f'aria-label="{name}">{lines}{words}</svg></div>')

@@ -57,8 +57,10 @@ def tree_svg(tree, selected: int | None = None) -> str:
                    f"score {node.score:.2f} · normalised {node.normalized_score:.2f} · {node.status}"
                    f"{' · winner' if node.id in winner else ''}")
             ring = ' stroke="#111827" stroke-width="2"' if node.id == selected else ""
+            pressed = ' aria-pressed="true"' if node.id == selected else ""
             labels.append(
-                f'<g class="tree-node" data-node="{node.id}" style="cursor:pointer">'
+                f'<g class="tree-node" data-node="{node.id}" style="cursor:pointer" tabindex="0" role="button" '
+                f'aria-label="{html.escape(tip, quote=True)}"{pressed}>'
                 f"<title>{html.escape(tip)}</title>"
                 f'<rect x="{x - 2}" y="{y - 9}" width="{column_width[node.id] - 14}" height="18" rx="4" '
                 f'fill="{color}" fill-opacity="0.25"{ring}/>'
@@ -71,6 +73,11 @@ def tree_svg(tree, selected: int | None = None) -> str:
             f"is orange, kept nodes blue, "
             f"finished green, pruned grey" + (f"; {hidden} low-scoring pruned nodes hidden" if hidden else "")
             + ". Click a node to see its step.")
-    return (f'<div class="tree-note">{html.escape(note)}</div><div class="tree-scroll" style="overflow:auto">'
-            f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-            f'aria-label="search tree">{steps}{"".join(edges)}{"".join(labels)}</svg></div>')
+    by_id = {node.id: node for node in tree.nodes}
+    name = (f"Search tree, {len(tree.nodes)} nodes over {len(columns)} steps; the winning path: "
+            + " ".join(by_id[i].token for i in tree.winner if i in by_id) + ". Each node is a button.")
+    # a region a keyboard can scroll (tabindex), named for a screen reader, as a narrow screen scrolls it
+    return (f'<div class="tree-note">{html.escape(note)}</div><div class="tree-scroll" style="overflow:auto" '
+            f'tabindex="0" role="region" aria-label="search tree">'
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="group" '
+            f'aria-label="{html.escape(name, quote=True)}">{steps}{"".join(edges)}{"".join(labels)}</svg></div>')

@@ -86,4 +86,28 @@ function colour(w) {  // light yellow to dark blue, readable in light and dark m
   return `rgb(${Math.round(255 - 225 * t)}, ${Math.round(250 - 170 * t)}, ${Math.round(200 - 40 * t)})`;
 }
 
-if (typeof module !== "undefined") module.exports = {decodeWeights, weightedNorms, matrix, colour};
+// Words for a map, for a screen reader and a keyboard (WCAG 2.1 AA 1.1.1): the strongest cell of `m` (rows x cols), and
+// what one row attends to, most first: "'Hund' attends most to 'dog' (0.82), then 'The' (0.10)"
+function strongestCell(m) {
+  let best = {row: 0, col: 0, weight: -Infinity};
+  m.forEach((row, i) => row.forEach((w, j) => { if (w > best.weight) best = {row: i, col: j, weight: w}; }));
+  return best;
+}
+
+function attendsText(m, rows, cols, i) {
+  const order = m[i].map((_, j) => j).sort((a, b) => m[i][b] - m[i][a] || a - b);
+  const [first, second] = order;
+  let text = `'${rows[i]}' attends most to '${cols[first]}' (${m[i][first].toFixed(2)})`;
+  if (second !== undefined && m[i][second] >= 0.005) text += `, then '${cols[second]}' (${m[i][second].toFixed(2)})`;
+  return text;
+}
+
+function mapName(title, m, rows, cols) {
+  if (!m.length || !m[0].length) return title;
+  const best = strongestCell(m);
+  return `${title}: '${rows[best.row]}' attends most to '${cols[best.col]}' (${best.weight.toFixed(2)})`;
+}
+
+if (typeof module !== "undefined") {
+  module.exports = {decodeWeights, weightedNorms, matrix, colour, strongestCell, attendsText, mapName};
+}

@@ -4,6 +4,7 @@
 // colour) and live_export.js (the downloads): `element`, `props` and `watch` come from Gradio. Labels come from the
 // payload, set with textContent, never as markup.
 const SVG = "http://www.w3.org/2000/svg";
+const HEAD_NUMBER_FROM = 0.3;  // a line at least this strong carries its head's number
 const HEAD_COLOURS = ["#2563eb", "#f97316", "#16a34a", "#db2777", "#7c3aed", "#0891b2", "#ca8a04", "#dc2626"];
 const view = {kind: null, layer: null, head: "mean", mode: "heatmap", step: null, merge: false, focus: null,
               measure: "weights", headsOff: new Set(), payload: null, decoding: null, weights: {}, norms: {}};
@@ -136,9 +137,16 @@ function heatmap(root) {
   const cell = Math.max(14, Math.min(28, Math.floor(560 / Math.max(cols.length, 1))));
   const left = 8 + 7 * Math.max(...rows.map(r => r.length), 4), top = 8 + 6 * Math.max(...cols.map(c => c.length), 4);
   const width = left + cols.length * cell + 8, height = top + rows.length * cell + 8;
-  // the viewBox lets a narrow screen scale the whole map down (live_view.css) rather than cut its last columns
-  const svg = node("svg", {width, height, viewBox: `0 0 ${width} ${height}`, class: "ae-heatmap",
-                           role: "img", "aria-label": "attention heatmap"}, null, true);
+  const p = view.payload;
+  const which = map.alti ? "every head, through the layers so far" :
+    view.head === "mean" ? `mean of ${map.heads} heads` : p.head_labels[view.head].toLowerCase();
+  const title = `${map.title}: ${p.layer_labels[view.layer].toLowerCase()}, ${which}` +
+    (view.step ? `, step ${view.step}` : "") + (view.merge ? " (words)" : "");
+  // the viewBox lets a narrow screen scale the whole map down (live_view.css) rather than cut its last columns; a
+  // keyboard focuses it and moves over its cells with the arrow keys (keyCursor)
+  const svg = node("svg", {width, height, viewBox: `0 0 ${width} ${height}`, class: "ae-heatmap", tabindex: "0",
+                           role: "img", "aria-label": mapName(title, m, rows, cols) + ". Arrow keys move over the cells."},
+                   null, true);
   cols.forEach((c, j) => {
     const x = left + j * cell + cell / 2;
     svg.appendChild(node("text", {x, y: top - 6, transform: `rotate(-60 ${x} ${top - 6})`, class: "ae-col-label"}, c, true));
@@ -157,17 +165,16 @@ function heatmap(root) {
     svg.appendChild(node("rect", {x: left + j * cell, y: top + i * cell, width: cell - 1, height: cell - 1, fill: colour(w),
                                   "data-weight": w.toFixed(3), "data-row": i, "data-col": j, class: "ae-cell"}, null, true));
   }));
-  // one hover handler for the whole map (a title per cell made every redraw several times slower)
-  const tip = node("div", {class: "ae-tip"}, `hover a cell: query → key: ${measureLabel()}`);
+  // one hover handler for the whole map (a title per cell made every redraw several times slower); the tip is a live
+  // region, so what the arrow keys reach is announced
+  const tip = node("div", {class: "ae-tip", role: "status", "aria-live": "polite"},
+                   `hover a cell, or focus the map and use the arrow keys: query → key: ${measureLabel()}`);
   svg.addEventListener("mouseover", event => {
     const cellNode = event.target.closest && event.target.closest("rect.ae-cell");
     if (cellNode) tip.textContent = `query ${rows[cellNode.dataset.row]} → key ${cols[cellNode.dataset.col]}: ${cellNode.dataset.weight}`;
   });
-  const p = view.payload;
-  const which = map.alti ? "every head, through the layers so far" :
-    view.head === "mean" ? `mean of ${map.heads} heads` : p.head_labels[view.head].toLowerCase();
-  root.appendChild(node("div", {class: "ae-title"}, `${map.title}: ${p.layer_labels[view.layer].toLowerCase()}, ${which}` +
-    (view.step ? `, step ${view.step}` : "") + (view.merge ? " (words)" : "") +
+  keyCursor(svg, tip, m, rows, cols, {left, top, cell});
+  root.appendChild(node("div", {class: "ae-title"}, title +
     (view.measure === "norms" ? " · weighted norms ‖α·f(x)‖, each row scaled to sum to 1" : "")));
   root.appendChild(node("div", {class: "ae-axes"}, `rows: ${map.row_title} · columns: ${map.col_title}` +
     (breakable ? " · click a row's token for its query·key breakdown" : "")));
@@ -175,6 +182,7 @@ function heatmap(root) {
   const scroll = node("div", {class: "ae-scroll"});
   scroll.appendChild(svg);
   root.appendChild(scroll);
+  root.appendChild(dataTable(title, m, rows, cols));
 }
 
 function lines(root) {
@@ -183,7 +191,15 @@ function lines(root) {
   const per = heads.map(h => matrix(p, values(), view.kind, view.layer, h, view.step, view.merge));
   const {rows, cols} = per[0];
   const height = 16 + Math.max(rows.length, cols.length) * gap;
-  const svg = node("svg", {width, height, class: "ae-lines", role: "img", "aria-label": "attention lines"}, null, true);
+  const title = `${map.title}: ${p.layer_labels[view.layer].toLowerCase()}, lines by head` + (view.step ? `, step ${view.step}` : "");
+  const named = heads.filter(h => !view.headsOff.has(h)).map(h => {
+    const best = strongestCell(per[h].m);
+    return `head ${shown(h)}: '${rows[best.row]}' to '${cols[best.col]}' (${best.weight.toFixed(2)})`;
+  });
+  // focusable: the arrow keys move over the tokens (linesKeys), each move announced
+  const svg = node("svg", {width, height, class: "ae-lines", role: "img", tabindex: "0",
+                           "aria-label": `${title}; strongest line of each head: ${named.join("; ")}. ` +
+                                         "Arrow keys move over the tokens."}, null, true);
   const keyX = 110, queryX = width - 110;
   const links = node("g", {}, null, true);
   svg.appendChild(links);
@@ -195,6 +211,12 @@ function lines(root) {
       links.appendChild(node("line", {x1: keyX + 4, y1: 16 + j * gap - 4, x2: queryX - 4, y2: 16 + i * gap - 4,
         stroke: HEAD_COLOURS[h % HEAD_COLOURS.length], "stroke-opacity": Math.min(1, w).toFixed(3), "stroke-width": 2,
         "data-head": h, "data-query": i, "data-key": j, class: "ae-link"}, null, true));
+      // a strong line carries its head's number near its query, so no head is told by colour alone
+      if (w >= HEAD_NUMBER_FROM) {
+        const x = queryX - 4 - 28 - 10 * (h % 4), y = 16 + i * gap - 4 + ((16 + j * gap) - (16 + i * gap)) * (38 + 10 * (h % 4)) / (queryX - keyX);
+        links.appendChild(node("text", {x, y: y - 2, class: "ae-link-head", fill: HEAD_COLOURS[h % HEAD_COLOURS.length],
+                                        "data-head": h}, String(shown(h)), true));
+      }
     }));
   });
   const label = (text, x, y, anchor, side, index) => {
@@ -212,12 +234,14 @@ function lines(root) {
   cols.forEach((c, j) => label(c, keyX, 16 + j * gap, "end", "key", j));
   rows.forEach((r, i) => label(r, queryX, 16 + i * gap, "start", "query", i));
   svg.addEventListener("mouseleave", () => { if (view.focus) { view.focus = null; draw(); } });
-  root.appendChild(node("div", {class: "ae-title"}, `${map.title}: ${p.layer_labels[view.layer].toLowerCase()}, lines by head` + (view.step ? `, step ${view.step}` : "") +
-    (view.measure === "norms" ? " · weighted norms" : "")));
-  root.appendChild(node("div", {class: "ae-axes"}, `left: ${map.col_title} · right: ${map.row_title}; hover a token to follow it`));
+  linesKeys(svg, per, rows, cols);
+  root.appendChild(node("div", {class: "ae-title"}, title + (view.measure === "norms" ? " · weighted norms" : "")));
+  root.appendChild(node("div", {class: "ae-axes"}, `left: ${map.col_title} · right: ${map.row_title}; hover a token to ` +
+    "follow it, or focus the picture and use the arrow keys; a strong line carries its head's number"));
   const legend = node("div", {class: "ae-legend"});
   heads.forEach(h => {
     const b = node("button", {type: "button", class: "ae-head-toggle" + (view.headsOff.has(h) ? "" : " ae-on"), "data-head": h,
+                              "aria-pressed": String(!view.headsOff.has(h)),
                               style: `border-color:${HEAD_COLOURS[h % HEAD_COLOURS.length]}`}, p.head_labels[h].toLowerCase());
     b.addEventListener("click", () => { view.headsOff.has(h) ? view.headsOff.delete(h) : view.headsOff.add(h); draw(); });
     legend.appendChild(b);

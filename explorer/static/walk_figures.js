@@ -40,7 +40,7 @@ function strip(values, note, scale) {
 function valueCell(tag, v, scale, numbers, index, row, col, panel) {
   const name = cellName(numbers, row, col);
   const cell = wkNode(tag, {class: "wk-value", "data-name": numbers.name, "data-index": String(index),
-                            "data-row": String(row), "data-col": String(col), style: `background:${diverging(v, scale)}`,
+                            "data-row": String(row), "data-col": String(col), style: `background:${diverging(v, scale, TEXT_OPACITY)}`,
                             title: name ? `${name}: ${formatValue(v)}` : formatValue(v)}, formatValue(v));
   const [rowAxis, colAxis] = numbers.axes || ["", ""];
   const query = panel.dataset.query;
@@ -57,8 +57,13 @@ function axisLabel(tag, text, axis, at) {
   return wkNode(tag, axis && axis !== "feature" ? {"data-ax": axis, "data-at": String(at), title: text} : {title: text}, text);
 }
 
+// a box that scrolls sideways on a narrow screen: a keyboard can focus and scroll it, and it is named by its numbers
+function scrollBox(numbers) {
+  return wkNode("div", {class: "wk-scroll", tabindex: "0", role: "region", "aria-label": numbers.label || numbers.name || "numbers"});
+}
+
 function rowFigure(numbers, panel) {
-  const v = numbers.values, scale = numbers.kind === "row" ? maxAbs(v) : 0, scroll = wkNode("div", {class: "wk-scroll"});
+  const v = numbers.values, scale = numbers.kind === "row" ? maxAbs(v) : 0, scroll = scrollBox(numbers);
   const table = wkNode("table", {class: "wk-table"}), head = wkNode("tr"), body = wkNode("tr");
   const colAxis = (numbers.axes || ["", ""])[1];
   (numbers.cols || v.map((_, i) => String(shown(i)))).forEach((c, i) => {
@@ -140,7 +145,7 @@ function figure(numbers, panel, sharedScale) {
   } else if (numbers.kind === "row" || numbers.kind === "tokens") {
     box.append(...rowFigure(numbers, panel));
   } else if (numbers.kind === "matrix") {
-    const scale = maxAbs(v), scroll = wkNode("div", {class: "wk-scroll"});
+    const scale = maxAbs(v), scroll = scrollBox(numbers);
     if (v.length * v[0].length <= 64) scroll.appendChild(tableMatrix(numbers, panel, scale));
     else scroll.append(...heatMatrix(numbers, panel, scale));
     box.append(scroll, colourKey(scale, hasMasked(v), false));

@@ -20,6 +20,14 @@ element.addEventListener('click', (event) => {
   const node = event.target.closest('[data-node]');
   if (node) trigger('click', {node: Number(node.dataset.node)});
 });
+// each node is a button: Enter or Space selects the focused one, as a click does
+element.addEventListener('keydown', (event) => {
+  const node = event.target.closest('[data-node]');
+  if (node && (event.key === 'Enter' || event.key === ' ')) {
+    event.preventDefault();
+    trigger('click', {node: Number(node.dataset.node)});
+  }
+});
 """
 PROMPT = "Click a node of the tree to see the step that produced it."
 

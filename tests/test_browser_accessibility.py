@@ -1,0 +1,80 @@
+"""WCAG 2.1 AA as axe-core measures it (tests/vendor/axe-core, 4.14.1, its WCAG 2.0/2.1 A and AA rules) on every
+screen: the first screen before and after a translation, every tab after it, and the walk-through at its first,
+middle and last stage; light and dark, at 1400 px and at 390 px. Every violation is printed with its elements;
+the test passes only with none, and with no error in the page or the server's log (docs/accessibility.md)."""
+import json
+import time
+
+import pytest
+
+from .app_server import ServerLog
+from .conftest import ROOT
+from .test_browser import CHROMIUM, browser, open_translated, server_url  # noqa: F401
+from .test_browser_clicks import ERRORS_JS, idle, log_errors
+
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium missing (scripts/test.sh installs it)")]
+AXE = ROOT / "tests" / "vendor" / "axe-core" / "axe.min.js"
+SENTENCE = "Where is the train station?"
+# the whole document, or only the open tab's panel (the rest of the page was checked on the first screen, and axe's
+# time grows with every element it visits, hidden panels included)
+AXE_JS = """async (panel) => {
+  const open = [...document.querySelectorAll('[role=tabpanel]')].find(p => p.offsetParent !== null);
+  const result = await axe.run(panel && open ? open : document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']}});
+  return result.violations.map(v => ({rule: v.id, impact: v.impact, help: v.help,
+    nodes: v.nodes.map(n => n.target.join(' ') + ': ' + n.failureSummary.replace(/\\s+/g, ' '))}));
+}"""
+
+
+def violations(page, panel: bool = False) -> list[dict]:
+    """axe-core's WCAG A/AA violations on the page as it is now, or in its open tab's panel (the script added once
+    per page)."""
+    if not page.evaluate("() => typeof axe !== 'undefined'"):
+        page.add_script_tag(path=str(AXE))
+    return page.evaluate(AXE_JS, panel)
+
+
+def walk_screens(page):
+    """The walk-through at its first, middle and last stage: (name, page) as each is shown."""
+    page.locator("#walk-open").click()
+    page.locator("#walkthrough .wk-stage").wait_for(timeout=30_000)
+    stages = page.locator("#walkthrough select.wk-list option").evaluate_all("options => options.map(o => o.value)")
+    for where, value in (("first", stages[0]), ("middle", stages[len(stages) // 2]), ("last", stages[-1])):
+        page.locator("#walkthrough select.wk-list").select_option(value)
+        page.locator(f"#walkthrough .wk-walk[data-stage='{value}']").wait_for(timeout=30_000)
+        yield f"walk-through, {where} stage ({value} of {len(stages)})", page
+
+
+@pytest.mark.parametrize("scheme,width", [("light", 1400), ("dark", 1400), ("light", 390), ("dark", 390)])
+def test_no_wcag_violation_on_any_screen(browser, server_url, scheme, width):  # noqa: F811
+    found = {}
+    with ServerLog() as log:
+        page = browser.new_page(viewport={"width": width, "height": 900}, color_scheme=scheme)
+        page.goto(server_url + f"?__theme={scheme}")
+        page.locator("#footer").get_by_text("decoding").first.wait_for(timeout=30_000)
+        found["first screen"] = violations(page)
+        page.close()
+        page = open_translated(browser, server_url + f"?__theme={scheme}", SENTENCE, width, 900,
+                               color_scheme=scheme)
+        idle(page)
+        found["first screen, translated"] = violations(page)
+        tabs = page.locator("[role=tab]").all_inner_texts()
+        assert len(tabs) >= 15, tabs
+        for tab in tabs:
+            began = time.monotonic()
+            page.get_by_role("tab", name=tab, exact=True).click()
+            idle(page)
+            drawn = time.monotonic()
+            found[f"tab {tab}"] = violations(page, panel=True)
+            print(f"tab {tab}: drawn in {drawn - began:.1f} s, checked in {time.monotonic() - drawn:.1f} s")
+            if tab == "How it computed this":
+                found |= {name: violations(shown, panel=True) for name, shown in walk_screens(page)}
+        errors = page.evaluate(ERRORS_JS)
+        page.close()
+    report = {screen: found_here for screen, found_here in found.items() if found_here}
+    print(f"{scheme}, {width} px: {len(found)} screens, {sum(map(len, report.values()))} violations")
+    print(json.dumps(report, indent=1, ensure_ascii=False))
+    assert len(found) >= 20, list(found)  # the first screen twice, every tab, three walk-through stages
+    assert not report, f"{scheme}, {width} px: violations on {sorted(report)}"
+    assert errors == {"toasts": [], "components": []}, errors
+    assert log_errors(log.text.getvalue().splitlines()) == []
