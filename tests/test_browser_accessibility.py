@@ -1,7 +1,8 @@
 """WCAG 2.1 AA as axe-core measures it (tests/vendor/axe-core, 4.14.1, its WCAG 2.0/2.1 A and AA rules) on every
-screen: the first screen before and after a translation, every tab after it, and the walk-through at its first,
-middle and last stage; light and dark, at 1400 px and at 390 px. Every violation is printed with its elements;
-the test passes only with none, and with no error in the page or the server's log (docs/accessibility.md)."""
+screen: the first screen before and after a translation (then with the live picture's Data table open, and its lines),
+every tab after it, and the walk-through at its first, middle and last stage; light and dark, at 1400 px and at
+390 px. Every violation is printed with its elements; the test passes only with none, and with no error in the page
+or the server's log (docs/accessibility.md)."""
 import json
 import time
 
@@ -58,6 +59,13 @@ def test_no_wcag_violation_on_any_screen(browser, server_url, scheme, width):  #
                                color_scheme=scheme)
         idle(page)
         found["first screen, translated"] = violations(page)
+        page.locator("#live-attention details.ae-data summary").click()  # the live picture's numbers as a table
+        page.locator("#live-attention .ae-data-table").wait_for()
+        found["first screen, the Data table open"] = violations(page)
+        page.locator("#live-attention .ae-mode[data-mode=lines]").click()
+        page.locator("#live-attention .ae-lines").wait_for()
+        found["first screen, the live picture's lines"] = violations(page)
+        page.locator("#live-attention .ae-mode[data-mode=heatmap]").click()
         tabs = page.locator("[role=tab]").all_inner_texts()
         assert len(tabs) >= 15, tabs
         for tab in tabs:
@@ -74,7 +82,7 @@ def test_no_wcag_violation_on_any_screen(browser, server_url, scheme, width):  #
     report = {screen: found_here for screen, found_here in found.items() if found_here}
     print(f"{scheme}, {width} px: {len(found)} screens, {sum(map(len, report.values()))} violations")
     print(json.dumps(report, indent=1, ensure_ascii=False))
-    assert len(found) >= 20, list(found)  # the first screen twice, every tab, three walk-through stages
+    assert len(found) >= 22, list(found)  # the first screen four ways, every tab, three walk-through stages
     assert not report, f"{scheme}, {width} px: violations on {sorted(report)}"
     assert errors == {"toasts": [], "components": []}, errors
     assert log_errors(log.text.getvalue().splitlines()) == []

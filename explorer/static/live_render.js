@@ -211,11 +211,11 @@ function lines(root) {
       links.appendChild(node("line", {x1: keyX + 4, y1: 16 + j * gap - 4, x2: queryX - 4, y2: 16 + i * gap - 4,
         stroke: HEAD_COLOURS[h % HEAD_COLOURS.length], "stroke-opacity": Math.min(1, w).toFixed(3), "stroke-width": 2,
         "data-head": h, "data-query": i, "data-key": j, class: "ae-link"}, null, true));
-      // a strong line carries its head's number near its query, so no head is told by colour alone
+      // a strong line carries its head's number near its query, in the text's colour (4.5:1), so no head is
+      // told by colour alone
       if (w >= HEAD_NUMBER_FROM) {
         const x = queryX - 4 - 28 - 10 * (h % 4), y = 16 + i * gap - 4 + ((16 + j * gap) - (16 + i * gap)) * (38 + 10 * (h % 4)) / (queryX - keyX);
-        links.appendChild(node("text", {x, y: y - 2, class: "ae-link-head", fill: HEAD_COLOURS[h % HEAD_COLOURS.length],
-                                        "data-head": h}, String(shown(h)), true));
+        links.appendChild(node("text", {x, y: y - 2, class: "ae-link-head", "data-head": h}, String(shown(h)), true));
       }
     }));
   });
