@@ -45,7 +45,10 @@ FIGURES_JS = """async () => {
   const figures = [];
   for (const gd of open.querySelectorAll('.js-plotly-plot')) {
     const details = gd.nextElementSibling;
-    if (!details || !details.classList.contains('ae-data')) { figures.push({missing: gd.closest('[id]').id}); continue; }
+    if (!details || !details.classList.contains('ae-data')) {
+      figures.push({missing: gd.closest('[id]').id});
+      continue;
+    }
     details.open = true;
     await new Promise(resolve => setTimeout(resolve, 50));
     const traces = gd._fullData.filter(t => ['heatmap', 'bar', 'scatter'].includes(t.type) && t.visible !== false);
