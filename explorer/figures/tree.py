@@ -8,7 +8,7 @@ import math
 from transformer.core.head_ref import shown
 
 COLUMN_WIDTH, ROW_HEIGHT, MARGIN = 84, 24, 16  # COLUMN_WIDTH: the narrowest; a column widens to its longest piece
-CHARACTER_WIDTH = 7  # px of one character at font-size 11, generously
+CHARACTER_WIDTH = 8  # px of one character at font-size 11 in the page's font (the Soft theme's), generously
 MAX_NODES_PER_STEP = 12  # beyond this, a step's lowest-scoring pruned nodes are hidden (and counted)
 STATUS_COLORS = {"kept": "#60a5fa", "finished": "#34d399", "pruned": "#9ca3af"}
 WINNER_COLOR = "#f97316"
