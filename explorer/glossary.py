@@ -140,6 +140,17 @@ GLOSSARY: dict[str, str] = {
                      "word.",
     "path patching": "Activation patching of one path only: here, the clean encoder output as one cross-attention "
                      "head reads it (its keys and values), everything else left corrupted.",
+    # dictionary features (transformer/features, docs/features.md)
+    "sparse autoencoder": "A dictionary of many directions learned for one point of the model, of which each token "
+                          "uses only a few: the token's vector is rebuilt as a sum of those directions.",
+    "latent": "One direction of a sparse autoencoder, also called a feature: its activation says how much of it a "
+              "token's vector holds. Most latents are zero on most tokens.",
+    "TopK": "The sparse autoencoder's rule for sparsity: each token keeps its k largest latent activations and sets "
+            "the rest to zero.",
+    "fraction of variance unexplained": "How much of the vectors' spread a reconstruction misses: the squared error "
+                                        "divided by the squared distance from the mean. 0 is perfect.",
+    "steering": "Changing a translation by editing a latent inside the model, removing it or scaling it, and "
+                "decoding again.",
 }
 
 

@@ -30,6 +30,7 @@ class Activations:
     vectors: torch.Tensor  # (N, D) float32, on the CPU
     sentences: torch.Tensor  # (N,) each row's sentence, an index into the list gathered over
     positions: torch.Tensor  # (N,) each row's position in its sentence (0-based)
+    token_ids: torch.Tensor | None = None  # (N,) each row's piece: the source's, or the reference piece it predicted
 
 
 def point_path(model, point) -> str:
@@ -109,4 +110,6 @@ def gather_activations(translator: Translator, point: str, sources: list[str], t
             progress(min(start + batch_size, len(sources)), len(sources))
     sentences = torch.cat([torch.full((len(vectors),), index) for index, vectors in enumerate(rows)])
     positions = torch.cat([torch.arange(len(vectors)) for vectors in rows])
-    return Activations(path, side, torch.cat(rows), sentences, positions)
+    ids = target_ids if side == TARGET else source_ids
+    row_ids = torch.tensor([piece for sentence in ids for piece in sentence])
+    return Activations(path, side, torch.cat(rows), sentences, positions, row_ids)

@@ -1,0 +1,46 @@
+"""docs/features.md against the shipped dictionary: its table row is the dictionary's config.json, and its worked
+example's latents, drops and steered translation are what the package computes on the shipped model now."""
+import json
+import re
+
+import pytest
+
+from transformer import Translator
+from transformer.features import load_dictionary
+from transformer.features.steering import Edit, causes, steer
+
+from .conftest import ROOT
+
+PAGE = (ROOT / "docs" / "features.md").read_text(encoding="utf-8")
+FOLDER = ROOT / "checkpoints" / "en-de" / "features" / "encoder_layers.3.output"
+SENTENCE = "The boat is on the river."
+
+
+def test_the_table_row_is_the_shipped_config():
+    metrics = json.loads((FOLDER / "config.json").read_text())["metrics"]
+    row = next(line for line in PAGE.splitlines() if line.startswith("| en-de | `encoder_layers.3.output`"))
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    assert cells[2:6] == [f"{metrics['fvu']:.3f}", str(metrics["dead_latents"]), f"{metrics['mean_active_latents']:.1f}",
+                          f"{100 * metrics['greedy_identical']:.1f} %"]
+    change = f"{metrics['bleu_change']:+.2f}".replace("-", "−")  # the page's minus sign
+    assert cells[6] == f"{metrics['bleu']:.2f} → {metrics['bleu_replaced']:.2f} ({change})"
+    assert f"{metrics['tokens']:,} tokens" in PAGE
+
+
+def test_the_worked_example_gives_the_numbers_the_page_states():
+    translator = Translator.from_pretrained("en-de")
+    saved = load_dictionary(FOLDER)
+    target = translator.translate(SENTENCE, strategy="greedy").text
+    assert f'translates to "{target}"' in PAGE
+    first, second, third = causes(translator, saved, SENTENCE, target, piece=2)[:3]
+    stated = re.search(r"latent \*\*(\d+)\*\* first\. Removing it lowers log p\(\"▁befindet\"\) by \*\*([0-9.]+)\*\*; "
+                       r"gradient ×\nactivation estimated ([0-9.]+)\. Latents (\d+) \(([0-9.]+)\) and (\d+) \(([0-9.]+)\)",
+                       PAGE)
+    assert stated, "the worked example's sentence changed shape"
+    # float32 sums in another order on another CPU: the page's two decimals within 0.01
+    assert (first.latent, second.latent, third.latent) == tuple(int(stated.group(i)) for i in (1, 4, 6))
+    for value, text in ((first.exact, 2), (first.estimate, 3), (second.exact, 5), (third.exact, 7)):
+        assert value == pytest.approx(float(stated.group(text)), abs=0.01)
+    steered = steer(translator, saved, SENTENCE, [Edit(first.latent, 0.0)], strategy="greedy")
+    assert steered.before == target
+    assert f'"{steered.after.replace(" ist ", " **ist** ")}"' in PAGE.replace("\n", " ")

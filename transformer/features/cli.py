@@ -1,0 +1,161 @@
+"""python -m transformer.features train | steer | explain (also `attention-explorer-features`).
+
+    python -m transformer.features train en-de ../shared/data/tatoeba dictionaries/en-de-enc3 \\
+        --point encoder_layers.3.output --n 4096 --k 32
+    python -m transformer.features steer dictionaries/en-de-enc3 --sentence "A dog runs." --latent 412 --scale 0
+    python -m transformer.features explain dictionaries/en-de-enc3 --sentence "A dog runs." --piece 2
+
+`steer` and `explain` print JSON. Latents count from 0 (they are a dictionary's columns); positions and pieces
+count from 1, like the API's. A bad setting, checkpoint, corpus or dictionary ends the program with one line naming
+it (exit status 2), and nothing is written.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from ..checkpoint import CheckpointError
+from ..command_line import CommandParser, answered, number_type, sentence_type
+from ..core.head_ref import from_shown
+from ..decoding.translator import Translator
+from ..path_checks import output_folder_problem
+from . import build as building
+from .build import BuildSettings, build_dictionary
+from .dictionary import DictionaryError
+from .files import load_dictionary
+from .steering import Edit, causes, steer
+
+PROG = "python -m transformer.features"
+
+
+def parser() -> CommandParser:
+    top = CommandParser(prog=PROG, description=__doc__)
+    commands = top.add_subparsers(dest="command", required=True, parser_class=CommandParser)
+    train = commands.add_parser("train", help="train a dictionary for one recording point of a checkpoint",
+                                description=building.__doc__)
+    train.add_argument("checkpoint", help="checkpoint folder, or a shipped one by name (en-de, de-en)")
+    train.add_argument("corpus_dir", help="folder holding train.<src>, train.<tgt>, val.<src> and val.<tgt>")
+    train.add_argument("out", help="the dictionary's folder, which must not exist (or be empty)")
+    train.add_argument("--point", required=True, help="the recording point, e.g. encoder_layers.3.output")
+    defaults = BuildSettings(point="")
+    for flag, kind, low, high, what in [
+        ("--n", int, 1, 1 << 20, "latents"), ("--k", int, 1, 1024, "latents active per token"),
+        ("--sentences", int, 1, None, "training pairs, the first of train"),
+        ("--held-out", int, 1, None, "the pairs after them, for the metrics"),
+        ("--val-sentences", int, 1, None, "val pairs decoded with the point replaced (default: all)"),
+        ("--epochs", int, 1, 1000, "passes over the training tokens"),
+        ("--batch-size", int, 1, 1 << 16, "tokens per Adam step"),
+        ("--learning-rate", float, 1e-7, 1.0, "Adam's"), ("--seed", int, 0, 2**31 - 1, "initial directions, order"),
+    ]:
+        name = flag[2:].replace("-", "_")
+        train.add_argument(flag, type=number_type(flag, kind, low, high), default=getattr(defaults, name),
+                           help=f"{what} (default: {getattr(defaults, name)})")
+    train.add_argument("--threads", type=number_type("--threads", int, 1, 1024), default=None,
+                       help="torch CPU threads (default: torch's choice); one thread makes a run reproducible")
+    for name, text in [("steer", "translate a sentence with one latent removed or scaled"),
+                       ("explain", "the latents whose removal most lowers one piece of a translation")]:
+        command = commands.add_parser(name, help=text, description=text + "; prints JSON")
+        command.add_argument("dictionary", help="a dictionary folder made by `train`")
+        command.add_argument("--checkpoint", default=None,
+                             help="the dictionary's checkpoint (default: the shipped one its config.json names)")
+        command.add_argument("--sentence", type=sentence_type("--sentence"), required=True,
+                             help="a sentence in the checkpoint's source language")
+    steer_command, explain = commands.choices["steer"], commands.choices["explain"]
+    steer_command.add_argument("--latent", type=number_type("--latent", int, 0), required=True,
+                               help="the latent, from 0")
+    steer_command.add_argument("--scale", type=number_type("--scale", float, -100.0, 100.0), default=0.0,
+                               help="its new multiple: 0 removes it (default), 2 doubles it")
+    steer_command.add_argument("--positions", type=position_list, default=None,
+                               help="positions at the point, from 1, comma-separated (default: all)")
+    explain.add_argument("--target", type=sentence_type("--target"), default=None,
+                         help="the translation to explain (default: the model's greedy translation)")
+    explain.add_argument("--piece", type=number_type("--piece", int, 1), required=True,
+                         help="which piece of the target, from 1 (its </s> last)")
+    explain.add_argument("--exact", type=number_type("--exact", int, 0, 1000), default=10,
+                         help="how many of the best estimated are measured exactly (default: 10)")
+    return top
+
+
+def position_list(text: str) -> tuple[int, ...]:
+    """--positions: "2" or "2,5", numbered from 1 -> 0-based."""
+    convert = number_type("--positions", int, 1)
+    return tuple(from_shown(convert(part)) for part in text.split(","))
+
+
+def train(args) -> None:
+    problem = output_folder_problem(args.out)
+    if problem is None and Path(args.out).is_dir() and any(Path(args.out).iterdir()):
+        problem = "is not empty: choose a new folder, or remove this one (nothing is overwritten)"
+    if problem:
+        raise DictionaryError(f"{args.out}: {problem}")
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    settings = BuildSettings(args.point, args.n, args.k, args.sentences, args.held_out, args.val_sentences,
+                             args.epochs, args.batch_size, args.learning_rate, args.seed)
+    bars = Bars()
+    try:
+        metrics = build_dictionary(args.checkpoint, args.corpus_dir, args.out, settings, bars)
+    finally:
+        bars.close()
+    print(json.dumps({"wrote": str(args.out), **metrics}, indent=1))
+
+
+class Bars:
+    """One tqdm bar per stage, opened when the stage starts; `done` is counted from the stage's start."""
+
+    def __init__(self):
+        from tqdm import tqdm
+
+        self.tqdm, self.bars = tqdm, {}
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if stage not in self.bars:
+            self.close()
+            self.bars[stage] = self.tqdm(total=total, desc=stage, file=sys.stderr)
+        bar = self.bars[stage]
+        bar.update(done - bar.n)
+
+    def close(self) -> None:
+        for bar in self.bars.values():
+            bar.close()
+
+
+def opened(args):
+    saved = load_dictionary(args.dictionary)
+    return saved, Translator.from_pretrained(args.checkpoint or saved.origin.model)
+
+
+def main(argv=None) -> None:
+    top = parser()
+    args = top.parse_args(argv)
+    with answered(top, CheckpointError, DictionaryError):
+        if args.command == "train":
+            return train(args)
+        saved, translator = opened(args)
+        if args.command == "steer":
+            result = steer(translator, saved, args.sentence, [Edit(args.latent, args.scale, args.positions)],
+                           strategy="greedy")
+            print(json.dumps({"sentence": args.sentence, "point": saved.origin.point, "latent": args.latent,
+                              "scale": args.scale, "before": result.before, "after": result.after},
+                             ensure_ascii=False, indent=1))
+            return
+        target = args.target or translator.translate(args.sentence, strategy="greedy").text
+        room = translator.model.config.max_len - 1
+        pieces = len(translator.tokenizer.encode_target_batch([target])[0][:room]) + 1  # with its </s>
+        if args.piece > pieces:
+            raise DictionaryError(f"--piece must be in [1, {pieces}] (the pieces of {target!r}, </s> last), got "
+                                  f"{args.piece}")
+        found = causes(translator, saved, args.sentence, target, from_shown(args.piece), args.exact)
+        print(json.dumps({
+            "sentence": args.sentence, "target": target, "point": saved.origin.point, "piece": args.piece,
+            "pieces": pieces, "numbering": "latents from 0; pieces from 1, </s> last",
+            "causes": [{"latent": c.latent, "exact": c.exact, "estimate": round(c.estimate, 6),
+                        "activation": round(c.activation, 6)} for c in found[: max(args.exact, 10)]],
+        }, ensure_ascii=False, indent=1))
+
+
+if __name__ == "__main__":
+    main()
