@@ -16,15 +16,22 @@ FOLDER = ROOT / "checkpoints" / "en-de" / "features" / "encoder_layers.3.output"
 SENTENCE = "The boat is on the river."
 
 
-def test_the_table_row_is_the_shipped_config():
-    metrics = json.loads((FOLDER / "config.json").read_text())["metrics"]
-    row = next(line for line in PAGE.splitlines() if line.startswith("| en-de | `encoder_layers.3.output`"))
-    cells = [cell.strip() for cell in row.strip("|").split("|")]
-    assert cells[2:6] == [f"{metrics['fvu']:.3f}", str(metrics["dead_latents"]), f"{metrics['mean_active_latents']:.1f}",
-                          f"{100 * metrics['greedy_identical']:.1f} %"]
-    change = f"{metrics['bleu_change']:+.2f}".replace("-", "−")  # the page's minus sign
-    assert cells[6] == f"{metrics['bleu']:.2f} → {metrics['bleu_replaced']:.2f} ({change})"
-    assert f"{metrics['tokens']:,} tokens" in PAGE
+def test_every_table_row_is_its_shipped_config_and_every_shipped_dictionary_has_a_row():
+    rows = [line for line in PAGE.splitlines() if re.match(r"\| (en-de|de-en) \| `", line)]
+    shipped = sorted(ROOT.glob("checkpoints/*/features/*/config.json"))
+    assert len(rows) == len(shipped) >= 1
+    for row in rows:
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        point = re.match(r"`([^`]+)`", cells[1]).group(1)
+        config = ROOT / "checkpoints" / cells[0] / "features" / point / "config.json"
+        metrics = json.loads(config.read_text())["metrics"]
+        identical = f"{100 * metrics['greedy_identical']:.1f} %"
+        assert cells[2:6] == [f"{metrics['fvu']:.3f}", str(metrics["dead_latents"]),
+                              f"{metrics['mean_active_latents']:.1f}", identical], row
+        change = f"{metrics['bleu_change']:+.2f}".replace("-", "−")  # the page's minus sign
+        assert cells[6] == f"{metrics['bleu']:.2f} → {metrics['bleu_replaced']:.2f} ({change})", row
+        assert cells[7] == f"{metrics['seconds']:.0f} s", row
+    assert f"{json.loads((FOLDER / 'config.json').read_text())['metrics']['tokens']:,} tokens" in PAGE
 
 
 def test_the_worked_example_gives_the_numbers_the_page_states():
@@ -33,9 +40,9 @@ def test_the_worked_example_gives_the_numbers_the_page_states():
     target = translator.translate(SENTENCE, strategy="greedy").text
     assert f'translates to "{target}"' in PAGE
     first, second, third = causes(translator, saved, SENTENCE, target, piece=2)[:3]
-    stated = re.search(r"latent \*\*(\d+)\*\* first\. Removing it lowers log p\(\"▁befindet\"\) by \*\*([0-9.]+)\*\*; "
-                       r"gradient ×\nactivation estimated ([0-9.]+)\. Latents (\d+) \(([0-9.]+)\) and (\d+) \(([0-9.]+)\)",
-                       PAGE)
+    stated = re.search(r"latent \*\*(\d+)\*\* first\. Removing it lowers log p\(\"▁befindet\"\) by "
+                       r"\*\*([0-9.]+)\*\*; gradient ×\nactivation estimated ([0-9.]+)\. "
+                       r"Latents (\d+) \(([0-9.]+)\) and (\d+) \(([0-9.]+)\)", PAGE)
     assert stated, "the worked example's sentence changed shape"
     # float32 sums in another order on another CPU: the page's two decimals within 0.01
     assert (first.latent, second.latent, third.latent) == tuple(int(stated.group(i)) for i in (1, 4, 6))

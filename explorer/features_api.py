@@ -1,0 +1,138 @@
+"""The dictionary features on the JSON API (docs/features.md), beside /translate and with its error shape:
+
+    GET  /api/v1/features            the served models' dictionaries: point, n, k and metrics
+    POST /api/v1/features/steer      a sentence translated greedily as it is, and with one latent removed or scaled
+    POST /api/v1/features/explain    the latents whose removal most lowers one piece of a translation
+
+The same functions as `python -m transformer.features steer | explain` (transformer/features/steering.py), on the
+served model in this process, so both give the same numbers. Latents count from 0; pieces and positions from 1.
+"""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+import anyio
+from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict, Field
+
+from transformer.features import DictionaryError, SavedDictionary, load_dictionary
+from transformer.features.steering import Edit, causes, steer
+from transformer.unicode_text import TextError, checked_lines
+
+from .http_api_shapes import ERRORS, ApiError, JsonRoute
+
+PREFIX = "/api/v1/features"
+FEATURES_FOLDER = "features"  # checkpoints/<model>/features/<point>/: dictionary.safetensors and config.json
+
+
+class SteerBody(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    text: str = Field(description="one sentence")
+    model: str | None = Field(None, description="a served model's key; null: the first one")
+    point: str = Field(description="the dictionary's recording point (GET /api/v1/features)")
+    latent: int = Field(description="the latent, from 0")
+    scale: float = Field(0.0, description="its new multiple: 0 removes it, 2 doubles it (within ±100)")
+    positions: list[int] | None = Field(None, description="positions at the point, from 1; null: all")
+
+
+class ExplainBody(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    text: str = Field(description="one sentence")
+    model: str | None = Field(None, description="a served model's key; null: the first one")
+    point: str = Field(description="the dictionary's recording point (GET /api/v1/features)")
+    piece: int = Field(description="which piece of the target, from 1 (its </s> last)")
+    target: str | None = Field(None, description="the translation to explain; null: the model's greedy one")
+    exact: int = Field(10, description="how many of the best estimated are measured exactly, 0 to 100")
+
+
+@lru_cache(maxsize=16)
+def dictionary_at(folder: str) -> SavedDictionary:
+    return load_dictionary(folder)
+
+
+def folders(translator) -> dict[str, Path]:
+    """The model's shipped dictionaries: point -> folder."""
+    root = Path(translator.source or "") / FEATURES_FOLDER
+    return {f.name: f for f in sorted(root.iterdir()) if (f / "config.json").is_file()} if root.is_dir() else {}
+
+
+def served(ui, model: str | None, point: str):
+    """(translator, dictionary) for the request, or a 422 naming `model` or `point`."""
+    key = model if model is not None else ui.registry.default_key
+    if key not in ui.registry.models:
+        raise ApiError(422, "model", f"model must be one of {sorted(ui.registry.models)}, got {key!r}")
+    translator = ui.registry.get(key).translator
+    found = folders(translator)
+    if point not in found:
+        raise ApiError(422, "point", f"model {key!r} has no dictionary at {point!r}; it has {sorted(found)}")
+    try:
+        return translator, dictionary_at(str(found[point]))
+    except DictionaryError as error:
+        raise ApiError(422, "point", str(error)) from None
+
+
+def sentence(text: str) -> str:
+    try:
+        return checked_lines("text", text, 1)[0]
+    except (TextError, ValueError) as error:
+        raise ApiError(422, "text", str(error)) from None
+
+
+def steer_now(ui, body: SteerBody) -> dict:
+    translator, saved = served(ui, body.model, body.point)
+    if body.positions is not None and any(p < 1 for p in body.positions):
+        raise ApiError(422, "positions", f"positions count from 1, got {body.positions}")
+    positions = None if body.positions is None else tuple(p - 1 for p in body.positions)
+    try:
+        result = steer(translator, saved, sentence(body.text), [Edit(body.latent, body.scale, positions)],
+                       strategy="greedy")
+    except DictionaryError as error:
+        field = next((f for f in ("latent", "scale", "positions") if str(error).startswith(f)), None)
+        raise ApiError(422, field, str(error)) from None
+    return {"text": body.text, "point": body.point, "latent": body.latent, "scale": body.scale,
+            "before": result.before, "after": result.after}
+
+
+def explain_now(ui, body: ExplainBody) -> dict:
+    translator, saved = served(ui, body.model, body.point)
+    text = sentence(body.text)
+    if not 0 <= body.exact <= 100:
+        raise ApiError(422, "exact", f"exact must be in [0, 100], got {body.exact}")
+    target = translator.translate(text, strategy="greedy").text if body.target is None else body.target
+    pieces = len(translator.tokenizer.encode_target_batch([target])[0][: translator.model.config.max_len - 1]) + 1
+    if not 1 <= body.piece <= pieces:
+        raise ApiError(422, "piece", f"piece must be in [1, {pieces}] (the pieces of {target!r}, </s> last), got "
+                                     f"{body.piece}")
+    found = causes(translator, saved, text, target, body.piece - 1, body.exact)
+    return {"text": text, "target": target, "point": body.point, "piece": body.piece, "pieces": pieces,
+            "numbering": "latents from 0; pieces from 1, </s> last",
+            "causes": [{"latent": c.latent, "exact": c.exact, "estimate": round(c.estimate, 6),
+                        "activation": round(c.activation, 6)} for c in found[: max(body.exact, 10)]]}
+
+
+def features_router(ui) -> APIRouter:
+    router = APIRouter(prefix=PREFIX, route_class=JsonRoute, tags=["Dictionary features"])
+
+    @router.get("", summary="The served models' dictionaries")
+    async def listing() -> dict:
+        answer = {}
+        for key, model in ui.registry.models.items():
+            answer[key] = [{"point": point, **{k: v for k, v in load_config(folder).items() if k != "point"}}
+                           for point, folder in folders(model.translator).items()]
+        return {"models": answer}
+
+    @router.post("/steer", responses=ERRORS, summary="Translate with one latent removed or scaled")
+    async def steer_route(body: SteerBody) -> dict:
+        return await anyio.to_thread.run_sync(steer_now, ui, body)
+
+    @router.post("/explain", responses=ERRORS, summary="The latents that cause one piece of a translation")
+    async def explain_route(body: ExplainBody) -> dict:
+        return await anyio.to_thread.run_sync(explain_now, ui, body)
+
+    return router
+
+
+def load_config(folder: Path) -> dict:
+    return json.loads((folder / "config.json").read_text(encoding="utf-8"))
