@@ -11,6 +11,7 @@ what lies between a pair is rewritten, the text around them (the page's introduc
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from pathlib import Path
@@ -36,7 +37,22 @@ def card_of(checkpoint: str, root: Path = ROOT) -> str:
     metrics = read_metrics(root / checkpoint)
     if metrics is None:
         raise ValueError(f"{checkpoint} has no metrics.json")
-    return model_card(metrics, checkpoint, title=False)
+    return model_card(metrics, checkpoint, title=False) + features_table(root / checkpoint)
+
+
+def features_table(folder: Path) -> str:
+    """The checkpoint's shipped sparse dictionaries (docs/features.md) with their metrics, from each one's
+    config.json; nothing where it has none."""
+    configs = [json.loads(path.read_text(encoding="utf-8")) for path in sorted(folder.glob("features/*/config.json"))]
+    if not configs:
+        return ""
+    lines = ["", "", "Sparse dictionaries ([Dictionary features](features.md)), measured on held-out sentences:", "",
+             "| point | n | k | sentences | FVU | dead latents | greedy identical, point replaced | val BLEU change |",
+             "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| `{c['point']}` | {c['n']:,} | {c['k']} | {c['sentences']:,} | {c['metrics']['fvu']:.3f} | "
+              f"{c['metrics']['dead_latents']} | {100 * c['metrics']['greedy_identical']:.1f} % | "
+              f"{c['metrics']['bleu_change']:+.2f} |" for c in configs]
+    return "\n".join(lines)
 
 
 def cards_in(text: str) -> dict[str, str]:

@@ -32,7 +32,7 @@ def test_every_table_row_is_its_shipped_config_and_every_shipped_dictionary_has_
         assert cells[6] == f"{metrics['bleu']:.2f} → {metrics['bleu_replaced']:.2f} ({change})", row
         assert cells[7] == f"{metrics['seconds']:.0f} s", row
     held_out = json.loads((FOLDER / "config.json").read_text())["metrics"]["tokens"]
-    assert f"{held_out:,} on en-de's source side" in PAGE
+    assert f"{held_out:,} on the English side" in PAGE
 
 
 def test_the_worked_example_gives_the_numbers_the_page_states():
