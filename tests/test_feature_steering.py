@@ -95,6 +95,7 @@ def test_the_exact_causes_equal_patching_by_hand(random_translator, point):
     src, tgt, target_ids = teacher_forced(random_translator, SOURCE, TARGET)
     piece = 3
     found = causes(random_translator, saved, SOURCE, TARGET, piece, exact=4)
+    assert all(p.grad is None for p in random_translator.model.parameters())  # the shared model left as it was
     module = layer_of(random_translator.model, point)
     reach = src.shape[1] if point.startswith("encoder") else piece + 1
 

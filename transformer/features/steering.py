@@ -140,8 +140,9 @@ def causes(translator: Translator, saved: SavedDictionary, source: str, target: 
 
     with torch.enable_grad(), patch(model, {path: opened}):
         base = piece_log_prob(model, src, tgt, piece, target_ids[piece])
-        base.backward()
-    x, gradient = captured["x"].detach()[0, :reach], captured["x"].grad[0, :reach]  # (T, D)
+        # the gradient at the point only: nothing is left on the model's parameters (.grad stays None)
+        gradient = torch.autograd.grad(base, captured["x"])[0][0, :reach]  # (T, D)
+    x, base = captured["x"].detach()[0, :reach], base.detach()
     with torch.no_grad():
         z = dictionary.encode(x)  # (T, n)
         active = torch.nonzero(z.amax(0) > 0).flatten().tolist()
