@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import sys
 import time
@@ -24,16 +23,6 @@ SENTENCE = "The boat is on the river."
 FOLDER = ROOT / "checkpoints" / "en-de" / "features" / "encoder_layers.3.output"
 
 
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=9)
@@ -44,6 +33,7 @@ def main() -> None:
     from transformer import Translator
     from transformer.features import load_dictionary
     from transformer.features.steering import Edit, causes, steering, teacher_forced
+    from transformer.playground.replay import cpu_name
 
     translator = Translator.from_pretrained("en-de")
     saved = load_dictionary(args.dictionary)
