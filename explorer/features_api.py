@@ -27,21 +27,22 @@ PREFIX = "/api/v1/features"
 FEATURES_FOLDER = "features"  # checkpoints/<model>/features/<point>/: dictionary.safetensors and config.json
 
 
-class SteerBody(BaseModel):
+class FeatureBody(BaseModel):
+    """What both routes take: the sentence, the model and the dictionary's point."""
+
     model_config = ConfigDict(extra="forbid", strict=True)
     text: str = Field(description="one sentence")
     model: str | None = Field(None, description="a served model's key; null: the first one")
     point: str = Field(description="the dictionary's recording point (GET /api/v1/features)")
+
+
+class SteerBody(FeatureBody):
     latent: int = Field(description="the latent, from 0")
     scale: float = Field(0.0, description="its new multiple: 0 removes it, 2 doubles it (within ±100)")
     positions: list[int] | None = Field(None, description="positions at the point, from 1; null: all")
 
 
-class ExplainBody(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-    text: str = Field(description="one sentence")
-    model: str | None = Field(None, description="a served model's key; null: the first one")
-    point: str = Field(description="the dictionary's recording point (GET /api/v1/features)")
+class ExplainBody(FeatureBody):
     piece: int = Field(description="which piece of the target, from 1 (its </s> last)")
     target: str | None = Field(None, description="the translation to explain; null: the model's greedy one")
     exact: int = Field(10, description="how many of the best estimated are measured exactly, 0 to 100")
