@@ -21,9 +21,10 @@ CONTROLS_JS = """() => {
   const open = [...document.querySelectorAll('[role=tabpanel]')].find(p => p.offsetParent !== null);
   const wanted = 'button, input, select, textarea, a[href], summary, [tabindex]:not([tabindex="-1"])';
   // a table's cells and their buttons are reached by the arrow keys once the table has the focus (Gradio's
-  // dataframe draws a cell's Select row / Select column buttons as it is focused): the table is one stop
+  // dataframe draws its body as div role=grid, and a cell's Select row / Select column buttons and its menu as
+  // the cell is focused): the table is one stop
   const shown = e => !e.disabled && e.getClientRects().length && getComputedStyle(e).visibility !== 'hidden' &&
-    !(e.tagName !== 'SUMMARY' && e.closest('details:not([open])')) && !e.closest('table');
+    !(e.tagName !== 'SUMMARY' && e.closest('details:not([open])')) && !e.closest('table, [role=grid], [role=menu]');
   // a radio group is one stop (the arrow keys move within it): its radios share one number
   const groups = new Map(), controls = [];
   for (const e of [...open.querySelectorAll(wanted)].filter(shown)) {
