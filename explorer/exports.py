@@ -10,7 +10,7 @@ from pathlib import Path
 
 from transformer.decoding.export import attention_csv, bertviz_dict, steps_csv, to_json
 
-from .standalone import cause_html, live_view_html, walk_html
+from .standalone import cause_html, features_html, live_view_html, walk_html
 from .version import APP_VERSION
 
 EXPORT_ROOT = Path(tempfile.gettempdir()) / "attention-explorer-exports"
@@ -57,4 +57,15 @@ def cause_file(result, registry, summary: str, figures: list, agreement: str) ->
     EXPORT_ROOT.mkdir(exist_ok=True)
     path = Path(tempfile.mkdtemp(dir=EXPORT_ROOT)) / "cause.html"
     path.write_text(cause_html(summary, figures, agreement, run_description(result, registry)), encoding="utf-8")
+    return str(path)
+
+
+def features_file(result, registry, point: str, named: dict) -> str:
+    """The Features tab (its tokens, the chosen latent, its histogram, the steered translation) as one HTML file
+    that opens offline; returns its path."""
+    EXPORT_ROOT.mkdir(exist_ok=True)
+    path = Path(tempfile.mkdtemp(dir=EXPORT_ROOT)) / "features.html"
+    parts = [named[name] for name in ("features_tokens", "features_about", "features_steered") if named.get(name)]
+    figures = [named["features_histogram"]] if named.get("features_histogram") is not None else []
+    path.write_text(features_html(point, parts, figures, run_description(result, registry)), encoding="utf-8")
     return str(path)

@@ -1,7 +1,8 @@
 """Shareable links: the query string holds the request and the view, numbered from 1 as the page numbers
 them, e.g. ?text=A+dog+runs.&model=en-de&strategy=beam&beam_size=4&kind=cross&layer=3&head=2&step=4.
-Opening one restores the controls (the Cause tab's inputs too: cause_corrupted, cause_target, cause_contrast),
-translates and opens that view; every value is checked and a bad one is named. The link itself is built in the
+Opening one restores the controls (the Cause tab's inputs too: cause_corrupted, cause_target, cause_contrast; and
+the Features tab's: features_point, features_latent, features_scale, which open that tab), translates and opens that
+view; every value is checked and a bad one is named. The link itself is built in the
 browser (LINK_JS) from the controls and the live view's state."""
 from __future__ import annotations
 
@@ -12,12 +13,16 @@ import gradio as gr
 from transformer.core.head_ref import from_shown
 from transformer.core.probes import ATTENTION_KINDS
 from transformer.decoding.strategies import all_settings
+from transformer.features.steering import MAX_SCALE
 
+from .features_api import folders, load_config
 from .request import MAX_CHARACTERS, MAX_OUTPUT_TOKENS, Request, RequestError, check_unicode, number, split_lines
 from .text import page_error
 
 VIEW_KEYS = ("kind", "layer", "head", "step")
 CAUSE_KEYS = ("cause_corrupted", "cause_target", "cause_contrast")  # the Cause tab's inputs
+FEATURE_KEYS = ("features_point", "features_latent", "features_scale")  # the Features tab's (views/features.py)
+MAX_LATENT = 1 << 20  # checked against the dictionary's own count once the point is known
 
 
 def parse_link(params: dict, registry) -> tuple[Request, dict]:
@@ -25,7 +30,7 @@ def parse_link(params: dict, registry) -> tuple[Request, dict]:
     the chosen strategy's settings by name; one of another strategy's (older links held every control) is
     ignored."""
     known = {"text", "model", "device", "strategy", "max_length", "prefix", "heads_off", *VIEW_KEYS, *CAUSE_KEYS,
-             *(s.name for s in all_settings())}
+             *FEATURE_KEYS, *(s.name for s in all_settings())}
     unknown = sorted(set(params) - known - {"__theme", "learn"})  # learn: a playground run (views/learn.py)
     if unknown:
         raise RequestError("link", f"the link has unknown parameters {unknown}; known: {sorted(known)}")
@@ -41,7 +46,26 @@ def parse_link(params: dict, registry) -> tuple[Request, dict]:
     view["step"] = in_range("step", params["step"], 1, 10_000) if "step" in params else None
     if any(key in params for key in CAUSE_KEYS):
         view["cause"] = cause_of_link(params)
+    if any(key in params for key in FEATURE_KEYS):
+        view["features"] = features_of_link(params, registry.get(request.model).translator)
     return request, view
+
+
+def features_of_link(params: dict, translator) -> dict:
+    """The Features tab's state from a link: a point the model has a dictionary at, a latent in its range and a
+    multiple within ±MAX_SCALE (each optional but the point)."""
+    found = folders(translator)
+    point = params.get("features_point")
+    if point not in found:
+        raise RequestError("features_point", f"features_point must be one of {sorted(found)} for this model, got "
+                                             f"{point!r}")
+    state = {"features_point": point, "features_latent": None, "features_scale": None}
+    if "features_latent" in params:
+        n = load_config(found[point])["n"]
+        state["features_latent"] = in_range("features_latent", params["features_latent"], 0, n - 1)
+    if "features_scale" in params:
+        state["features_scale"] = number("features_scale", params["features_scale"], float, -MAX_SCALE, MAX_SCALE)
+    return state
 
 
 def cause_of_link(params: dict) -> dict:
@@ -90,21 +114,24 @@ def wire_link(ui, demo: gr.Blocks) -> None:
             return {c["source"]: gr.update()}
         try:
             request, view = parse_link(params, ui.registry)
-            cause = view.pop("cause", None)
+            cause, features = view.pop("cause", None), view.pop("features", None) if features_served else None
             # the first screen and the tab a page opens on; the other tabs draw when opened, as after a Translate
-            named = ui.translate(request, only=ui.first_screen | {ui.open_tab.value})
+            opens = "features" if features else ui.open_tab.value
+            named = ui.translate(request, only=ui.first_screen | {opens}, **(features or {}))
             causes = checked_cause(cause, named["result"].translations[0]) if cause_names else {}
         except RequestError as error:
             raise page_error(str(error)) from error
         if isinstance(named.get("live_attention"), dict):
             named["live_attention"]["start"] = {**view, "restore": True}
         values = {name: value for name, value in request.page_values().items() if name in restored} | causes
-        return ({ui.result_state: named.pop("result")} | ui.by_component(named)
-                | {c[name]: gr.update(value=value) for name, value in values.items()})
+        opened = {c["tabs"]: gr.Tabs(selected="features"), ui.open_tab: "features"} if features else {}
+        return ({ui.result_state: named.pop("result")} | ui.by_component(named) | opened
+                | {c[name]: gr.update(value=value) for name, value in (values | (features or {})).items()})
 
-    cause_names = [name for name in ("cause_corrupted", "cause_target", "cause_contrast") if name in c]
+    cause_names = [name for name in CAUSE_KEYS if name in c]
+    features_served = "features_point" in c  # its controls are among every view's outputs already
     outputs = ([ui.result_state] + [c[name] for name in ui.translate_output_names]
-               + [c[name] for name in restored + cause_names])
+               + [c[name] for name in restored + cause_names] + ([c["tabs"], ui.open_tab] if features_served else []))
     demo.load(open_link, None, outputs, api_visibility="private", **ui.quiet)
 
 
@@ -133,6 +160,13 @@ LINK_JS = """
     if (target && target.value) params.set('cause_target', target.value);
     const contrast = document.querySelector('#cause-contrast textarea, #cause-contrast input');
     if (contrast && contrast.value) params.set('cause_contrast', contrast.value);
+  }
+  const latent = document.querySelector('#features-latent input');  // the Features tab, once a latent is chosen
+  if (latent && latent.value !== '') {
+    params.set('features_point', document.querySelector('#features-point input').value);
+    params.set('features_latent', latent.value);
+    const scale = document.querySelector('#features-scale input');
+    if (scale && scale.value !== '') params.set('features_scale', scale.value);
   }
   const link = window.location.origin + window.location.pathname + '?' + params.toString();
   window.history.replaceState(null, '', link);

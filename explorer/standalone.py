@@ -85,6 +85,8 @@ def walk_html(payload: dict, run: dict) -> str:
 
 CAUSE_CSS = ("h1 { font-size: 15px; margin: 0 0 4px; } p { font-size: 13px; margin: 0 0 10px; }\n"
              ".summary { white-space: pre-wrap; font-size: 13px; }")
+FEATURES_CSS = (CAUSE_CSS + "\nmark { background: #fde68a; color: #1f2937; } .ae-latent { margin: 2px; }\n"
+                ".ae-tokens { display: flex; flex-wrap: wrap; gap: 8px; list-style: none; padding: 0; }")
 CAUSE_PAGE = HEAD + """<body>
 <h1>{title}</h1>
 <p class="summary">{summary}</p>
@@ -107,3 +109,23 @@ def cause_html(summary: str, figures: list, agreement: str, run: dict) -> str:
     return CAUSE_PAGE.format(title="What causes this word (activation patching)", dark=DARK, css=CAUSE_CSS,
                              summary=html.escape(plain), figures=drawn, agreement=html.escape(agreement),
                              note=html.escape(note))
+
+
+FEATURES_PAGE = HEAD + """<body>
+<h1>{title}</h1>
+{parts}
+{figures}
+<p>{note}</p>
+</body>
+</html>
+"""
+
+
+def features_html(point: str, parts: list[str], figures: list, run: dict) -> str:
+    """The Features tab as one file: its HTML parts as the page drew them (their text escaped when drawn), its
+    histogram with plotly's code inlined (no network). `run` says what produced it."""
+    drawn = "".join(figure.to_html(full_html=False, include_plotlyjs=number == 0, include_mathjax=False)
+                    for number, figure in enumerate(figures))
+    note = f"model {run.get('model')}, dictionary at {point}, Attention Explorer {run.get('app_version')}"
+    return FEATURES_PAGE.format(title=html.escape(f"Dictionary features at {point}"), dark=DARK, css=FEATURES_CSS,
+                                parts="\n".join(parts), figures=drawn, note=html.escape(note))

@@ -5,6 +5,7 @@ from .attribution import AttributionView
 from .base import LATEST, MODEL, TRANSLATION, View, ViewContext, current_translation
 from .cause import CauseView
 from .export import ExportView
+from .features import FeaturesView
 from .glossary import GlossaryView
 from .heads import HeadsView
 from .learn import LearnView
@@ -22,7 +23,8 @@ from .walkthrough import WalkEntryView, WalkthroughView
 # the walk-through and the glossary come last: the first screen's buttons open them, and the tabs before them keep
 # their places in the tab row
 VIEWS: list[View] = [WalkEntryView(), LiveView(), StepsView(), AttentionView(), TreeView(), LensView(), HeadsView(),
-                     AttributionView(), CauseView(), QueryKeyView(), AtlasView(), TokensView(), PositionalView(),
-                     ModelView(), TrainingView(), LearnView(), ExportView(), WalkthroughView(), GlossaryView()]
+                     AttributionView(), CauseView(), FeaturesView(), QueryKeyView(), AtlasView(), TokensView(),
+                     PositionalView(), ModelView(), TrainingView(), LearnView(), ExportView(), WalkthroughView(),
+                     GlossaryView()]
 
 __all__ = ["LATEST", "MODEL", "TRANSLATION", "VIEWS", "View", "ViewContext", "current_translation"]

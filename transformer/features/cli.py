@@ -1,11 +1,14 @@
-"""python -m transformer.features train | steer | explain (also `attention-explorer-features`).
+"""python -m transformer.features train | top | steer | explain (also `attention-explorer-features`).
 
     python -m transformer.features train en-de ../shared/data/tatoeba dictionaries/en-de-enc3 \\
         --point encoder_layers.3.output --n 4096 --k 32
+    python -m transformer.features top dictionaries/en-de-enc3 --build          # its catalogue: the atlas's pairs
+    python -m transformer.features top dictionaries/en-de-enc3 --latent 412     # contexts, histogram, label
+    python -m transformer.features top dictionaries/en-de-enc3 --piece Hund     # the latents that fire on it
     python -m transformer.features steer dictionaries/en-de-enc3 --sentence "A dog runs." --latent 412 --scale 0
     python -m transformer.features explain dictionaries/en-de-enc3 --sentence "A dog runs." --piece 2
 
-`steer` and `explain` print JSON. Latents count from 0 (they are a dictionary's columns); positions and pieces
+`top`, `steer` and `explain` print JSON. Latents count from 0 (they are a dictionary's columns); positions and pieces
 count from 1, like the API's. A bad setting, checkpoint, corpus or dictionary ends the program with one line naming
 it (exit status 2), and nothing is written.
 """
@@ -21,9 +24,11 @@ from ..core.head_ref import from_shown
 from ..decoding.translator import Translator
 from ..path_checks import output_folder_problem
 from . import build as building
-from .build import BuildSettings, build_dictionary
+from .build import BuildSettings, build_dictionary, read_pairs
+from .catalogue import atlas_pairs, build_catalogue, load_catalogue, save_catalogue
 from .dictionary import DictionaryError
 from .files import load_dictionary
+from .reading import describe
 from .steering import Edit, causes, steer
 
 PROG = "python -m transformer.features"
@@ -53,15 +58,19 @@ def parser() -> CommandParser:
                            help=f"{what} (default: {getattr(defaults, name)})")
     train.add_argument("--threads", type=number_type("--threads", int, 1, 1024), default=None,
                        help="torch CPU threads (default: torch's choice); one thread makes a run reproducible")
-    for name, text in [("steer", "translate a sentence with one latent removed or scaled"),
+    for name, text in [("top", "what a latent is (its strongest contexts, histogram and label), the latents of a "
+                                "piece, or --build: the catalogue they are read from, beside the dictionary"),
+                       ("steer", "translate a sentence with one latent removed or scaled"),
                        ("explain", "the latents whose removal most lowers one piece of a translation")]:
         command = commands.add_parser(name, help=text, description=text + "; prints JSON")
         command.add_argument("dictionary", help="a dictionary folder made by `train`")
         command.add_argument("--checkpoint", default=None,
                              help="the dictionary's checkpoint (default: the shipped one its config.json names)")
-        command.add_argument("--sentence", type=sentence_type("--sentence"), required=True,
-                             help="a sentence in the checkpoint's source language")
-    steer_command, explain = commands.choices["steer"], commands.choices["explain"]
+        if name != "top":
+            command.add_argument("--sentence", type=sentence_type("--sentence"), required=True,
+                                 help="a sentence in the checkpoint's source language")
+    top_command, steer_command, explain = (commands.choices[name] for name in ("top", "steer", "explain"))
+    top_arguments(top_command)
     steer_command.add_argument("--latent", type=number_type("--latent", int, 0), required=True,
                                help="the latent, from 0")
     steer_command.add_argument("--scale", type=number_type("--scale", float, -100.0, 100.0), default=0.0,
@@ -75,6 +84,21 @@ def parser() -> CommandParser:
     explain.add_argument("--exact", type=number_type("--exact", int, 0, 1000), default=10,
                          help="how many of the best estimated are measured exactly (default: 10)")
     return top
+
+
+def top_arguments(command) -> None:
+    wanted = command.add_mutually_exclusive_group(required=True)
+    wanted.add_argument("--latent", type=number_type("--latent", int, 0), help="the latent, from 0")
+    wanted.add_argument("--piece", type=sentence_type("--piece"),
+                        help="a word or piece (e.g. Hund or ▁Hund): the latents whose contexts are on it")
+    wanted.add_argument("--build", action="store_true",
+                        help="gather the corpus and write catalogue.npz into the dictionary's folder")
+    command.add_argument("--contexts", type=number_type("--contexts", int, 1, 100), default=8,
+                         help="contexts shown (default: 8)")
+    command.add_argument("--corpus", default=None, help="with --build: a folder holding train.<src> and "
+                         "train.<tgt> (default: the pairs the checkpoint's atlas indexes)")
+    command.add_argument("--sentences", type=number_type("--sentences", int, 1), default=None,
+                         help="with --build: the first this many pairs (default: all of the atlas's, or 1400)")
 
 
 def position_list(text: str) -> tuple[int, ...]:
@@ -135,26 +159,62 @@ def main(argv=None) -> None:
         if args.command == "train":
             return train(args)
         saved, translator = opened(args)
-        if args.command == "steer":
+        if args.command == "top":
+            answer = top_of(args, saved, translator)
+        elif args.command == "steer":
             result = steer(translator, saved, args.sentence, [Edit(args.latent, args.scale, args.positions)],
                            strategy="greedy")
-            print(json.dumps({"sentence": args.sentence, "point": saved.origin.point, "latent": args.latent,
-                              "scale": args.scale, "before": result.before, "after": result.after},
-                             ensure_ascii=False, indent=1))
-            return
-        target = args.target or translator.translate(args.sentence, strategy="greedy").text
-        room = translator.model.config.max_len - 1
-        pieces = len(translator.tokenizer.encode_target_batch([target])[0][:room]) + 1  # with its </s>
-        if args.piece > pieces:
-            raise DictionaryError(f"--piece must be in [1, {pieces}] (the pieces of {target!r}, </s> last), got "
-                                  f"{args.piece}")
-        found = causes(translator, saved, args.sentence, target, from_shown(args.piece), args.exact)
-        print(json.dumps({
-            "sentence": args.sentence, "target": target, "point": saved.origin.point, "piece": args.piece,
+            answer = {"sentence": args.sentence, "point": saved.origin.point, "latent": args.latent,
+                      "scale": args.scale, "before": result.before, "after": result.after}
+        else:
+            answer = explained(args, saved, translator)
+        print(json.dumps(answer, ensure_ascii=False, indent=1))
+
+
+def top_of(args, saved, translator) -> dict:
+    """`top`: the catalogue built (--build), one latent described, or the latents of a piece."""
+    if not args.build and (args.corpus or args.sentences):
+        raise DictionaryError("--corpus and --sentences go with --build (they choose the catalogue's corpus)")
+    if args.build:
+        if args.corpus:
+            sources, targets = read_pairs(args.corpus, "train", translator.languages)
+            corpus = f"{Path(args.corpus).name}/train"
+            sources, targets = sources[: args.sentences or 1400], targets[: args.sentences or 1400]
+        else:
+            sources, targets, corpus = atlas_pairs(translator.source)
+            sources, targets = sources[: args.sentences], targets[: args.sentences]
+        bars = Bars()
+        try:
+            catalogue = build_catalogue(translator, saved, sources, targets, corpus,
+                                        progress=lambda done, total: bars("gathering", done, total))
+        finally:
+            bars.close()
+        path = save_catalogue(args.dictionary, catalogue)
+        return {"wrote": str(path), "corpus": corpus, "sentences": len(sources), "tokens": catalogue.tokens,
+                "latents_seen": int((catalogue.active > 0).sum())}
+    catalogue = load_catalogue(args.dictionary, saved.dictionary.config.n)
+    if args.latent is not None:
+        return describe(translator, saved, catalogue, args.latent, args.contexts)
+    tokenizer = translator.tokenizer
+    ids = {tokenizer.piece_to_id(p) for p in (args.piece, "▁" + args.piece.lstrip("▁"))} - {tokenizer.unk_id}
+    found = sorted((hit for i in ids for hit in catalogue.latents_of_piece(i, args.contexts)), key=lambda h: -h[1])
+    return {"piece": args.piece, "point": saved.origin.point, "numbering": "latents from 0",
+            "latents": [{"latent": j, "activation": round(v, 4), "label": catalogue.label(j, tokenizer.id_to_piece)}
+                        for j, v in found[: args.contexts]]}
+
+
+def explained(args, saved, translator) -> dict:
+    target = args.target or translator.translate(args.sentence, strategy="greedy").text
+    room = translator.model.config.max_len - 1
+    pieces = len(translator.tokenizer.encode_target_batch([target])[0][:room]) + 1  # with its </s>
+    if args.piece > pieces:
+        raise DictionaryError(f"--piece must be in [1, {pieces}] (the pieces of {target!r}, </s> last), got "
+                              f"{args.piece}")
+    found = causes(translator, saved, args.sentence, target, from_shown(args.piece), args.exact)
+    return {"sentence": args.sentence, "target": target, "point": saved.origin.point, "piece": args.piece,
             "pieces": pieces, "numbering": "latents from 0; pieces from 1, </s> last",
             "causes": [{"latent": c.latent, "exact": c.exact, "estimate": round(c.estimate, 6),
-                        "activation": round(c.activation, 6)} for c in found[: max(args.exact, 10)]],
-        }, ensure_ascii=False, indent=1))
+                        "activation": round(c.activation, 6)} for c in found[: max(args.exact, 10)]]}
 
 
 if __name__ == "__main__":
