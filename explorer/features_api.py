@@ -55,8 +55,14 @@ def dictionary_at(folder: str) -> SavedDictionary:
 
 def folders(translator) -> dict[str, Path]:
     """The model's shipped dictionaries: point -> folder."""
-    root = Path(translator.source or "") / FEATURES_FOLDER
-    return {f.name: f for f in sorted(root.iterdir()) if (f / "config.json").is_file()} if root.is_dir() else {}
+    return folders_in(translator.source)
+
+
+def folders_in(checkpoint) -> dict[str, Path]:
+    """The dictionaries in a checkpoint's folder (None: none): point -> folder."""
+    root = Path(checkpoint or "") / FEATURES_FOLDER
+    return {f.name: f for f in sorted(root.iterdir()) if (f / "config.json").is_file()} if checkpoint and root.is_dir(
+    ) else {}
 
 
 def served(ui, model: str | None, point: str):

@@ -16,7 +16,7 @@ from transformer.features.reading import describe, sentence_latents
 from transformer.features.steering import MAX_SCALE, Edit, steer
 
 from ..exports import features_file
-from ..features_api import dictionary_at, folders
+from ..features_api import dictionary_at, folders, folders_in
 from ..figures.features import histogram_figure, latent_html, steered_html, tokens_html
 from ..text import page_error
 from .base import MODEL, TRANSLATION, View, current_translation, translated
@@ -55,8 +55,9 @@ class FeaturesView(View):
     def build(self, context):
         gr.Markdown(HOW_TO_READ, elem_id="features-how")
         with gr.Row():
-            point = gr.Dropdown([], value=None, label="Dictionary (recording point)", elem_id="features-point",
-                                scale=2)
+            offered = points_of(context.profile)
+            point = gr.Dropdown(offered, value=offered[0] if offered else None, elem_id="features-point", scale=2,
+                                label="Dictionary (recording point)")
             latent = gr.Number(label="Latent (from 0)", value=None, precision=0, minimum=0, elem_id="features-latent",
                                scale=1)
             show = gr.Button("Show this latent", elem_id="features-show", scale=1)
@@ -79,10 +80,15 @@ class FeaturesView(View):
 
     def render(self, result, state, context, changed):
         if changed == MODEL:
-            found = sorted(folders(self.ui.registry.get(context.model_key).translator), key=point_order)
-            return {"features_point": gr.update(choices=found, value=found[0] if found else None),
-                    "features_tokens": PROMPT if found else NO_DICTIONARY, "features_about": "",
-                    "features_histogram": None, "features_steered": ""}
+            found = points_of(context.profile)
+            # the point chosen is kept where the model has it (a share link may have restored it as the page loaded)
+            kept = state.get("features_point") in found
+            named = {"features_point": gr.update(choices=found) if kept else gr.update(
+                choices=found, value=found[0] if found else None)}
+            if not found or (result is not None and result.model_key != context.model_key):  # the pictures are stale
+                named |= {"features_tokens": PROMPT if found else NO_DICTIONARY, "features_about": "",
+                          "features_histogram": None, "features_steered": ""}
+            return named
         if changed not in (TRANSLATION, "sentence", "features_point", "features_latent"):
             return {}
         if current_translation(result, state) is None or not state.get("features_point"):
@@ -106,6 +112,12 @@ class FeaturesView(View):
         c["features_save"].click(lambda *values: saved_file(ui, *state_of(values)), inputs + [c["features_scale"]],
                                  [c["features_file"]], api_visibility="private")
         c["features_tokens"].change(None, None, None, js=CLICK_JS)
+
+
+def points_of(profile) -> list[str]:
+    """The model's dictionaries' points, in the order offered (point_order)."""
+    checkpoint = profile.weights_file.parent if profile.weights_file else None
+    return sorted(folders_in(checkpoint), key=point_order)
 
 
 def point_order(point: str) -> tuple:

@@ -21,6 +21,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+import zipfile
+
 import numpy as np
 import torch
 
@@ -153,7 +155,7 @@ def load_catalogue(folder, n: int | None = None) -> Catalogue:
     except FileNotFoundError:
         raise DictionaryError(f"{path}: no catalogue; make one with `python -m transformer.features top "
                               f"{Path(folder)} --build`") from None
-    except (KeyError, ValueError, OSError, EOFError) as error:
+    except (KeyError, ValueError, OSError, EOFError, zipfile.BadZipFile) as error:
         raise DictionaryError(f"{path}: not a readable catalogue ({error})") from None
     shape = arrays["sentence"].shape
     problems = [name for name in ARRAYS[1:4] if arrays[name].shape != shape]
