@@ -3,8 +3,10 @@
     GET  /api/v1/features            the served models' dictionaries: point, n, k and metrics
     POST /api/v1/features/steer      a sentence translated greedily as it is, and with one latent removed or scaled
     POST /api/v1/features/explain    the latents whose removal most lowers one piece of a translation
+    POST /api/v1/features/read       a sentence's tokens at the point, each with its strongest latents
+    POST /api/v1/features/latent     what one latent is: label, contexts, histogram (and promoted pieces)
 
-The same functions as `python -m transformer.features steer | explain` (transformer/features/steering.py), on the
+The same functions as `python -m transformer.features top | steer | explain` (transformer/features/steering.py), on the
 served model in this process, so both give the same numbers. Latents count from 0; pieces and positions from 1.
 """
 from __future__ import annotations
@@ -18,6 +20,8 @@ from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
 from transformer.features import DictionaryError, SavedDictionary, load_dictionary
+from transformer.features.catalogue import load_catalogue
+from transformer.features.reading import describe, sentence_latents
 from transformer.features.steering import Edit, causes, steer
 from transformer.unicode_text import TextError, checked_lines
 
@@ -46,6 +50,18 @@ class ExplainBody(FeatureBody):
     piece: int = Field(description="which piece of the target, from 1 (its </s> last)")
     target: str | None = Field(None, description="the translation to explain; null: the model's greedy one")
     exact: int = Field(10, description="how many of the best estimated are measured exactly, 0 to 100")
+
+
+class ReadBody(FeatureBody):
+    top: int = Field(3, description="latents per token, 1 to 20")
+
+
+class LatentBody(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    model: str | None = Field(None, description="a served model's key; null: the first one")
+    point: str = Field(description="the dictionary's recording point (GET /api/v1/features)")
+    latent: int = Field(description="the latent, from 0")
+    contexts: int = Field(8, description="its strongest contexts shown, 1 to 100")
 
 
 @lru_cache(maxsize=16)
@@ -119,6 +135,37 @@ def explain_now(ui, body: ExplainBody) -> dict:
                         "activation": round(c.activation, 6)} for c in found[: max(body.exact, 10)]]}
 
 
+def read_now(ui, body: ReadBody) -> dict:
+    """The sentence translated greedily and read at the point: an encoder point on its source, a decoder point
+    teacher-forced on that translation (each position: the piece it predicted)."""
+    translator, saved = served(ui, body.model, body.point)
+    text = sentence(body.text)
+    if not 1 <= body.top <= 20:
+        raise ApiError(422, "top", f"top must be in [1, 20], got {body.top}")
+    translation = translator.translate(text, strategy="greedy")
+    read = sentence_latents(translator, saved, translator.source_ids(text)[0], translation.tgt_ids)
+    return {"text": text, "translation": translation.text, "point": body.point, "side": read.side,
+            "numbering": "latents from 0; positions from 1",
+            "tokens": [{"position": p + 1, "piece": piece, "latents": [{"latent": j, "activation": round(v, 6)} for
+                                                                      j, v in read.top_of(p, body.top)]}
+                       for p, piece in enumerate(read.tokens)]}
+
+
+def latent_now(ui, body: LatentBody) -> dict:
+    translator, saved = served(ui, body.model, body.point)
+    try:
+        catalogue = catalogue_at(str(folders(translator)[body.point]), saved.dictionary.config.n)
+        return describe(translator, saved, catalogue, body.latent, body.contexts)
+    except DictionaryError as error:
+        field = next((f for f in ("latent", "contexts") if str(error).startswith(f)), "point")
+        raise ApiError(422, field, str(error)) from None
+
+
+@lru_cache(maxsize=16)
+def catalogue_at(folder: str, n: int):
+    return load_catalogue(folder, n)
+
+
 def features_router(ui) -> APIRouter:
     router = APIRouter(prefix=PREFIX, route_class=JsonRoute, tags=["Dictionary features"])
 
@@ -137,6 +184,14 @@ def features_router(ui) -> APIRouter:
     @router.post("/explain", responses=ERRORS, summary="The latents that cause one piece of a translation")
     async def explain_route(body: ExplainBody) -> dict:
         return await anyio.to_thread.run_sync(explain_now, ui, body)
+
+    @router.post("/read", responses=ERRORS, summary="A sentence's tokens with their strongest latents")
+    async def read_route(body: ReadBody) -> dict:
+        return await anyio.to_thread.run_sync(read_now, ui, body)
+
+    @router.post("/latent", responses=ERRORS, summary="What one latent is: label, contexts, histogram")
+    async def latent_route(body: LatentBody) -> dict:
+        return await anyio.to_thread.run_sync(latent_now, ui, body)
 
     return router
 

@@ -65,10 +65,40 @@ def test_steer_and_explain_give_what_the_command_line_gives(client, capsys):
     ("steer", {"positions": [0]}, "positions"), ("steer", {"point": "decoder_layers.9.output"}, "point"),
     ("steer", {"model": "xx-yy"}, "model"), ("steer", {"text": ""}, "text"), ("steer", {"colour": 1}, "colour"),
     ("explain", {"piece": 0}, "piece"), ("explain", {"piece": 99}, "piece"), ("explain", {"exact": 101}, "exact"),
+    ("read", {"top": 0}, "top"), ("read", {"top": 21}, "top"), ("read", {"point": "encoder"}, "point"),
+    ("latent", {"latent": -1}, "latent"), ("latent", {"contexts": 0}, "contexts"), ("latent", {"text": "x"}, "text"),
 ])
 def test_every_bad_value_is_a_422_naming_its_field(client, route, change, field):
-    body = {"text": SENTENCE, "model": "en-de", "point": POINT}
-    body |= {"latent": 1} if route == "steer" else {"piece": 2}
+    body = {"model": "en-de", "point": POINT} | ({} if route == "latent" else {"text": SENTENCE})
+    body |= {"steer": {"latent": 1}, "explain": {"piece": 2}, "read": {}, "latent": {"latent": 1}}[route]
     answer = client.post(f"/api/v1/features/{route}", json=body | change)
     assert answer.status_code == 422, answer.text
     assert answer.json()["error"]["field"] == field, answer.json()
+
+
+def test_read_is_the_encoding_by_hand_and_latent_what_top_prints(client, capsys):
+    import torch
+
+    from transformer import Translator
+    from transformer.core.capture import record
+    from transformer.features import load_dictionary
+
+    answer = client.post("/api/v1/features/read", json={"text": SENTENCE, "model": "en-de", "point": POINT, "top": 2})
+    assert answer.status_code == 200, answer.text
+    translator, d = Translator.from_pretrained("en-de"), load_dictionary(FOLDER).dictionary
+    with torch.no_grad(), record(translator.model, POINT) as recording:
+        translator.model.encode(torch.tensor([translator.source_ids(SENTENCE)[0]]))
+        x = recording[POINT][0][0].float()
+        pre = (x - d.b_dec) @ d.W_enc + d.b_enc
+        z = torch.where(pre >= pre.topk(d.config.k, dim=-1).values[:, -1:], pre.relu(), torch.zeros_like(pre))
+    tokens = answer.json()["tokens"]
+    assert len(tokens) == len(z)
+    for token, row in zip(tokens, z):
+        want = row.topk(2)
+        assert [t["latent"] for t in token["latents"]] == want.indices.tolist()
+        assert [t["activation"] for t in token["latents"]] == pytest.approx(want.values.tolist(), abs=1e-4)
+    answer = client.post("/api/v1/features/latent", json={"model": "en-de", "point": POINT, "latent": 3964,
+                                                          "contexts": 3})
+    assert answer.status_code == 200, answer.text
+    assert answer.json() == command(capsys, "top", FOLDER, "--latent", 3964, "--contexts", 3)
+    assert len(answer.json()["contexts"]) == 3 and sum(answer.json()["histogram"]["counts"]) == answer.json()["active"]

@@ -11,12 +11,11 @@ from functools import lru_cache
 import gradio as gr
 
 from transformer.features import DictionaryError
-from transformer.features.catalogue import load_catalogue
 from transformer.features.reading import describe, sentence_latents
 from transformer.features.steering import MAX_SCALE, Edit, steer
 
 from ..exports import features_file
-from ..features_api import dictionary_at, folders, folders_in
+from ..features_api import catalogue_at, dictionary_at, folders, folders_in
 from ..figures.features import histogram_figure, latent_html, steered_html, tokens_html
 from ..text import page_error
 from .base import MODEL, TRANSLATION, View, current_translation, translated
@@ -40,11 +39,6 @@ CLICK_JS = """() => {
     setTimeout(() => document.querySelector('#features-show').click(), 100);
   });
 }"""
-
-
-@lru_cache(maxsize=64)
-def catalogue_at(folder: str, n: int):
-    return load_catalogue(folder, n)
 
 
 class FeaturesView(View):
