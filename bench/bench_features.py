@@ -1,7 +1,8 @@
 """What a dictionary feature costs on the shipped en-de model: a steered translation (greedy, one latent removed at
 every source position, through patch()) against the same translation unsteered, and "which features cause this
-word" with the best 10 measured exactly, against one teacher-forced pass. Interleaved rounds in one process; medians.
-Prints JSON.
+word" with the best 10 measured exactly, against one teacher-forced pass; and the Features tab's drawing (its
+handler, without the browser): the first picture with the sentence read afresh and with its latents cached, and a
+latent's page. Interleaved rounds in one process; medians. Prints JSON.
 
     python bench/bench_features.py [--rounds 9] [--threads 2]
 """
@@ -21,6 +22,26 @@ sys.path.insert(0, str(ROOT))
 
 SENTENCE = "The boat is on the river."
 FOLDER = ROOT / "checkpoints" / "en-de" / "features" / "encoder_layers.3.output"
+
+
+def features_tab(latent: int) -> dict:
+    """The Features tab's handler on a page built on the shipped models: (name -> run)."""
+    from explorer.registry import discover
+    from explorer.request import Request
+    from explorer.shell import build_demo
+    from explorer.views import features
+
+    _, ui = build_demo(discover(ROOT / "checkpoints"))
+    result = ui.translate(Request.build(ui.registry, SENTENCE, "en-de"), only=ui.first_screen)["result"]
+    state = {"sentence": 0, "features_point": FOLDER.name, "features_latent": None, "features_scale": None}
+
+    def afresh():
+        features.reading.cache_clear()
+        return features.drawn(ui, result, state)
+
+    return {"Features tab, first picture, the sentence read afresh": afresh,
+            "Features tab, first picture, its latents cached": lambda: features.drawn(ui, result, state),
+            "Features tab, a latent's page": lambda: features.drawn(ui, result, state | {"features_latent": latent})}
 
 
 def main() -> None:
@@ -49,10 +70,12 @@ def main() -> None:
         with torch.no_grad():
             translator.model(src, tgt)
 
+    tab = features_tab(latent)
     runs = {"translate, greedy": lambda: translator.translate(SENTENCE, strategy="greedy").text,
             "translate, greedy, one latent removed": steered,
             "one teacher-forced pass": forward,
-            "which features cause piece 3, best 10 exact": lambda: causes(translator, saved, SENTENCE, target, 2, 10)}
+            "which features cause piece 3, best 10 exact": lambda: causes(translator, saved, SENTENCE, target, 2, 10),
+            **tab}
     times = {name: [] for name in runs}
     for name, run in runs.items():
         run()  # warm
