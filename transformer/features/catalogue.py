@@ -17,11 +17,10 @@ Shapes: n latents, K contexts kept per latent, B histogram bins.
 """
 from __future__ import annotations
 
+import zipfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-
-import zipfile
 
 import numpy as np
 import torch
