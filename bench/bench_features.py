@@ -37,11 +37,12 @@ def features_tab(latent: int) -> dict:
 
     def afresh():
         features.reading.cache_clear()
-        return features.drawn(ui, result, state)
+        return features.drawn(ui.registry, result, state)
 
     return {"Features tab, first picture, the sentence read afresh": afresh,
-            "Features tab, first picture, its latents cached": lambda: features.drawn(ui, result, state),
-            "Features tab, a latent's page": lambda: features.drawn(ui, result, state | {"features_latent": latent})}
+            "Features tab, first picture, its latents cached": lambda: features.drawn(ui.registry, result, state),
+            "Features tab, a latent's page": lambda: features.drawn(ui.registry, result,
+                                                                    state | {"features_latent": latent})}
 
 
 def main() -> None:

@@ -97,7 +97,7 @@ class Wiring:
         return [self.components[name] for name in self.view_outputs[view.name]]
 
     def context(self, model_key: str) -> ViewContext:
-        return ViewContext(model_key, {key: m.profile for key, m in self.registry.models.items()})
+        return ViewContext(model_key, {key: m.profile for key, m in self.registry.models.items()}, self.registry)
 
     @property
     def request_names(self) -> list[str]:

@@ -6,7 +6,9 @@ the translation it asks the session service for (`ui.service`, explorer/session.
 plus one line in views/__init__.py.
 
 Rendering never runs the model: what a view needs from the model itself is in the model's profile
-(explorer/profile.py), computed once when the model loads; only a view's own buttons ask the service.
+(explorer/profile.py), computed once when the model loads; only a view's own buttons ask the service. The one
+exception is Features (views/features.py), which reads the sentence at a dictionary's point as it draws (one pass,
+10-20 ms) through the context's registry.
 """
 from __future__ import annotations
 
@@ -33,6 +35,9 @@ LATEST = {"trigger_mode": "always_last"}
 class ViewContext:
     model_key: str  # the model chosen in the page now
     profiles: dict  # model key -> ModelProfile
+    # the page's served models (explorer/registry.py), for the one view that reads its model as it draws (Features:
+    # a sentence through a dictionary, 10-20 ms); None where a view is drawn without a page
+    registry: Any = None
 
     @property
     def profile(self):

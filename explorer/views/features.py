@@ -85,20 +85,19 @@ class FeaturesView(View):
             return named
         if changed not in (TRANSLATION, "sentence", "features_point", "features_latent"):
             return {}
-        if current_translation(result, state) is None or not state.get("features_point"):
+        if current_translation(result, state) is None or not state.get("features_point") or context.registry is None:
             return {}
         try:
-            return drawn(self.ui, result, state, steered=changed == TRANSLATION)
+            return drawn(context.registry, result, state, steered=changed == TRANSLATION)
         except DictionaryError as error:
             raise page_error(str(error)) from None
 
     def wire(self, ui):
-        self.ui = ui
         c = ui.components
         inputs = [ui.result_state, c["sentence"], c["features_point"], c["features_latent"]]
         shown = [c["features_tokens"], c["features_about"], c["features_histogram"], c["features_steered"]]
-        c["features_show"].click(lambda *values: by_component(c, drawn(ui, *state_of(values))), inputs, shown,
-                                 api_visibility="private")
+        c["features_show"].click(lambda *values: by_component(c, drawn(ui.registry, *state_of(values))), inputs,
+                                 shown, api_visibility="private")
         for button, multiple in ((c["features_off"], 0.0), (c["features_up"], UP), (c["features_steer"], None)):
             button.click(lambda *values, multiple=multiple: steered_now(ui, c, multiple, *values),
                          inputs + [c["features_scale"]], [c["features_steered"], c["features_scale"]],
@@ -138,10 +137,10 @@ def reading(translator, folder: str, src_ids: tuple, tgt_ids: tuple):
     return sentence_latents(translator, dictionary_at(folder), list(src_ids), list(tgt_ids))
 
 
-def opened(ui, result, state: dict):
+def opened(registry, result, state: dict):
     """(translation, translator, saved dictionary, its folder) for the state's sentence and point."""
     translation = translated(result, state, ", then read it through a dictionary")
-    translator = ui.registry.get(result.model_key).translator
+    translator = registry.get(result.model_key).translator
     found = folders(translator)
     point = state.get("features_point")
     if point not in found:
@@ -158,10 +157,10 @@ def chosen_latent(saved, latent) -> int | None:
     return int(latent)
 
 
-def drawn(ui, result, state: dict, steered: bool = False) -> dict:
+def drawn(registry, result, state: dict, steered: bool = False) -> dict:
     """The tab's pictures for the state's sentence, point and latent (and, `steered`, the latent steered by the
     state's multiple, as a link restores it)."""
-    translation, translator, saved, folder = opened(ui, result, state)
+    translation, translator, saved, folder = opened(registry, result, state)
     read = reading(translator, str(folder), tuple(translation.src_ids), tuple(translation.tgt_ids))
     try:
         catalogue = catalogue_at(str(folder), saved.dictionary.config.n)
@@ -193,7 +192,7 @@ def steered_text(translator, saved, source: str, latent: int, multiple: float) -
 
 def steered_now(ui, c, multiple, result, sentence, point, latent, typed) -> dict:
     """A Turn it off / up / multiple button: the translation with the chosen latent steered."""
-    translation, translator, saved, _ = opened(ui, result, {"sentence": sentence, "features_point": point})
+    translation, translator, saved, _ = opened(ui.registry, result, {"sentence": sentence, "features_point": point})
     latent = chosen_latent(saved, latent)
     if latent is None:
         raise page_error("Latent: choose one first (a button beside a token, or type its number).")
@@ -207,5 +206,5 @@ def steered_now(ui, c, multiple, result, sentence, point, latent, typed) -> dict
 def saved_file(ui, result, state: dict) -> str:
     if current_translation(result, state) is None or not state.get("features_point"):
         raise page_error("Translate a sentence and choose a dictionary first, then save the tab.")
-    named = drawn(ui, result, state, steered=True)
+    named = drawn(ui.registry, result, state, steered=True)
     return features_file(result, ui.registry, state["features_point"], named)
