@@ -50,8 +50,10 @@ class FeaturesView(View):
         gr.Markdown(HOW_TO_READ, elem_id="features-how")
         with gr.Row():
             offered = points_of(context.profile)
+            # another model's points come by a model change, and Gradio checks a value against the choices the
+            # component was built with: any value passes here, and opened() names one the model does not have
             point = gr.Dropdown(offered, value=offered[0] if offered else None, elem_id="features-point", scale=2,
-                                label="Dictionary (recording point)")
+                                label="Dictionary (recording point)", allow_custom_value=True)
             latent = gr.Number(label="Latent (from 0)", value=None, precision=0, minimum=0, elem_id="features-latent",
                                scale=1)
             show = gr.Button("Show this latent", elem_id="features-show", scale=1)
