@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from transformer.features import DictionaryError, SavedDictionary, load_dictionary
 from transformer.features.catalogue import load_catalogue
 from transformer.features.reading import describe, sentence_latents
-from transformer.features.steering import Edit, causes, steer
+from transformer.features.steering import Edit, explanation, steer
 from transformer.unicode_text import TextError, checked_lines
 
 from .http_api_shapes import ERRORS, ApiError, JsonRoute
@@ -123,16 +123,10 @@ def explain_now(ui, body: ExplainBody) -> dict:
     text = sentence(body.text)
     if not 0 <= body.exact <= 100:
         raise ApiError(422, "exact", f"exact must be in [0, 100], got {body.exact}")
-    target = translator.translate(text, strategy="greedy").text if body.target is None else body.target
-    pieces = len(translator.tokenizer.encode_target_batch([target])[0][: translator.model.config.max_len - 1]) + 1
-    if not 1 <= body.piece <= pieces:
-        raise ApiError(422, "piece", f"piece must be in [1, {pieces}] (the pieces of {target!r}, </s> last), got "
-                                     f"{body.piece}")
-    found = causes(translator, saved, text, target, body.piece - 1, body.exact)
-    return {"text": text, "target": target, "point": body.point, "piece": body.piece, "pieces": pieces,
-            "numbering": "latents from 0; pieces from 1, </s> last",
-            "causes": [{"latent": c.latent, "exact": c.exact, "estimate": round(c.estimate, 6),
-                        "activation": round(c.activation, 6)} for c in found[: max(body.exact, 10)]]}
+    try:
+        return {"text": text, **explanation(translator, saved, text, body.target, body.piece, body.exact)}
+    except DictionaryError as error:
+        raise ApiError(422, "piece", str(error)) from None
 
 
 def read_now(ui, body: ReadBody) -> dict:

@@ -29,7 +29,7 @@ from .catalogue import atlas_pairs, build_catalogue, load_catalogue, save_catalo
 from .dictionary import DictionaryError
 from .files import load_dictionary
 from .reading import describe
-from .steering import Edit, causes, steer
+from .steering import Edit, explanation, steer
 
 PROG = "python -m transformer.features"
 
@@ -204,17 +204,11 @@ def top_of(args, saved, translator) -> dict:
 
 
 def explained(args, saved, translator) -> dict:
-    target = args.target or translator.translate(args.sentence, strategy="greedy").text
-    room = translator.model.config.max_len - 1
-    pieces = len(translator.tokenizer.encode_target_batch([target])[0][:room]) + 1  # with its </s>
-    if args.piece > pieces:
-        raise DictionaryError(f"--piece must be in [1, {pieces}] (the pieces of {target!r}, </s> last), got "
-                              f"{args.piece}")
-    found = causes(translator, saved, args.sentence, target, from_shown(args.piece), args.exact)
-    return {"sentence": args.sentence, "target": target, "point": saved.origin.point, "piece": args.piece,
-            "pieces": pieces, "numbering": "latents from 0; pieces from 1, </s> last",
-            "causes": [{"latent": c.latent, "exact": c.exact, "estimate": round(c.estimate, 6),
-                        "activation": round(c.activation, 6)} for c in found[: max(args.exact, 10)]]}
+    try:
+        return {"sentence": args.sentence, **explanation(translator, saved, args.sentence, args.target, args.piece,
+                                                         args.exact)}
+    except DictionaryError as error:
+        raise DictionaryError(f"--{error}" if str(error).startswith("piece") else str(error)) from None
 
 
 if __name__ == "__main__":

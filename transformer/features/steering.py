@@ -159,3 +159,19 @@ def causes(translator: Translator, saved: SavedDictionary, source: str, target: 
     measured = sorted((c for c in found if c.exact is not None), key=lambda c: (-c.exact, c.latent))
     return measured + [c for c in found if c.exact is None]
 
+
+
+def explanation(translator: Translator, saved: SavedDictionary, source: str, target: str | None, piece: int,
+                exact: int = 10) -> dict:
+    """`causes` as the command line and the JSON API answer it: `piece` counted from 1 (`</s>` last) and checked
+    against the target (None: the model's greedy translation), the causes listed (at least 10)."""
+    target = translator.translate(source, strategy="greedy").text if target is None else target
+    room = translator.model.config.max_len - 1
+    pieces = len(translator.tokenizer.encode_target_batch([target])[0][:room]) + 1  # with its </s>
+    if isinstance(piece, bool) or not isinstance(piece, int) or not 1 <= piece <= pieces:
+        raise DictionaryError(f"piece must be in [1, {pieces}] (the pieces of {target!r}, </s> last), got {piece!r}")
+    found = causes(translator, saved, source, target, piece - 1, exact)
+    return {"target": target, "point": saved.origin.point, "piece": piece, "pieces": pieces,
+            "numbering": "latents from 0; pieces from 1, </s> last",
+            "causes": [{"latent": c.latent, "exact": c.exact, "estimate": round(c.estimate, 6),
+                        "activation": round(c.activation, 6)} for c in found[: max(exact, 10)]]}
