@@ -140,3 +140,20 @@ def recorded(translator: Translator) -> dict:
     as keyword arguments for Translator.translate."""
     strategy, settings = translator.recorded_decoding()
     return {"strategy": strategy, **settings}
+
+
+@pytest.fixture(scope="module")
+def json_api():
+    """(the page's wiring, a client of its JSON routes) on the shipped models, without Gradio's server."""
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+
+    from explorer.http_api import add_json_routes
+    from explorer.registry import discover
+    from explorer.ui_state import Wiring
+
+    ui = Wiring(discover(ROOT / "checkpoints"), [])
+    app = FastAPI()
+    add_json_routes(app, ui)
+    with TestClient(app, raise_server_exceptions=False) as client:
+        yield ui, client

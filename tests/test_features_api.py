@@ -3,12 +3,7 @@ dictionary: the same steered translation and the same causes; every bad value a 
 import json
 
 import pytest
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
 
-from explorer.http_api import add_json_routes
-from explorer.registry import discover
-from explorer.ui_state import Wiring
 from transformer.features.cli import main
 
 from .conftest import ROOT
@@ -19,12 +14,8 @@ SENTENCE = "The boat is on the river."
 
 
 @pytest.fixture(scope="module")
-def client():
-    ui = Wiring(discover(ROOT / "checkpoints"), [])
-    app = FastAPI()
-    add_json_routes(app, ui)
-    with TestClient(app, raise_server_exceptions=False) as client:
-        yield client
+def client(json_api):
+    return json_api[1]
 
 
 def command(capsys, *argv) -> dict:

@@ -9,29 +9,21 @@ import zlib
 
 import numpy as np
 import pytest
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
 
-from explorer.http_api import MAX_BODY_BYTES, add_json_routes
-from explorer.registry import discover
+from explorer.http_api import MAX_BODY_BYTES
 from explorer.result_cache import ResultCache
 from explorer.session import ModelService
-from explorer.ui_state import Wiring
 from transformer import Translator
 
-from .conftest import ROOT, SHIPPED, recorded
+from .conftest import SHIPPED, recorded
 
 ROUTE = "/api/v1/translate"
 SENTENCE = "A dog runs through the snow."
 
 
 @pytest.fixture(scope="module")
-def page():
-    ui = Wiring(discover(ROOT / "checkpoints"), [])
-    app = FastAPI()
-    add_json_routes(app, ui)
-    with TestClient(app, raise_server_exceptions=False) as client:
-        yield ui, client
+def page(json_api):
+    return json_api
 
 
 @pytest.fixture(scope="module")
