@@ -22,7 +22,6 @@ from .text import page_error
 VIEW_KEYS = ("kind", "layer", "head", "step")
 CAUSE_KEYS = ("cause_corrupted", "cause_target", "cause_contrast")  # the Cause tab's inputs
 FEATURE_KEYS = ("features_point", "features_latent", "features_scale")  # the Features tab's (views/features.py)
-MAX_LATENT = 1 << 20  # checked against the dictionary's own count once the point is known
 
 
 def parse_link(params: dict, registry) -> tuple[Request, dict]:
