@@ -33,10 +33,15 @@ def transported_norms(values: torch.Tensor, output_weight: torch.Tensor) -> torc
     return torch.einsum("bhtk,dhk->bhtd", values, columns).norm(dim=-1)
 
 
-def explicit_attention(q, k, v, mask, dropout_p: float = 0.0, points=None):
+def explicit_attention(q, k, v, mask, dropout_p: float = 0.0, points=None, bias=None, scaled: bool = True):
     """Returns (output (B, H, Tq, hs), probabilities (B, H, Tq, Tk)). `points`: the attention's Taps, for the
-    scores before and after the mask and the probabilities."""
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    scores before and after the mask and the probabilities. `bias` (1 or B, H, Tq, Tk), T5's relative position bias,
+    is added to the scores; `scaled=False` leaves out the 1/sqrt(hs) (T5)."""
+    scores = q @ k.transpose(-2, -1)
+    if scaled:
+        scores = scores / math.sqrt(q.size(-1))
+    if bias is not None:
+        scores = scores + bias
     if points is not None:
         scores = tap(points.scores, scores)
     if mask is not None:
@@ -59,7 +64,8 @@ class MultiHeadAttention(nn.Module):
         "queries": "each head's queries, (B, H, Tq, hs)",
         "keys": "each head's keys, (B, H, Tk, hs)",
         "values": "each head's value vectors, (B, H, Tk, hs)",
-        "scores": "q·k / sqrt(hs) before any mask, (B, H, Tq, Tk)",
+        "scores": "q·k / sqrt(hs) before any mask (no sqrt(hs) without attention_scale; plus the relative position "
+                  "bias with T5's positions), (B, H, Tq, Tk)",
         "masked_scores": "the scores with masked keys at the dtype's lowest value, (B, H, Tq, Tk)",
         "weights": "the attention probabilities, a softmax over the keys, (B, H, Tq, Tk)",
         "heads": "each head's weighted sum of values, (B, H, Tq, hs)",
@@ -73,11 +79,14 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(f"attention kind must be one of {ATTENTION_KINDS}, got {kind!r}")
         d = config.d_model
         self.kind = kind
-        self.n_heads = config.stack_of(kind).heads
-        self.in_proj = nn.Linear(d, 3 * d)
-        self.in_proj.stacked_projections = 3  # initialised as three D x D matrices (see Transformer._init_weights)
-        self.out_proj = nn.Linear(d, d)
+        stack = config.stack_of(kind)
+        self.n_heads = stack.heads
+        self.inner = stack.heads * stack.head_dim  # d_model, except where the config sets its own head_dim (T5)
+        self.in_proj = nn.Linear(d, 3 * self.inner)
+        self.in_proj.stacked_projections = 3  # initialised as three matrices (see Transformer._init_weights)
+        self.out_proj = nn.Linear(self.inner, d)
         add_taps(self)
+        self.scaled = config.attention_scale
         self.attention_dropout = config.attention_dropout
         self.fused = True  # like nanoGPT's `self.flash`; tests switch it off to compare the two paths
 
@@ -92,24 +101,27 @@ class MultiHeadAttention(nn.Module):
         return self.split_heads(project(x, self.in_proj), 3)
 
     def project_queries(self, x: torch.Tensor) -> torch.Tensor:
-        d = x.size(-1)
-        return self.split_heads(project(x, self.in_proj, slice(0, d)), 1)[0]
+        return self.split_heads(project(x, self.in_proj, slice(0, self.inner)), 1)[0]
 
     def project_keys_values(self, source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Keys and values of `source` (B, Tk, D), each (B, H, Tk, hs): cacheable across decoding steps."""
-        d = source.size(-1)
-        return self.split_heads(project(source, self.in_proj, slice(d, None)), 2)
+        return self.split_heads(project(source, self.in_proj, slice(self.inner, None)), 2)
 
-    def attend_to(self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None):
-        """Attention of queries q (B, H, Tq, hs) over keys/values, heads merged and projected: (B, Tq, D)."""
+    def attend_to(self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None,
+                  bias: torch.Tensor | None = None):
+        """Attention of queries q (B, H, Tq, hs) over keys/values, heads merged and projected: (B, Tq, D). `bias`:
+        the relative position bias added to the scores (1, H, Tq, Tk), with T5's positions."""
         dropout_p = self.attention_dropout if self.training else 0.0
         if is_recorded(self.transported):
             self.transported(transported_norms(values, self.out_proj.weight))
         q, keys, values = tap(self.queries, q), tap(self.keys, keys), tap(self.values, values)
         if self.fused and not any(map(is_listened, (self.weights, self.scores, self.masked_scores))):
-            out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, dropout_p=dropout_p)
+            if bias is not None:  # SDPA adds a float mask to the scores: the bias, and the lowest value where masked
+                mask = bias if mask is None else bias.masked_fill(~mask, torch.finfo(bias.dtype).min)
+            out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, dropout_p=dropout_p,
+                                                 scale=None if self.scaled else 1.0)
         else:
-            out, _ = explicit_attention(q, keys, values, mask, dropout_p, self)
+            out, _ = explicit_attention(q, keys, values, mask, dropout_p, self, bias, self.scaled)
         masked = heads_to_zero(self)
         if masked:
             # out of place, so autograd still sees the attention output it saved
@@ -121,8 +133,9 @@ class MultiHeadAttention(nn.Module):
         out = tap(self.concat, out.transpose(1, 2).reshape(batch, length, -1))  # (B, Tq, D)
         return project(out, self.out_proj)
 
-    def forward(self, x: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None):
-        return self.attend_to(self.project_queries(x), keys, values, mask)
+    def forward(self, x: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None,
+                bias: torch.Tensor | None = None):
+        return self.attend_to(self.project_queries(x), keys, values, mask, bias)
 
 
 def stack_separate_projections(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

@@ -5,13 +5,23 @@ from dataclasses import asdict, dataclass, fields
 from typing import NamedTuple
 
 NORM_PLACEMENTS = ("pre", "post")
-POSITIONAL_ENCODINGS = ("sinusoidal", "learned")
+# "layer": LayerNorm (mean and variance, weight and bias); "rms": RMS norm (no mean, no bias: T5, Zhang & Sennrich 2019)
+NORM_KINDS = ("layer", "rms")
+# "relative": no absolute positions; each attention adds a learned bias per head and bucket of key - query distance to
+# its scores (T5, Raffel et al. 2020, section 2.1), one table per stack shared by its layers
+POSITIONAL_ENCODINGS = ("sinusoidal", "learned", "relative")
 # "interleaved": sin at even features, cos at odd ones (the paper, our checkpoints); "halves": sines in the first
-# half of the features, cosines in the second (Marian, and Hugging Face's MarianSinusoidalPositionalEmbedding)
-SINUSOIDAL_LAYOUTS = ("interleaved", "halves")
-# the feed-forward block's nonlinearity; "swish" is Marian's name for SiLU, x * sigmoid(x)
-ACTIVATIONS = ("relu", "gelu", "swish", "silu")
+# half of the features, cosines in the second (Marian, and Hugging Face's MarianSinusoidalPositionalEmbedding);
+# "fairseq": halves too, with frequencies 10000^(-i / (D/2 - 1)) (fairseq, M2M100 and NLLB)
+SINUSOIDAL_LAYOUTS = ("interleaved", "halves", "fairseq")
+# the feed-forward block's nonlinearity; "swish" is Marian's name for SiLU, x * sigmoid(x); "gelu_tanh": GELU's tanh
+# approximation (Hugging Face's "gelu_new", T5 v1.1 and FLAN-T5)
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "swish", "silu")
 # each stack's own shape, field by field: (shared default, the encoder's field, the decoder's field)
+# the fields the Hugging Face families brought (models/convert.py); to_dict leaves them out at their defaults, so a
+# model of ours writes the config.json it always did
+FAMILY_FIELDS = ("head_dim", "norm_kind", "norm_eps", "embedding_norm", "position_offset", "relative_buckets",
+                 "relative_max_distance", "attention_scale", "gated_ff")
 STACK_FIELDS = (("n_layers", "encoder_layers", "decoder_layers"), ("n_heads", "encoder_heads", "decoder_heads"),
                 ("d_ff", "encoder_ff", "decoder_ff"))
 
@@ -22,7 +32,7 @@ class StackShape(NamedTuple):
     layers: int
     heads: int
     d_ff: int
-    head_dim: int  # d_model / heads
+    head_dim: int  # d_model / heads, unless the config sets its own (T5's d_kv)
 
 
 @dataclass
@@ -42,12 +52,23 @@ class ModelConfig:
     decoder_layers: int | None = None
     decoder_heads: int | None = None
     decoder_ff: int | None = None
+    # each head's width; None: d_model / heads. T5 sets its own (d_kv), so heads x head_dim may differ from d_model
+    head_dim: int | None = None
     dropout: float = 0.1  # on embeddings and on every sub-layer's output before the residual add
     attention_dropout: float = 0.0  # on attention probabilities (training only; captured values are pre-dropout)
     max_len: int = 256  # longest sequence the positional table covers
     norm: str = "pre"  # "pre": LayerNorm before each sub-layer (stable); "post": after the residual add (the paper)
     final_norm: bool = True  # a LayerNorm after the last layer of each stack (needed with pre-norm)
-    pos_encoding: str = "sinusoidal"  # "sinusoidal" (fixed buffer, the paper) or "learned" (a trained table)
+    norm_kind: str = "layer"  # one of NORM_KINDS: every norm of the model is of this kind
+    norm_eps: float = 1e-5  # added to the variance in every norm (torch's LayerNorm default; T5: 1e-6)
+    embedding_norm: bool = False  # a norm on embedding + position, before the first layer (BART's layernorm_embedding)
+    pos_encoding: str = "sinusoidal"  # one of POSITIONAL_ENCODINGS: fixed buffer (the paper), a trained table, T5's bias
+    # the first token's position: BART's and mBART's learned tables start at row 2, M2M100's sinusoids at pad_id + 1
+    position_offset: int = 0
+    relative_buckets: int = 32  # "relative": buckets of key - query distance (T5's relative_attention_num_buckets)
+    relative_max_distance: int = 128  # "relative": distances from here on share the last bucket
+    attention_scale: bool = True  # scores divided by sqrt(head size) (section 3.2.1); T5 folds that into its weights
+    gated_ff: bool = False  # feed-forward act(x W_gate) * (x W_1) W_2 (Shazeer 2020, T5 v1.1's "gated-gelu")
     share_embeddings: bool = False  # one embedding for source and target (needs a joint vocabulary)
     tie_output: bool = False  # output projection reuses the target embedding matrix (Press & Wolf, 2017)
     activation: str = "relu"  # the feed-forward nonlinearity, one of ACTIVATIONS (gelu: the exact erf form)
@@ -74,12 +95,23 @@ class ModelConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 problems.append(f"{name} must be a positive integer, got {value!r}")
-        if not problems:
+        if not problems and self.head_dim is None:  # with its own head_dim, heads x head_dim need not be d_model
             for name in ("n_heads", "encoder_heads", "decoder_heads"):
                 if name != "n_heads" and getattr(self, name) == self.n_heads:
                     continue  # the shared count, checked (and named) once
                 if self.d_model % getattr(self, name):
                     problems.append(f"d_model ({self.d_model}) must be divisible by {name} ({getattr(self, name)})")
+        if self.head_dim is not None and (not isinstance(self.head_dim, int) or isinstance(self.head_dim, bool)
+                                          or self.head_dim < 1):
+            problems.append(f"head_dim must be a positive integer or null, got {self.head_dim!r}")
+        for name, low in (("position_offset", 0), ("relative_buckets", 2), ("relative_max_distance", 1)):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                problems.append(f"{name} must be an integer >= {low}, got {value!r}")
+        if not isinstance(self.norm_eps, (int, float)) or isinstance(self.norm_eps, bool) or not 0 < self.norm_eps < 1:
+            problems.append(f"norm_eps must be a number in (0, 1), got {self.norm_eps!r}")
+        if self.norm_kind not in NORM_KINDS:
+            problems.append(f"norm_kind must be one of {NORM_KINDS}, got {self.norm_kind!r}")
         for name in ("dropout", "attention_dropout"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 problems.append(f"{name} must be in [0, 1), got {getattr(self, name)!r}")
@@ -91,7 +123,8 @@ class ModelConfig:
             problems.append(f"activation must be one of {ACTIVATIONS}, got {self.activation!r}")
         if self.sinusoidal_layout not in SINUSOIDAL_LAYOUTS:
             problems.append(f"sinusoidal_layout must be one of {SINUSOIDAL_LAYOUTS}, got {self.sinusoidal_layout!r}")
-        for name in ("final_norm", "share_embeddings", "tie_output", "scale_embedding"):
+        for name in ("final_norm", "share_embeddings", "tie_output", "scale_embedding", "embedding_norm",
+                     "attention_scale", "gated_ff"):
             if not isinstance(getattr(self, name), bool):
                 problems.append(f"{name} must be true or false, got {getattr(self, name)!r}")
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
@@ -111,11 +144,13 @@ class ModelConfig:
 
     @property
     def encoder(self) -> StackShape:
-        return StackShape(self.encoder_layers, self.encoder_heads, self.encoder_ff, self.d_model // self.encoder_heads)
+        return StackShape(self.encoder_layers, self.encoder_heads, self.encoder_ff,
+                          self.head_dim or self.d_model // self.encoder_heads)
 
     @property
     def decoder(self) -> StackShape:
-        return StackShape(self.decoder_layers, self.decoder_heads, self.decoder_ff, self.d_model // self.decoder_heads)
+        return StackShape(self.decoder_layers, self.decoder_heads, self.decoder_ff,
+                          self.head_dim or self.d_model // self.decoder_heads)
 
     @property
     def same_stacks(self) -> bool:
@@ -142,6 +177,10 @@ class ModelConfig:
         """The fields, a stack's own shape only where it differs from the shared one: a model whose stacks share a
         shape writes the config.json it always did."""
         values = asdict(self)
+        defaults = {f.name: f.default for f in fields(self)}
+        for name in FAMILY_FIELDS:
+            if values[name] == defaults[name]:
+                del values[name]
         for shared, *own in STACK_FIELDS:
             for name in own:
                 if values[name] == values[shared]:

@@ -152,8 +152,18 @@ def unfit_architecture(config) -> str | None:
     if config.norm != "pre" or not config.final_norm:
         shape = f"{config.norm}-norm {'with' if config.final_norm else 'without'} a final norm"
         return f"the kernel runs pre-norm layers with a final norm; this model is {shape}"
-    if config.activation != "relu":
-        return f"the kernel's feed-forward is ReLU; this model's is {config.activation}"
+    if config.activation != "relu" or config.gated_ff:
+        kind = f"gated {config.activation}" if config.gated_ff else config.activation
+        return f"the kernel's feed-forward is ReLU; this model's is {kind}"
+    if config.norm_kind != "layer":
+        return f"the kernel's norms are LayerNorms; this model's are {config.norm_kind} norms"
+    if config.pos_encoding == "relative":
+        return "the kernel adds no relative position bias (T5's positions)"
+    if not config.attention_scale or config.embedding_norm:
+        return ("the kernel scales the scores by 1/sqrt(head size) and has no embedding norm; this model "
+                + ("does not scale them" if not config.attention_scale else "has an embedding norm"))
+    if any(stack.heads * stack.head_dim != config.d_model for stack in (config.encoder, config.decoder)):
+        return "the kernel's heads together are d_model wide; this model sets its own head_dim"
     return None
 
 

@@ -19,24 +19,44 @@ from .probes import Tap, active_patches, add_taps, any_recorded, tap
 from .source_attention import SourceProjection
 
 # config.activation -> the function; "swish" is Marian's name for SiLU
-ACTIVATION_FUNCTIONS = {"relu": torch.relu, "gelu": F.gelu, "swish": F.silu, "silu": F.silu}
+ACTIVATION_FUNCTIONS = {"relu": torch.relu, "gelu": F.gelu, "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+                        "swish": F.silu, "silu": F.silu}
+
+
+def build_norm(config: ModelConfig) -> nn.Module:
+    """The model's one kind of norm (config.norm_kind): LayerNorm, or RMS norm, which neither centres nor shifts."""
+    if config.norm_kind == "rms":
+        return nn.RMSNorm(config.d_model, eps=config.norm_eps)
+    return nn.LayerNorm(config.d_model, eps=config.norm_eps)
+
+
+def apply_norm(norm: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """`norm(x)` through the functional call, which a decoding step's single position pays less for."""
+    if isinstance(norm, nn.RMSNorm):
+        return F.rms_norm(x, norm.normalized_shape, norm.weight, norm.eps)
+    return F.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
 
 
 class FeedForward(nn.Module):
-    """Position-wise feed-forward network, act(x W1 + b1) W2 + b2 with act ReLU (section 3.3) or the configured one."""
+    """Position-wise feed-forward network, act(x W1 + b1) W2 + b2 with act ReLU (section 3.3) or the configured one;
+    gated (`gated_ff`), act(x W_gate + b_gate) * (x W1 + b1) W2 + b2 (Shazeer 2020, "GLU Variants")."""
 
-    records = {"hidden": "the hidden units after the activation, (B, T, F)"}
+    records = {"hidden": "the hidden units after the activation (and the gate), (B, T, F)"}
 
     def __init__(self, config: ModelConfig, side: str = "encoder"):
         super().__init__()
         width = config.stack_of(side).d_ff
         self.fc1 = nn.Linear(config.d_model, width)
+        self.gate = nn.Linear(config.d_model, width) if config.gated_ff else None
         self.fc2 = nn.Linear(width, config.d_model)
         self.activation = ACTIVATION_FUNCTIONS[config.activation]
         add_taps(self)
 
     def forward(self, x):
-        hidden = self.activation(project(x, self.fc1))
+        if self.gate is not None:
+            hidden = self.activation(project(x, self.gate)) * project(x, self.fc1)
+        else:
+            hidden = self.activation(project(x, self.fc1))
         hidden = tap(self.hidden, hidden)
         return project(hidden, self.fc2)
 
@@ -53,7 +73,7 @@ class Residual(nn.Module):
 
     def __init__(self, config: ModelConfig):
         super().__init__()
-        self.norm = nn.LayerNorm(config.d_model)
+        self.norm = build_norm(config)
         self.dropout = nn.Dropout(config.dropout)
         self.pre_norm = config.norm == "pre"
         add_taps(self)
@@ -71,10 +91,9 @@ class Residual(nn.Module):
     def step(self, x, sublayer):
         """`forward` at inference, with functional calls: one decoding step is a single position, where the
         per-module call overhead costs more than the arithmetic. Dropout is the identity here."""
-        norm = self.norm
         if self.pre_norm:
-            return x + sublayer(F.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps))
-        return F.layer_norm(x + sublayer(x), norm.normalized_shape, norm.weight, norm.bias, norm.eps)
+            return x + sublayer(apply_norm(self.norm, x))
+        return apply_norm(self.norm, x + sublayer(x))
 
 
 class EncoderLayer(nn.Module):
@@ -88,9 +107,10 @@ class EncoderLayer(nn.Module):
         self.feed_forward_residual = Residual(config)
         add_taps(self)
 
-    def forward(self, x, src_mask):
+    def forward(self, x, src_mask, bias=None):
+        """`bias`: the stack's relative position bias (1, H, S, S), with T5's positions."""
         def attend(h):
-            return self.self_attention.attend_to(*self.self_attention.project_self(h), src_mask)
+            return self.self_attention.attend_to(*self.self_attention.project_self(h), src_mask, bias)
 
         x = self.attention_residual(x, attend)
         x = self.feed_forward_residual(x, self.feed_forward)
@@ -154,36 +174,37 @@ class DecoderLayer(nn.Module):
                                  self.feed_forward_residual, self.cross_attention)
             for point in module.children() if isinstance(point, Tap) and point is not self.cross_attention.weights)
 
-    def forward(self, x, memory, src_mask, tgt_mask, cache: LayerCache | None = None):
+    def forward(self, x, memory, src_mask, tgt_mask, cache: LayerCache | None = None, bias=None):
         """With `cache`, one incremental decoding step: through `step`, or through `teacher_forced` on the cache
         where a patch or an open recording must reach a point `step` skips, so every point is recorded at every
         decoding step."""
         if (cache is not None and not self.training and not active_patches.get()
                 and not any_recorded(self.step_skips)):
-            x = self.step(x, memory, src_mask, cache)
+            x = self.step(x, memory, src_mask, cache, bias)
         else:
-            x = self.teacher_forced(x, memory, src_mask, tgt_mask, cache)
+            x = self.teacher_forced(x, memory, src_mask, tgt_mask, cache, bias)
         return tap(self.output, x)
 
-    def teacher_forced(self, x, memory, src_mask, tgt_mask, cache: LayerCache | None = None):
+    def teacher_forced(self, x, memory, src_mask, tgt_mask, cache: LayerCache | None = None, bias=None):
+        """`bias`: the decoder's relative position bias (1, H, T, T) for these queries, with T5's positions."""
         def attend_to_prefix(h):
             q, keys, values = self.self_attention.project_self(h)
             if cache is not None:
                 keys, values = cache.extend(keys, values)
-            return self.self_attention.attend_to(q, keys, values, tgt_mask)
+            return self.self_attention.attend_to(q, keys, values, tgt_mask, bias)
 
         x = self.self_attention_residual(x, attend_to_prefix)
         x = self.cross_attention_residual(x, lambda h: self.attend_to_source(h, memory, src_mask, cache))
         return self.feed_forward_residual(x, self.feed_forward)
 
-    def step(self, x, memory, src_mask, cache: LayerCache):
+    def step(self, x, memory, src_mask, cache: LayerCache, bias=None):
         """Incremental decoding at inference: the newest positions x attend to the cached prefix. The same
         arithmetic as `forward` (tests hold the two equal), through `Residual.step`, with the cross-attention's
         source folded into its projections (see source_attention.py). No self-attention mask: the cache holds
         only earlier positions, which the new query may all see."""
         def attend_to_prefix(h):
             q, keys, values = self.self_attention.project_self(h)
-            return self.self_attention.attend_to(q, *cache.extend(keys, values), None)
+            return self.self_attention.attend_to(q, *cache.extend(keys, values), None, bias)
 
         if (
             cache.source is None

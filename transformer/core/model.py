@@ -15,14 +15,22 @@ from torch import nn
 from .attention import stack_separate_projections
 from .config import ModelConfig
 from .half_linear import attach_half_weights, detach_half_weights, project
-from .layers import DecoderCache, DecoderLayer, EncoderLayer, LayerCache
+from .layers import DecoderCache, DecoderLayer, EncoderLayer, LayerCache, build_norm
 from .probes import PROBES, active_patches, add_taps, any_recorded, name_taps, tap
 
 
 def sinusoidal_table(max_len: int, d_model: int, layout: str = "interleaved") -> torch.Tensor:
     """PE[pos, 2i] = sin(pos / 10000^(2i/D)), PE[pos, 2i+1] = cos(pos / 10000^(2i/D)); shape (max_len, D).
     `layout="halves"` puts the same sines in the first ceil(D/2) features and the cosines after them, as Marian
-    does, computed in float64 as Hugging Face's MarianSinusoidalPositionalEmbedding computes it."""
+    does, computed in float64 as Hugging Face's MarianSinusoidalPositionalEmbedding computes it. `layout="fairseq"`:
+    sin(pos w_i) in the first D/2 features and cos(pos w_i) after them, w_i = 10000^(-i / (D/2 - 1)), in float32 as
+    fairseq and Hugging Face's M2M100SinusoidalPositionalEmbedding compute it (a zero feature last for odd D)."""
+    if layout == "fairseq":
+        half = d_model // 2
+        frequencies = torch.exp(torch.arange(half, dtype=torch.int64).float() * -(math.log(10000) / (half - 1)))
+        angles = torch.arange(max_len, dtype=torch.int64).float().unsqueeze(1) * frequencies.unsqueeze(0)
+        table = torch.cat([torch.sin(angles), torch.cos(angles)], dim=1)
+        return torch.cat([table, torch.zeros(max_len, 1)], dim=1) if d_model % 2 else table
     if layout == "halves":
         positions = torch.arange(max_len, dtype=torch.float64).unsqueeze(1)
         angles = positions / torch.pow(10000.0, 2 * (torch.arange(d_model, dtype=torch.float64) // 2) / d_model)
@@ -38,8 +46,10 @@ def sinusoidal_table(max_len: int, d_model: int, layout: str = "interleaved") ->
 class SinusoidalPositions(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
-        # derived from the config, so not saved with the weights
-        table = sinusoidal_table(config.max_len, config.d_model, config.sinusoidal_layout)
+        # derived from the config, so not saved with the weights; `table[0]` is the first token's position, the
+        # table's row `position_offset`
+        offset = config.position_offset
+        table = sinusoidal_table(config.max_len + offset, config.d_model, config.sinusoidal_layout)[offset:]
         self.register_buffer("table", table, persistent=False)
 
     def forward(self, start: int, length: int) -> torch.Tensor:
@@ -47,20 +57,73 @@ class SinusoidalPositions(nn.Module):
 
 
 class LearnedPositions(nn.Module):
+    """A trained table of max_len + position_offset rows (BART's and mBART's first two rows are never read)."""
+
     def __init__(self, config: ModelConfig):
         super().__init__()
-        self.embedding = nn.Embedding(config.max_len, config.d_model)
+        self.offset = config.position_offset
+        self.embedding = nn.Embedding(config.max_len + self.offset, config.d_model)
 
     @property
     def table(self) -> torch.Tensor:
-        return self.embedding.weight
+        """The rows positions 0, 1, ... read."""
+        return self.embedding.weight[self.offset:]
 
     def forward(self, start: int, length: int) -> torch.Tensor:
-        return self.embedding.weight[start : start + length]
+        return self.embedding.weight[self.offset + start : self.offset + start + length]
+
+
+class NoPositions(nn.Module):
+    """No absolute positions (T5's relative positions live in the attention's bias): zeros, so every view and the
+    embedding sum read the same shapes."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.register_buffer("table", torch.zeros(config.max_len, config.d_model), persistent=False)
+
+    def forward(self, start: int, length: int) -> torch.Tensor:
+        return self.table[start : start + length]
 
 
 def build_positions(config: ModelConfig) -> nn.Module:
-    return SinusoidalPositions(config) if config.pos_encoding == "sinusoidal" else LearnedPositions(config)
+    kinds = {"sinusoidal": SinusoidalPositions, "learned": LearnedPositions, "relative": NoPositions}
+    return kinds[config.pos_encoding](config)
+
+
+def relative_buckets(distance: torch.Tensor, bidirectional: bool, buckets: int, max_distance: int) -> torch.Tensor:
+    """Key - query distances -> T5's buckets (Raffel et al. 2020; Mesh TensorFlow's `_relative_position_bucket`): half
+    the buckets (of each direction, when bidirectional) for exact distances, the rest logarithmic up to
+    max_distance, beyond which all distances share the last. A decoder (not bidirectional) sees only the past."""
+    bucket = torch.zeros_like(distance)
+    if bidirectional:
+        buckets //= 2
+        bucket += (distance > 0).long() * buckets
+        distance = distance.abs()
+    else:
+        distance = -distance.clamp(max=0)
+    exact = buckets // 2
+    # clamped at 1 where the distance is exact anyway (log 0 would be -inf), so every value computed is finite
+    logarithmic = exact + (torch.log(distance.clamp(min=1).float() / exact) / math.log(max_distance / exact)
+                           * (buckets - exact)).long()
+    return bucket + torch.where(distance < exact, distance, logarithmic.clamp(max=buckets - 1))
+
+
+class RelativePositionBias(nn.Module):
+    """One stack's learned bias per head and distance bucket, added to every self-attention score of the stack (T5
+    computes it in the first layer and shares it with the others)."""
+
+    def __init__(self, config: ModelConfig, heads: int, bidirectional: bool):
+        super().__init__()
+        self.embedding = nn.Embedding(config.relative_buckets, heads)
+        self.bidirectional, self.max_distance = bidirectional, config.relative_max_distance
+
+    def forward(self, query_start: int, query_length: int, key_length: int) -> torch.Tensor:
+        """The bias of queries query_start.. over keys 0..key_length-1: (1, H, Tq, Tk)."""
+        device = self.embedding.weight.device
+        queries = torch.arange(query_start, query_start + query_length, device=device)[:, None]
+        distance = torch.arange(key_length, device=device)[None, :] - queries  # (Tq, Tk)
+        bucket = relative_buckets(distance, self.bidirectional, self.embedding.num_embeddings, self.max_distance)
+        return self.embedding(bucket).permute(2, 0, 1).unsqueeze(0)
 
 
 class TokenEmbedding(nn.Module):
@@ -113,7 +176,8 @@ class Transformer(nn.Module):
             ("embedding_row", "embedding rows of the input ids, (B, T, D), before any scaling"),
             ("embedding_scaled", "embedding rows times the embedding scale, (B, T, D)"),
             ("positions", "positional encoding of each position, (B, T, D)"),
-            ("input", "scaled embedding + positional encoding, the first layer's input, (B, T, D)"),
+            ("input", "scaled embedding + positional encoding (through the embedding norm where the model has one), "
+                      "the first layer's input, (B, T, D)"),
             ("final", "stack's final norm output (the identity without one), (B, T, D); the encoder's is the memory"))},
         "logits": "the output projection's logits, (B, T, V)",
     }
@@ -125,11 +189,18 @@ class Transformer(nn.Module):
         self.tgt_embed = (self.src_embed if config.share_embeddings
                           else TokenEmbedding(config.tgt_vocab_size, config.d_model, config.scale_embedding))
         self.positions = build_positions(config)
+        # T5: one relative position bias per stack, shared by its layers
+        relative = config.pos_encoding == "relative"
+        self.encoder_position_bias = RelativePositionBias(config, config.encoder.heads, True) if relative else None
+        self.decoder_position_bias = RelativePositionBias(config, config.decoder.heads, False) if relative else None
+        # BART's and mBART's layernorm_embedding, one per stack
+        self.encoder_embedding_norm = build_norm(config) if config.embedding_norm else nn.Identity()
+        self.decoder_embedding_norm = build_norm(config) if config.embedding_norm else nn.Identity()
         self.embed_dropout = nn.Dropout(config.dropout)
         self.encoder_layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.encoder.layers))
         self.decoder_layers = nn.ModuleList(DecoderLayer(config) for _ in range(config.decoder.layers))
-        self.encoder_norm = nn.LayerNorm(config.d_model) if config.final_norm else nn.Identity()
-        self.decoder_norm = nn.LayerNorm(config.d_model) if config.final_norm else nn.Identity()
+        self.encoder_norm = build_norm(config) if config.final_norm else nn.Identity()
+        self.decoder_norm = build_norm(config) if config.final_norm else nn.Identity()
         self.generator = nn.Linear(config.d_model, config.tgt_vocab_size)
         if config.tie_output:
             self.generator.weight = self.tgt_embed.weight
@@ -185,22 +256,30 @@ class Transformer(nn.Module):
                 f"sequence of {start + length} positions exceeds the model's max_len {self.config.max_len}"
             )
         positions = self.positions(start, length).to(embedding.weight.dtype)
+        norm = getattr(self, f"{side}_embedding_norm")
         parts = ("embedding_row", "embedding_scaled", "positions", "input")
         if not (active_patches.get() or any_recorded([getattr(self, f"{side}_{part}") for part in parts])):
-            return self.embed_dropout(embedding(tokens) + positions)
+            return self.embed_dropout(norm(embedding(tokens) + positions))
         # the walk-through records each part of the sum; a patch may replace any of them (noise on one word)
         row = tap(getattr(self, f"{side}_embedding_row"), embedding.embedding(tokens))
         scaled = tap(getattr(self, f"{side}_embedding_scaled"), row * embedding.scale)
         positions = tap(getattr(self, f"{side}_positions"), positions.expand_as(scaled))
-        return self.embed_dropout(tap(getattr(self, f"{side}_input"), scaled + positions))
+        return self.embed_dropout(tap(getattr(self, f"{side}_input"), norm(scaled + positions)))
+
+    def position_bias(self, side: str, start: int, length: int) -> torch.Tensor | None:
+        """The relative position bias (1, H, length, start + length) of queries start.. over every key up to the
+        last of them, or None without relative positions."""
+        bias = getattr(self, f"{side}_position_bias")
+        return None if bias is None else bias(start, length, start + length)
 
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
         """(B, S) -> memory (B, S, D)."""
         if src_mask is None:
             src_mask = padding_mask(src, self.config.pad_id)
         x = self.embed(src, self.src_embed)
+        bias = self.position_bias("encoder", 0, src.size(1))
         for layer in self.encoder_layers:
-            x = layer(x, src_mask)
+            x = layer(x, src_mask, bias)
         return tap(self.encoder_final, self.encoder_norm(x))
 
     def decode(self, memory, src_mask, tgt, tgt_mask=None) -> torch.Tensor:
@@ -213,8 +292,9 @@ class Transformer(nn.Module):
         if tgt_mask is None:
             tgt_mask = target_padding_mask(tgt, self.config.pad_id) & causal_mask(tgt.size(1), tgt.device)
         x = self.embed(tgt, self.tgt_embed, side="decoder")
+        bias = self.position_bias("decoder", 0, tgt.size(1))
         for layer in self.decoder_layers:
-            x = layer(x, memory, src_mask, tgt_mask)
+            x = layer(x, memory, src_mask, tgt_mask, bias=bias)
         return x
 
     def layers_pass(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
@@ -239,8 +319,9 @@ class Transformer(nn.Module):
         point `decode` passes, this step passes too, for its one new position (B, 1, ...).
         """
         x = self.embed(last_tokens[:, None], self.tgt_embed, start=cache.length, side="decoder")
+        bias = self.position_bias("decoder", cache.length, 1)
         for layer, layer_cache in zip(self.decoder_layers, cache.layers):
-            x = layer(x, memory, src_mask, None, layer_cache)
+            x = layer(x, memory, src_mask, None, layer_cache, bias)
         cache.length += 1
         normed = tap(self.decoder_final, self.decoder_norm(x))
         return tap(self.logits, project(normed, self.generator))[:, -1]

@@ -46,11 +46,12 @@ class SourceProjection:
     ) -> "SourceProjection":
         """memory (B, S, D) is the encoder output; src_mask (B, 1, 1, S), True for real keys, or None."""
         batch, length, d = memory.shape
-        heads, head_size = attention.n_heads, d // attention.n_heads
+        heads, inner = attention.n_heads, attention.inner
+        head_size = inner // heads
         keys, values = attention.project_keys_values(memory)  # (B, H, S, hs) each
-        query_weight = attention.in_proj.weight[:d].view(heads, head_size, d)  # (H, hs, D)
-        query_bias = attention.in_proj.bias[:d].view(heads, 1, head_size)  # (H, 1, hs)
-        scale = 1.0 / math.sqrt(head_size)
+        query_weight = attention.in_proj.weight[:inner].view(heads, head_size, d)  # (H, hs, D)
+        query_bias = attention.in_proj.bias[:inner].view(heads, 1, head_size)  # (H, 1, hs)
+        scale = 1.0 / math.sqrt(head_size) if attention.scaled else 1.0
         scores_weight = torch.einsum("hkd,bhsk->bdhs", query_weight, keys).reshape(batch, d, heads * length) * scale
         scores_bias = torch.einsum("hok,bhsk->bohs", query_bias, keys).reshape(batch, 1, heads * length) * scale
         if src_mask is not None:
