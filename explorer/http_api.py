@@ -137,8 +137,10 @@ def json_router(ui) -> APIRouter:
 
 def add_json_routes(app, ui) -> None:
     """Adds the routes to a launched page's FastAPI app (`demo.app`), once; /openapi.json then lists them."""
-    if any(getattr(route, "path", "").startswith(PREFIX) for route in app.router.routes):
+    # a flag, not a look for the paths: newer FastAPI lists an included router as one entry of app.router.routes
+    if getattr(app.state, "json_routes", False):
         return
+    app.state.json_routes = True
     app.include_router(json_router(ui))
     app.include_router(features_router(ui))
     app.openapi_schema = None  # made again, with the routes, when next asked

@@ -4,6 +4,7 @@ the field at fault, never FastAPI's own `{"detail": ...}` and never a 500. And e
 the bounds the route enforces."""
 import json
 import re
+import warnings
 from types import SimpleNamespace
 
 import pytest
@@ -73,6 +74,16 @@ def test_the_routes_are_found_and_are_those_the_app_serves(json_api):
     served = set(json_api[1].get("/openapi.json").json()["paths"])
     assert {path for _, path in ROUTES} == {path for path in served if path.startswith("/api/")}
     assert {"/api/v1/translate", "/api/v1/features/explain"} <= set(POSTS)  # the discovery finds what is known
+
+
+def test_the_routes_are_added_once():
+    """A second call (a server started again) adds nothing: FastAPI warns of a route listed twice."""
+    app = FastAPI()
+    add_json_routes(app, SimpleNamespace())
+    add_json_routes(app, SimpleNamespace())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert {path for path in app.openapi()["paths"] if path.startswith("/api/")} == {path for _, path in ROUTES}
 
 
 @pytest.mark.parametrize("path", [path for method, path in ROUTES if method == "GET"])
