@@ -17,51 +17,55 @@ from pathlib import Path
 
 import anyio
 from fastapi import APIRouter
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from transformer.features import DictionaryError, SavedDictionary, load_dictionary
 from transformer.features.catalogue import load_catalogue
-from transformer.features.reading import describe, sentence_latents
-from transformer.features.steering import Edit, explanation, steer
-from transformer.unicode_text import TextError, checked_lines
+from transformer.features.reading import MAX_CONTEXTS, describe, sentence_latents
+from transformer.features.steering import MAX_SCALE, Edit, explanation, steer
+from transformer.unicode_text import MAX_CHARACTERS, TextError, checked_lines
 
-from .http_api_shapes import ERRORS, ApiError, JsonRoute
+from .http_api_shapes import ERRORS, ApiError, JsonBody, JsonRoute
 
 PREFIX = "/api/v1/features"
 FEATURES_FOLDER = "features"  # checkpoints/<model>/features/<point>/: dictionary.safetensors and config.json
+MAX_EXACT = 100  # /explain's latents measured exactly: each is one more pass of the model
+MAX_TOP = 20  # /read's latents per token
+SENTENCE = f"one sentence on one line, at most {MAX_CHARACTERS:,} characters"
+LATENT = "the latent, from 0 to the dictionary's n - 1 (GET /api/v1/features)"
 
 
-class FeatureBody(BaseModel):
+class FeatureBody(JsonBody):
     """What both routes take: the sentence, the model and the dictionary's point."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
-    text: str = Field(description="one sentence")
+    text: str = Field(description=SENTENCE)
     model: str | None = Field(None, description="a served model's key; null: the first one")
     point: str = Field(description="the dictionary's recording point (GET /api/v1/features)")
 
 
 class SteerBody(FeatureBody):
-    latent: int = Field(description="the latent, from 0")
-    scale: float = Field(0.0, description="its new multiple: 0 removes it, 2 doubles it (within ±100)")
+    latent: int = Field(description=LATENT)
+    scale: float = Field(0.0, description=f"its new multiple: 0 removes it, 2 doubles it ({-MAX_SCALE:g} to "
+                                          f"{MAX_SCALE:g})")
     positions: list[int] | None = Field(None, description="positions at the point, from 1; null: all")
 
 
 class ExplainBody(FeatureBody):
     piece: int = Field(description="which piece of the target, from 1 (its </s> last)")
-    target: str | None = Field(None, description="the translation to explain; null: the model's greedy one")
-    exact: int = Field(10, description="how many of the best estimated are measured exactly, 0 to 100")
+    target: str | None = Field(None, description=f"the translation to explain, {SENTENCE}; null: the model's "
+                                                 "greedy one")
+    exact: int = Field(10, description=f"how many of the best estimated are measured exactly, 0 to {MAX_EXACT}")
 
 
 class ReadBody(FeatureBody):
-    top: int = Field(3, description="latents per token, 1 to 20")
+    top: int = Field(3, description=f"latents per token, 1 to {MAX_TOP}")
 
 
-class LatentBody(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+class LatentBody(JsonBody):
     model: str | None = Field(None, description="a served model's key; null: the first one")
     point: str = Field(description="the dictionary's recording point (GET /api/v1/features)")
-    latent: int = Field(description="the latent, from 0")
-    contexts: int = Field(8, description="its strongest contexts shown, 1 to 100")
+    latent: int = Field(description=LATENT)
+    contexts: int = Field(8, description=f"its strongest contexts shown, 1 to {MAX_CONTEXTS:,}")
 
 
 @lru_cache(maxsize=16)
@@ -96,11 +100,12 @@ def served(ui, model: str | None, point: str):
         raise ApiError(422, "point", str(error)) from None
 
 
-def sentence(text: str) -> str:
+def sentence(text: str, field: str = "text") -> str:
+    """One sentence to translate (or a translation), checked as every surface checks it; a 422 naming `field`."""
     try:
-        return checked_lines("text", text, 1)[0]
+        return checked_lines(field, text, 1)[0]
     except (TextError, ValueError) as error:
-        raise ApiError(422, "text", str(error)) from None
+        raise ApiError(422, field, str(error)) from None
 
 
 def steer_now(ui, body: SteerBody) -> dict:
@@ -121,10 +126,11 @@ def steer_now(ui, body: SteerBody) -> dict:
 def explain_now(ui, body: ExplainBody) -> dict:
     translator, saved = served(ui, body.model, body.point)
     text = sentence(body.text)
-    if not 0 <= body.exact <= 100:
-        raise ApiError(422, "exact", f"exact must be in [0, 100], got {body.exact}")
+    target = None if body.target is None else sentence(body.target, "target")
+    if not 0 <= body.exact <= MAX_EXACT:
+        raise ApiError(422, "exact", f"exact must be in [0, {MAX_EXACT}], got {body.exact}")
     try:
-        return {"text": text, **explanation(translator, saved, text, body.target, body.piece, body.exact)}
+        return {"text": text, **explanation(translator, saved, text, target, body.piece, body.exact)}
     except DictionaryError as error:
         raise ApiError(422, "piece", str(error)) from None
 
@@ -134,8 +140,8 @@ def read_now(ui, body: ReadBody) -> dict:
     teacher-forced on that translation (each position: the piece it predicted)."""
     translator, saved = served(ui, body.model, body.point)
     text = sentence(body.text)
-    if not 1 <= body.top <= 20:
-        raise ApiError(422, "top", f"top must be in [1, 20], got {body.top}")
+    if not 1 <= body.top <= MAX_TOP:
+        raise ApiError(422, "top", f"top must be in [1, {MAX_TOP}], got {body.top}")
     translation = translator.translate(text, strategy="greedy")
     read = sentence_latents(translator, saved, translator.source_ids(text)[0], translation.tgt_ids)
     return {"text": text, "translation": translation.text, "point": body.point, "side": read.side,

@@ -32,7 +32,7 @@ from transformer.decoding.strategies import STRATEGIES
 from .api_json import trace_json
 from .batching import Overloaded, busy_message
 from .features_api import features_router
-from .http_api_shapes import ERRORS, MAX_BODY_BYTES, ApiError, JsonRoute
+from .http_api_shapes import ERRORS, MAX_BODY_BYTES, ApiError, JsonBody, JsonRoute
 from .request import DEFAULT_MAX_LENGTH, DEVICES, MAX_CHARACTERS, MAX_LINES, MAX_OUTPUT_TOKENS, Request, RequestError
 from .session import ALTI, NORMS
 
@@ -43,10 +43,9 @@ ROUTE_THREADS = 128  # requests waiting for the model service at once; past its 
 FIRST_SCREEN = frozenset({ALTI, NORMS})  # what the page's first screen reads besides the attention (views/live.py)
 
 
-class TranslateBody(BaseModel):
+class TranslateBody(JsonBody):
     """What to translate and how: the same named arguments as Gradio's /translate_trace."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
     text: str = Field(description=f"one sentence per line: at most {MAX_LINES} lines and {MAX_CHARACTERS:,} "
                                   "characters")
     model: str | None = Field(None, description="a served model's key (GET /api/v1/models); null: the first one")
@@ -138,8 +137,10 @@ def json_router(ui) -> APIRouter:
 
 def add_json_routes(app, ui) -> None:
     """Adds the routes to a launched page's FastAPI app (`demo.app`), once; /openapi.json then lists them."""
-    if any(getattr(route, "path", "").startswith(PREFIX) for route in app.router.routes):
+    # a flag, not a look for the paths: newer FastAPI lists an included router as one entry of app.router.routes
+    if getattr(app.state, "json_routes", False):
         return
+    app.state.json_routes = True
     app.include_router(json_router(ui))
     app.include_router(features_router(ui))
     app.openapi_schema = None  # made again, with the routes, when next asked

@@ -11,6 +11,7 @@ import torch
 
 from transformer.analysis import alignment_eval, corpus_stats, faithfulness, importance
 from transformer.analysis.alignment import format_pharaoh
+from transformer.atlas.cli import main as atlas_main
 from transformer.command_line import write_atomically
 from transformer.training import evaluate, tune_length_penalty
 
@@ -204,3 +205,26 @@ def test_a_missing_or_malformed_alignment_reference_is_named(content, complaint,
     line = capsys.readouterr().err.strip()
     assert stopped.value.code == 2 and line.count("\n") == 0 and "given.pharaoh" in line and complaint in line, line
     assert fingerprint(checkpoint) == before
+
+
+@pytest.mark.parametrize("case", ["exists", "under a file"])
+def test_atlas_build_names_its_output_before_reading_anything(case, checkpoint, corpus_dir, tmp_path, capsys,
+                                                              monkeypatch):
+    """The atlas folder is checked first: neither the checkpoint nor the corpus is read for a build that cannot be
+    written (a path under a regular file stops root as well as anyone)."""
+    def read(*args, **kwargs):
+        raise AssertionError("read before the output was checked")
+
+    monkeypatch.setattr("transformer.atlas.cli.load_checkpoint", read)
+    monkeypatch.setattr("transformer.atlas.cli.read_corpus", read)
+    if case == "exists":
+        out, said = tmp_path / "atlas", "already exists"
+        out.mkdir()
+    else:
+        (tmp_path / "notes").write_text("a file")
+        out, said = tmp_path / "notes" / "atlas", "is a file, not a folder"
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stopped:
+        atlas_main(["build", str(checkpoint), str(corpus_dir), str(out), "--sentences", "4"])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and err.count("\n") == 1 and str(out) in err and said in err, err

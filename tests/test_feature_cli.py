@@ -2,7 +2,9 @@
 file format's tensors and config, with metrics recomputed here; `steer` and `explain` print what the package's
 functions give for the same dictionary; bad settings, folders and files end in one line naming them (exit 2)."""
 import json
+import os
 import re
+import shutil
 
 import pytest
 import torch
@@ -110,3 +112,85 @@ def test_an_existing_folder_a_corrupt_dictionary_and_a_bad_latent_are_named(trai
     status, _, err = cli(capsys, "explain", trained, "--checkpoint", random_translator.source, "--sentence", SENTENCE,
                          "--target", TARGET, "--piece", 99)
     assert status == 2 and "--piece must be in [1, " in err and len(err.splitlines()) == 1, err
+
+
+# ---- checked before the work: the outputs can be written and the inputs are there, before any gathering
+
+
+@pytest.fixture
+def no_gathering(monkeypatch):
+    """Gathering (the first costly step of `train` and of `top --build`) fails the test: a bad path must be named
+    before it."""
+    def gathered(*args, **kwargs):
+        raise AssertionError("the corpus was gathered before the paths were checked")
+
+    monkeypatch.setattr("transformer.features.cli.build_catalogue", gathered)
+    monkeypatch.setattr("transformer.features.build.gather_activations", gathered)
+
+
+def read_only(folder) -> None:
+    if os.geteuid() == 0:  # root writes into a folder whatever its mode says: no read-only folder to test with
+        pytest.skip("running as root, where chmod does not stop writes (the cases below without chmod still run)")
+    folder.chmod(0o555)
+
+
+@pytest.mark.parametrize("how, said", [("read-only", "is read-only"), ("a folder at the catalogue's path",
+                                                                       "is a folder")])
+def test_top_build_names_an_unwritable_catalogue_before_gathering(how, said, trained, random_translator, corpus_dir,
+                                                                   tmp_path, capsys, no_gathering):
+    folder = tmp_path / "dictionary"
+    shutil.copytree(trained, folder)
+    (folder / "catalogue.npz").unlink(missing_ok=True)
+    if how == "read-only":
+        read_only(folder)
+    else:
+        (folder / "catalogue.npz").mkdir()
+    try:
+        status, _, err = cli(capsys, "top", folder, "--checkpoint", random_translator.source, "--build", "--corpus",
+                             corpus_dir)
+    finally:
+        folder.chmod(0o755)
+    assert status == 2 and len(err.splitlines()) == 1 and "catalogue.npz" in err and said in err, err
+
+
+def test_top_build_names_a_missing_corpus_before_loading(trained, random_translator, tmp_path, capsys, no_gathering):
+    status, _, err = cli(capsys, "top", trained, "--checkpoint", random_translator.source, "--build", "--corpus",
+                         tmp_path / "no-corpus")
+    assert status == 2 and len(err.splitlines()) == 1 and "no-corpus does not exist" in err, err
+
+
+def without_val(corpus_dir, tmp_path):
+    corpus = tmp_path / "corpus"
+    shutil.copytree(corpus_dir, corpus)
+    for path in corpus.glob("val.*"):
+        path.unlink()
+    return corpus
+
+
+@pytest.mark.parametrize("case, said", [
+    ("no val split", "val."), ("more val sentences than val has", "val_sentences must be in [1, "),
+    ("no corpus folder", "does not exist"), ("out under a file", "is a file, not a folder"),
+    ("out in a read-only folder", "is read-only"),
+])
+def test_train_names_a_missing_input_or_unwritable_output_before_gathering(case, said, random_translator, corpus_dir,
+                                                                           tmp_path, capsys, no_gathering):
+    corpus, out, extra = corpus_dir, tmp_path / "parent" / "out", []
+    out.parent.mkdir()
+    if case == "no val split":
+        corpus = without_val(corpus_dir, tmp_path)
+    elif case == "more val sentences than val has":
+        extra = ["--val-sentences", 10**6]
+    elif case == "no corpus folder":
+        corpus = tmp_path / "no-corpus"
+    elif case == "out under a file":
+        (tmp_path / "notes").write_text("a file")
+        out = tmp_path / "notes" / "out"
+    else:
+        read_only(out.parent)
+    try:
+        status, _, err = cli(capsys, "train", random_translator.source, corpus, out, "--point", POINT, "--n", 16, "--k",
+                             2, "--sentences", 50, "--held-out", 20, *extra)
+    finally:
+        out.parent.chmod(0o755) if out.parent.is_dir() else None
+    assert status == 2 and len(err.splitlines()) == 1 and said in err, err
+    assert not out.exists()

@@ -56,6 +56,8 @@ def test_steer_and_explain_give_what_the_command_line_gives(client, capsys):
     ("steer", {"positions": [0]}, "positions"), ("steer", {"point": "decoder_layers.9.output"}, "point"),
     ("steer", {"model": "xx-yy"}, "model"), ("steer", {"text": ""}, "text"), ("steer", {"colour": 1}, "colour"),
     ("explain", {"piece": 0}, "piece"), ("explain", {"piece": 99}, "piece"), ("explain", {"exact": 101}, "exact"),
+    ("explain", {"target": " "}, "target"),
+    ("explain", {"target": "Das Boot.\nDer Fluss."}, "target"), ("latent", {"contexts": 1001}, "contexts"),
     ("read", {"top": 0}, "top"), ("read", {"top": 21}, "top"), ("read", {"point": "encoder"}, "point"),
     ("latent", {"latent": -1}, "latent"), ("latent", {"contexts": 0}, "contexts"), ("latent", {"text": "x"}, "text"),
 ])

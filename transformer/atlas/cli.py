@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import asdict
+from pathlib import Path
 
 from ..checkpoint import CheckpointError, load_checkpoint
 from ..command_line import CommandParser, answered, command_text, number_type, text_type
@@ -18,7 +19,7 @@ from ..core.head_ref import from_shown, shown
 from ..core.probes import ATTENTION_KINDS, SOURCE, TARGET
 from ..corpus.parallel import CorpusError
 from ..paths import portable_words
-from .build import BuildSettings, build_atlas, indexed_layers
+from .build import BuildSettings, build_atlas, check_out, indexed_layers
 from .corpus import read_corpus
 from .maps import DEFAULT_SAMPLE
 from .query import neighbours as nearest
@@ -114,6 +115,7 @@ class StageBars:
 
 
 def build(args, argv) -> None:
+    check_out(Path(args.out))  # before the checkpoint and the corpus are read
     settings = BuildSettings(args.sentences, args.engine, args.batch_size, args.threads, args.sample,
                              args.projection, args.recall, layers=args.layers,
                              keep_samples=not args.drop_samples, keep_vectors=not args.index_only)

@@ -88,8 +88,11 @@ def build_dictionary(checkpoint, corpus_dir, out, settings: BuildSettings, progr
     languages = translator.languages
     path = point_path(translator.model, settings.point)
     sources, targets = read_pairs(corpus_dir, "train", languages)
+    val_sources, val_targets = read_pairs(corpus_dir, "val", languages)  # read now: a missing val ends no training
     checked_setting("sentences", settings.sentences, int, 1, len(sources) - 1)
     checked_setting("held_out", settings.held_out, int, 1, len(sources) - settings.sentences)
+    if settings.val_sentences is not None:
+        checked_setting("val_sentences", settings.val_sentences, int, 1, len(val_sources))
     # every setting checked before the work starts: the dictionary's shape and the training's
     DictionaryConfig(d_model=translator.model.config.d_model, n=settings.n, k=settings.k, seed=settings.seed)
     training = TrainingSettings(epochs=settings.epochs, batch_size=settings.batch_size,
@@ -108,7 +111,6 @@ def build_dictionary(checkpoint, corpus_dir, out, settings: BuildSettings, progr
                                                          p.epochs * p.steps))
     dictionary.eval()
     metrics = measure(dictionary, gathered(held, "held out")).to_dict()
-    val_sources, val_targets = read_pairs(corpus_dir, "val", languages)
     count = len(val_sources) if settings.val_sentences is None else settings.val_sentences
     metrics |= fidelity(translator, path, dictionary, val_sources[:count], val_targets[:count], report)
     metrics["seconds"] = round(time.monotonic() - began, 1)

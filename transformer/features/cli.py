@@ -19,13 +19,13 @@ import sys
 from pathlib import Path
 
 from ..checkpoint import CheckpointError
-from ..command_line import CommandParser, answered, number_type, sentence_type
+from ..command_line import CommandParser, answered, check_writable, number_type, sentence_type
 from ..core.head_ref import from_shown
 from ..decoding.translator import Translator
-from ..path_checks import output_folder_problem
+from ..path_checks import not_a_folder, output_folder_problem
 from . import build as building
 from .build import BuildSettings, build_dictionary, read_pairs
-from .catalogue import atlas_pairs, build_catalogue, load_catalogue, save_catalogue
+from .catalogue import CATALOGUE_FILE, atlas_pairs, build_catalogue, load_catalogue, save_catalogue
 from .dictionary import DictionaryError
 from .files import load_dictionary
 from .reading import describe
@@ -113,6 +113,8 @@ def train(args) -> None:
         problem = "is not empty: choose a new folder, or remove this one (nothing is overwritten)"
     if problem:
         raise DictionaryError(f"{args.out}: {problem}")
+    if not Path(args.corpus_dir).is_dir():
+        raise DictionaryError(f"{args.corpus_dir}: {not_a_folder(args.corpus_dir)}")
     if args.threads:
         import torch
 
@@ -158,6 +160,8 @@ def main(argv=None) -> None:
     with answered(top, CheckpointError, DictionaryError):
         if args.command == "train":
             return train(args)
+        if args.command == "top":
+            check_top(args)
         saved, translator = opened(args)
         if args.command == "top":
             answer = top_of(args, saved, translator)
@@ -171,10 +175,19 @@ def main(argv=None) -> None:
         print(json.dumps(answer, ensure_ascii=False, indent=1))
 
 
-def top_of(args, saved, translator) -> dict:
-    """`top`: the catalogue built (--build), one latent described, or the latents of a piece."""
+def check_top(args) -> None:
+    """`top`'s flags and paths, before anything is loaded or gathered: --build's catalogue can be written beside the
+    dictionary, and its --corpus is a folder."""
     if not args.build and (args.corpus or args.sentences):
         raise DictionaryError("--corpus and --sentences go with --build (they choose the catalogue's corpus)")
+    if args.build:
+        check_writable(Path(args.dictionary) / CATALOGUE_FILE)
+    if args.corpus and not Path(args.corpus).is_dir():
+        raise DictionaryError(f"--corpus {args.corpus} {not_a_folder(args.corpus)}")
+
+
+def top_of(args, saved, translator) -> dict:
+    """`top`: the catalogue built (--build), one latent described, or the latents of a piece."""
     if args.build:
         if args.corpus:
             sources, targets = read_pairs(args.corpus, "train", translator.languages)

@@ -23,6 +23,7 @@ from .dictionary import DictionaryError, checked_setting
 from .files import SavedDictionary
 from .gather import batch_vectors, point_path, side_of
 
+MAX_CONTEXTS = 1000  # a latent's contexts described at most (fewer where its catalogue keeps fewer)
 
 @dataclass
 class SentenceLatents:
@@ -81,7 +82,7 @@ def describe(translator, saved: SavedDictionary, catalogue: Catalogue, latent: i
     """One latent as JSON: its label, how often it fires over the catalogue's corpus, its strongest contexts, its
     histogram and, for a decoder point, the output pieces its direction promotes."""
     latent = checked_setting("latent", latent, int, 0, saved.dictionary.config.n - 1)
-    contexts = checked_setting("contexts", contexts, int, 1, 1000)
+    contexts = checked_setting("contexts", contexts, int, 1, MAX_CONTEXTS)
     piece = translator.tokenizer.id_to_piece
     edges, counts = catalogue.histogram_of(latent)
     found = [{"activation": round(c.activation, 4), **context_pieces(translator, catalogue, c.sentence, c.position)}
