@@ -19,6 +19,7 @@ from .core.attention import stack_separate_projections
 from .core.config import ModelConfig
 from .core.model import Transformer
 from .json_files import read_json
+from .hub_tokenizer import HubTokenizer
 from .marian_tokenizer import MarianTokenizer
 from .path_checks import not_a_folder
 from .symbol_tokenizer import SYMBOLS_FILE, SymbolTokenizer
@@ -160,6 +161,8 @@ def load_tokenizer(directory: Path, config: dict, model_config: ModelConfig):
     try:
         if kind == "marian":
             return MarianTokenizer.load(directory, model_config.decoder_start_id), directory / "vocab.json"
+        if kind == "hub":  # a converted Hugging Face family's tokenizer.json (convert.py)
+            return HubTokenizer.load(directory, config["tokenizer"]), directory / "tokenizer.json"
         if kind == "symbols":  # a playground model's toy vocabulary (transformer/playground/)
             return SymbolTokenizer.load(directory / SYMBOLS_FILE), directory / SYMBOLS_FILE
         return Tokenizer.load(directory / TOKENIZER_FILE), directory / TOKENIZER_FILE

@@ -20,8 +20,8 @@ ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "swish", "silu")
 # each stack's own shape, field by field: (shared default, the encoder's field, the decoder's field)
 # the fields the Hugging Face families brought (models/convert.py); to_dict leaves them out at their defaults, so a
 # model of ours writes the config.json it always did
-FAMILY_FIELDS = ("head_dim", "norm_kind", "norm_eps", "embedding_norm", "position_offset", "relative_buckets",
-                 "relative_max_distance", "attention_scale", "gated_ff")
+FAMILY_FIELDS = ("head_dim", "norm_kind", "norm_eps", "embedding_norm", "decoder_positions", "position_offset",
+                 "relative_buckets", "relative_max_distance", "attention_scale", "gated_ff")
 STACK_FIELDS = (("n_layers", "encoder_layers", "decoder_layers"), ("n_heads", "encoder_heads", "decoder_heads"),
                 ("d_ff", "encoder_ff", "decoder_ff"))
 
@@ -63,6 +63,8 @@ class ModelConfig:
     norm_eps: float = 1e-5  # added to the variance in every norm (torch's LayerNorm default; T5: 1e-6)
     embedding_norm: bool = False  # a norm on embedding + position, before the first layer (BART's layernorm_embedding)
     pos_encoding: str = "sinusoidal"  # one of POSITIONAL_ENCODINGS: fixed buffer (the paper), a trained table, T5's bias
+    # the decoder reads its own learned table (BART, mBART); else both stacks read one
+    decoder_positions: bool = False
     # the first token's position: BART's and mBART's learned tables start at row 2, M2M100's sinusoids at pad_id + 1
     position_offset: int = 0
     relative_buckets: int = 32  # "relative": buckets of key - query distance (T5's relative_attention_num_buckets)
@@ -110,6 +112,8 @@ class ModelConfig:
                 problems.append(f"{name} must be an integer >= {low}, got {value!r}")
         if not isinstance(self.norm_eps, (int, float)) or isinstance(self.norm_eps, bool) or not 0 < self.norm_eps < 1:
             problems.append(f"norm_eps must be a number in (0, 1), got {self.norm_eps!r}")
+        if self.decoder_positions is True and self.pos_encoding != "learned":
+            problems.append("decoder_positions (a learned table of the decoder's own) needs pos_encoding 'learned'")
         if self.norm_kind not in NORM_KINDS:
             problems.append(f"norm_kind must be one of {NORM_KINDS}, got {self.norm_kind!r}")
         for name in ("dropout", "attention_dropout"):
@@ -124,7 +128,7 @@ class ModelConfig:
         if self.sinusoidal_layout not in SINUSOIDAL_LAYOUTS:
             problems.append(f"sinusoidal_layout must be one of {SINUSOIDAL_LAYOUTS}, got {self.sinusoidal_layout!r}")
         for name in ("final_norm", "share_embeddings", "tie_output", "scale_embedding", "embedding_norm",
-                     "attention_scale", "gated_ff"):
+                     "decoder_positions", "attention_scale", "gated_ff"):
             if not isinstance(getattr(self, name), bool):
                 problems.append(f"{name} must be true or false, got {getattr(self, name)!r}")
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:

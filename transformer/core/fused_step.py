@@ -206,7 +206,7 @@ class FusedStep:
         self.model, self.weights, self.heads, self.length = model, weights, heads, 0
         # what every step reads, looked up once: module attribute lookups cost more than the rest of a step's Python
         self.token_embedding, self.embedding_scale = model.tgt_embed.weight.detach(), model.tgt_embed.scale
-        self.position_table, self.max_len = model.positions.table.detach(), config.max_len
+        self.position_table, self.max_len = model.target_positions.table.detach(), config.max_len
         self.self_keys = [torch.empty(shape) for _ in model.decoder_layers]
         self.self_values = [torch.empty(shape) for _ in model.decoder_layers]
         self.cross_keys, self.cross_values = [], []

@@ -189,6 +189,8 @@ class Transformer(nn.Module):
         self.tgt_embed = (self.src_embed if config.share_embeddings
                           else TokenEmbedding(config.tgt_vocab_size, config.d_model, config.scale_embedding))
         self.positions = build_positions(config)
+        # the decoder's: the same table, or its own (BART, mBART)
+        self.target_positions = build_positions(config) if config.decoder_positions else self.positions
         # T5: one relative position bias per stack, shared by its layers
         relative = config.pos_encoding == "relative"
         self.encoder_position_bias = RelativePositionBias(config, config.encoder.heads, True) if relative else None
@@ -255,7 +257,8 @@ class Transformer(nn.Module):
             raise ValueError(
                 f"sequence of {start + length} positions exceeds the model's max_len {self.config.max_len}"
             )
-        positions = self.positions(start, length).to(embedding.weight.dtype)
+        positions = (self.positions if side == "encoder" else self.target_positions)(start, length)
+        positions = positions.to(embedding.weight.dtype)
         norm = getattr(self, f"{side}_embedding_norm")
         parts = ("embedding_row", "embedding_scaled", "positions", "input")
         if not (active_patches.get() or any_recorded([getattr(self, f"{side}_{part}") for part in parts])):

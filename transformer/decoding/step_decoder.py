@@ -13,8 +13,9 @@ from ..core.probes import active_patches, is_recorded
 
 def never_produced_ids(config, device) -> torch.Tensor:
     """The ids no decoding ever produces: padding and the decoder's start token (<s>; <pad> again in Marian models,
-    whose `bad_words_ids` forbid it). `config` is the model's ModelConfig."""
-    return torch.tensor(sorted({config.pad_id, config.decoder_start_id}), device=device)
+    whose `bad_words_ids` forbid it), unless the start token is </s> itself (M2M100, NLLB, mBART-50 and BART start
+    from </s>), which ends every translation. `config` is the model's ModelConfig."""
+    return torch.tensor(sorted({config.pad_id, config.decoder_start_id} - {config.eos_id}), device=device)
 
 
 def forbid_never_produced(logits: torch.Tensor, config, ids: torch.Tensor | None = None) -> torch.Tensor:

@@ -87,11 +87,29 @@ class Translator:
         files = [self.source / name for name in self.tokenizer.files]
         return files[0] if files == [self.source / TOKENIZER_FILE] else files
 
-    def source_ids(self, text: str) -> tuple[list[int], bool]:
-        """Ids ending with EOS, cut to fit the model's positions; and whether it was cut."""
-        ids = self.tokenizer.encode(text)
-        room = self.model.config.max_len - 1
-        return ids[:room] + [self.tokenizer.eos_id], len(ids) > room
+    def source_ids(self, text: str, source_lang: str | None = None) -> tuple[list[int], bool]:
+        """Ids ending with EOS (and, in some multilingual models, the language code after it), cut to fit the
+        model's positions; and whether it was cut. `source_lang`: a multilingual model's source language."""
+        if hasattr(self.tokenizer, "source_end"):  # a converted family's: its language code, its own ending
+            ids, end = self.tokenizer.encode(text, source_lang), self.tokenizer.source_end(source_lang)
+        else:
+            ids, end = self.tokenizer.encode(text), [self.tokenizer.eos_id]
+        room = self.model.config.max_len - len(end)
+        return ids[:room] + end, len(ids) > room
+
+    def language_start(self, source_lang: str | None, target_lang: str | None) -> list[int]:
+        """The ids a translation starts with before any prefix (a multilingual model's target language code),
+        checking both languages; a model without languages takes neither."""
+        if not hasattr(self.tokenizer, "forced_start"):
+            for name, value in (("source_lang", source_lang), ("target_lang", target_lang)):
+                if value is not None:
+                    raise SettingError(f"{name}: this model translates one direction only; leave it out")
+            return []
+        try:
+            self.tokenizer.language_id("source_lang", source_lang)
+            return self.tokenizer.forced_start(target_lang)
+        except ValueError as error:
+            raise SettingError(str(error)) from None
 
     def translate(self, text: str, **settings) -> Translation:
         return self.translate_batch([check_text("text", text)], **settings)[0]
@@ -122,13 +140,15 @@ class Translator:
 
     def translate_batch(self, texts: list[str], strategy: str = "greedy", max_length: int | None = None,
                         capture: bool = False, record=None, prefix: str | None = None, logit_lens: bool = False,
-                        heads_off=None, **settings) -> list[Translation]:
+                        heads_off=None, source_lang: str | None = None, target_lang: str | None = None,
+                        **settings) -> list[Translation]:
         """Decodes every text with a registered strategy (see decoding/strategies). `settings` are that
         strategy's settings by name (beam_size=4, temperature=0.7, ...); `capture=True` records the three
         attention kinds, `record` any probes the model declares (Transformer.PROBES) by name. `prefix` forces
         the translation to start with that text's pieces; `logit_lens=True` adds `Translation.logit_lens`.
         `heads_off`, a list of (kind, layer, head), 0-based, switches those heads off while decoding (head
-        masking, see core/head_mask.py); given, it is kept in `Translation.settings["heads_off"]`."""
+        masking, see core/head_mask.py); given, it is kept in `Translation.settings["heads_off"]`. `source_lang` and
+        `target_lang`: a multilingual model's languages by code (default: the direction it was converted for)."""
         chosen = get_strategy(strategy)
         strategy_settings = build_settings(strategy, settings)
         if max_length is not None and (not isinstance(max_length, int) or max_length < 1):
@@ -136,7 +156,10 @@ class Translator:
         probes = check_probe_names(record if record is not None else (ATTENTION_KINDS if capture else ()))
         if logit_lens and "decoder_hidden" not in probes:
             probes += ("decoder_hidden",)
-        forced = self.prefix_ids(prefix, max_length)
+        for name, value in (("source_lang", source_lang), ("target_lang", target_lang)):
+            if value is not None:
+                check_text(name, value)
+        forced = self.language_start(source_lang, target_lang) + self.prefix_ids(prefix, max_length)
         try:
             masked = check_heads_off(self.model, heads_off)
         except HeadMaskError as error:
@@ -145,12 +168,14 @@ class Translator:
             return []
         for number, text in enumerate(texts):
             check_text(f"texts[{number}]", text)
-        encoded = [self.source_ids(text) for text in texts]
+        encoded = [self.source_ids(text, source_lang) for text in texts]
         options = {"prefixes": [forced] * len(texts)} if forced else {}
         with heads_masked(self.model, masked):
             decoded = chosen.decode(self.model, [ids for ids, _ in encoded], strategy_settings, max_length, probes,
                                     **options)
         used = {**asdict(strategy_settings), "max_length": max_length, "prefix": prefix or ""}
+        if source_lang is not None or target_lang is not None:
+            used.update(source_lang=source_lang, target_lang=target_lang)
         if heads_off is not None:
             used["heads_off"] = masked
         return [self._result(text, ids, truncated, out, strategy, used, logit_lens)
