@@ -83,8 +83,10 @@ def test_activation_and_embedding_scale_follow_the_config():
 
 
 @pytest.mark.parametrize("overrides, message", [
-    ({"activation": "gelu_new"}, "activation must be one of ('relu', 'gelu', 'gelu_tanh', 'swish', 'silu'), got 'gelu_new'"),
-    ({"sinusoidal_layout": "split"}, "sinusoidal_layout must be one of ('interleaved', 'halves', 'fairseq'), got 'split'"),
+    ({"activation": "gelu_new"},
+     "activation must be one of ('relu', 'gelu', 'gelu_tanh', 'swish', 'silu'), got 'gelu_new'"),
+    ({"sinusoidal_layout": "split"},
+     "sinusoidal_layout must be one of ('interleaved', 'halves', 'fairseq'), got 'split'"),
     ({"scale_embedding": 1}, "scale_embedding must be true or false, got 1"),
     ({"eos_id": 11}, "eos_id must be a valid id in both vocabularies, in [0, 11), got 11"),
     ({"decoder_start_id": -1}, "decoder_start_id must be a valid id in both vocabularies, in [0, 11), got -1"),

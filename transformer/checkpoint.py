@@ -18,8 +18,8 @@ from safetensors.torch import load_file, save_file
 from .core.attention import stack_separate_projections
 from .core.config import ModelConfig
 from .core.model import Transformer
-from .json_files import read_json
 from .hub_tokenizer import HubTokenizer
+from .json_files import read_json
 from .marian_tokenizer import MarianTokenizer
 from .path_checks import not_a_folder
 from .symbol_tokenizer import SYMBOLS_FILE, SymbolTokenizer

@@ -23,11 +23,11 @@ import torch
 from .core.config import ModelConfig
 from .marian_config import ConversionError
 
-
 FAMILIES = ("m2m_100", "mbart", "t5", "bart")
 # the language codes each multilingual family's tokenizer adds as special tokens
 LANGUAGE_CODES = {
-    "m2m_100": re.compile(r"^(__[a-z]{2,3}(_[A-Za-z]+)?__|[a-z]{3}_[A-Z][a-z]{3})$"),  # M2M100's __de__, NLLB's deu_Latn
+    # M2M100's __de__, NLLB's deu_Latn
+    "m2m_100": re.compile(r"^(__[a-z]{2,3}(_[A-Za-z]+)?__|[a-z]{3}_[A-Z][a-z]{3})$"),
     "mbart": re.compile(r"^[a-z]{2}_[A-Z]{2}$"),  # en_XX, de_DE
 }
 HF_ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",

@@ -62,7 +62,7 @@ class ModelConfig:
     norm_kind: str = "layer"  # one of NORM_KINDS: every norm of the model is of this kind
     norm_eps: float = 1e-5  # added to the variance in every norm (torch's LayerNorm default; T5: 1e-6)
     embedding_norm: bool = False  # a norm on embedding + position, before the first layer (BART's layernorm_embedding)
-    pos_encoding: str = "sinusoidal"  # one of POSITIONAL_ENCODINGS: fixed buffer (the paper), a trained table, T5's bias
+    pos_encoding: str = "sinusoidal"  # one of POSITIONAL_ENCODINGS: a fixed buffer (the paper), a table, T5's bias
     # the decoder reads its own learned table (BART, mBART); else both stacks read one
     decoder_positions: bool = False
     # the first token's position: BART's and mBART's learned tables start at row 2, M2M100's sinusoids at pad_id + 1
