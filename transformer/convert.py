@@ -31,7 +31,9 @@ from safetensors.torch import load_file
 
 from .checkpoint import CheckpointError, save_checkpoint
 from .command_line import CommandParser
+from .convert_marian import convert as convert_marian
 from .core.model import Transformer
+from .decoding.translator import Translator
 from .hub_families import (
     LANGUAGE_CODES,
     Weights,
@@ -157,19 +159,36 @@ def model_card(name: str, family: str, origin: dict, config, decoding: dict, par
     ])
 
 
+def loaded_model(weights: Weights, family: str, hf: dict, config) -> Transformer:
+    """Our model with the family's tensors, every tensor of the file taken and every one of ours given, each of the
+    shape config.json implies."""
+    state, tied = our_state(weights, family, hf, config)
+    if weights.left():
+        raise ConversionError(f"{weights.path}: tensors this converter does not know: {weights.left()[:5]}")
+    model = Transformer(replace(config, tie_output=tied))
+    expected = model.state_dict()
+    for name, tensor in state.items():
+        if name not in expected:
+            raise ConversionError(f"{weights.path}: no place for {name!r} in a model of config.json's shape")
+        if tensor.shape != expected[name].shape:
+            raise ConversionError(f"{weights.path}: a tensor for {name!r} has shape {list(tensor.shape)}; "
+                                  f"config.json implies {list(expected[name].shape)}")
+    missing = sorted(set(expected) - set(state))
+    if missing:
+        raise ConversionError(f"{weights.path}: tensors missing for {missing[:3]}")
+    model.load_state_dict(state)
+    return model
+
+
 def convert(src, out, source_lang: str | None = None, target_lang: str | None = None,
             task_prefix: str | None = None, license: str | None = None) -> Path:
     """Converts the Hugging Face folder SRC into the checkpoint folder `out`, which must not exist yet."""
-    from .decoding.translator import Translator  # noqa: PLC0415  (the translator imports the checkpoint loader)
-
     folder, out = Path(src), Path(out)
     if not folder.is_dir():
         raise ConversionError(f"{folder}: no such folder (give the folder save_pretrained wrote)")
     hf = read_object(folder / "config.json")
     family = hf.get("model_type")
     if family == "marian":
-        from .convert_marian import convert as convert_marian  # noqa: PLC0415
-
         return convert_marian(str(folder), out, source_lang, target_lang, license)
     if out.exists():
         raise ConversionError(f"{out}: already exists; give a new folder")
@@ -192,23 +211,9 @@ def convert(src, out, source_lang: str | None = None, target_lang: str | None = 
                               f"weights' {vocab_size:,} embedding rows: not this model's tokenizer")
     settings = tokenizer_settings(family, folder, hf, generation, tokenizer, source_lang, target_lang, task_prefix)
     settings["vocab_size"] = vocab_size
-    config = model_config_of(hf, folder / "config.json", vocab_size, settings["unk_id"])
-    state, tied = our_state(weights, family, hf, config)
-    if weights.left():
-        raise ConversionError(f"{weights_file}: tensors this converter does not know: {weights.left()[:5]}")
-    config = replace(config, tie_output=tied)
-    model = Transformer(config)
-    expected = model.state_dict()
-    for name, tensor in state.items():
-        if name not in expected:
-            raise ConversionError(f"{weights_file}: no place for {name!r} in a model of config.json's shape")
-        if tensor.shape != expected[name].shape:
-            raise ConversionError(f"{weights_file}: a tensor for {name!r} has shape {list(tensor.shape)}; "
-                                  f"config.json implies {list(expected[name].shape)}")
-    missing = sorted(set(expected) - set(state))
-    if missing:
-        raise ConversionError(f"{weights_file}: tensors missing for {missing[:3]}")
-    model.load_state_dict(state)
+    model = loaded_model(weights, family, hf, model_config_of(hf, folder / "config.json", vocab_size,
+                                                              settings["unk_id"]))
+    config = model.config
     decoding = recorded_decoding({**hf, **generation}, config, generation_file)
     languages = {"src": settings.get("source_lang") or "source", "tgt": settings.get("target_lang") or "target"}
     origin = {"source": str(src), "license": license_of(folder, license), "languages": languages,

@@ -52,9 +52,10 @@ class Contributions:
 
 def head_vectors(attention, x: torch.Tensor) -> torch.Tensor:
     """(..., H, K, D): each head's value vector of each key position of x (..., K, D), through its output columns."""
-    d, heads = x.size(-1), attention.n_heads
-    hs = d // heads
-    weight, bias = attention.in_proj.weight[2 * d:].to(x.dtype), attention.in_proj.bias[2 * d:].to(x.dtype)  # values'
+    d, heads, inner = x.size(-1), attention.n_heads, attention.inner  # inner: H x hs, d_model but in T5
+    hs = inner // heads
+    weight = attention.in_proj.weight[2 * inner:].to(x.dtype)  # the values' rows
+    bias = attention.in_proj.bias[2 * inner:].to(x.dtype)
     values = torch.addmm(bias, x.reshape(-1, d), weight.T).view(*x.shape[:-1], heads, hs)  # (..., K, H, hs)
     columns = attention.out_proj.weight.to(x.dtype).view(d, heads, hs)  # (D, H, hs)
     return torch.einsum("...khs,dhs->...hkd", values, columns)

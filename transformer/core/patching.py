@@ -69,7 +69,7 @@ def axes_of(model: nn.Module, point: Tap) -> Axes:
     if "H" in names:
         return Axes(len(names), position, names.index("H"), heads)
     if point.name.endswith(".concat"):
-        return Axes(len(names), position, len(names) - 1, heads, model.config.d_model // heads)
+        return Axes(len(names), position, len(names) - 1, heads, parent.inner // heads)
     return Axes(len(names), position, None, 0)
 
 

@@ -113,11 +113,11 @@ class Exact:
         """Every head of one kind, its output alone (its slice of the concatenated heads), in one batched pass."""
         name = HEAD_SITES[site]
         stack = self.model.config.stack_of(site)
-        width = self.model.config.d_model // stack.heads
+        width = stack.head_dim
         cells = [(layer, head) for layer in range(stack.layers) for head in range(stack.heads)]
         replacements = {}
         for layer in range(stack.layers):
-            mask = torch.zeros(len(cells), 1, self.model.config.d_model, dtype=torch.bool)
+            mask = torch.zeros(len(cells), 1, stack.heads * width, dtype=torch.bool)  # the concatenated heads
             for row, (cell_layer, head) in enumerate(cells):
                 if cell_layer == layer:
                     mask[row, 0, head * width: (head + 1) * width] = True

@@ -1,0 +1,36 @@
+"""Every view on every Hugging Face family: a page serving one tiny converted model of each family (hub_fixtures.py),
+and every event the page registers run through Gradio's server path before and after a translation, as
+test_event_outputs.py runs them on the shipped models. An event answers for its own outputs or with a message to the
+visitor; any other exception on the server, in any tab, fails."""
+import asyncio
+
+import pytest
+
+pytest.importorskip("transformers")
+
+from explorer.registry import discover  # noqa: E402
+from explorer.views import learn, steps  # noqa: E402
+
+from .hub_fixtures import BUILDERS, Pair  # noqa: E402
+from .test_event_outputs import failures, opened, translated  # noqa: E402
+
+pytestmark = pytest.mark.slow  # a page per family, every event of it
+
+
+@pytest.fixture(scope="module", params=sorted(BUILDERS))
+def page(request, tmp_path_factory):
+    from explorer.shell import build_demo  # noqa: PLC0415
+
+    root = tmp_path_factory.mktemp("served")
+    Pair(request.param, root)  # converts into root / name beside the Hugging Face folder root / name-hf
+    demo, ui = build_demo(discover(root))
+    assert list(ui.registry.models) == [request.param]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(steps, "PLAY_DELAY_S", 0)
+        patch.setattr(learn, "APP_TIME_CAP", 0.1)
+        yield demo, ui, {component._id: name for name, component in ui.components.items()}
+
+
+def test_every_event_answers_on_every_family(page):
+    found = failures(page, asyncio.run(opened(page))) + failures(page, asyncio.run(translated(page)))
+    assert not found, "\n".join(found)
