@@ -72,7 +72,17 @@ def brute_force(model, step, foil):
     return scores
 
 
-def test_the_parts_add_up_to_the_models_own_log_odds(model):
+@pytest.fixture(scope="module")
+def rms_model():
+    """T5's arithmetic: RMS norms (no centring, no beta), relative positions, gated GELU, no 1/sqrt(hs)."""
+    torch.manual_seed(3)
+    return Transformer(tiny_config(vocab_size=16, n_layers=2, norm_kind="rms", pos_encoding="relative",
+                                   gated_ff=True, activation="gelu_tanh", attention_scale=False)).eval()
+
+
+@pytest.mark.parametrize("name", ["model", "rms_model"])
+def test_the_parts_add_up_to_the_models_own_log_odds(name, request):
+    model = request.getfixturevalue(name)
     result = alti_logit(model, SRC, TGT, STEP, FOIL)
     # alti_logit runs in float64, log_odds reads the model's float32 logits: float32 rounding on log-odds of order 1
     assert result.log_odds == pytest.approx(log_odds(model, STEP, FOIL), abs=1e-5)

@@ -4,7 +4,8 @@ Context to Build Predictions", ACL) of the log-odds log p(X) - log p(Y) at one d
 The log-odds is a difference of two logits, d · LN(x_t) + (b_X - b_Y) with d = w_X - w_Y (rows of the output
 projection) and x_t the residual stream of step t after the last decoder layer. With the final LayerNorm's scale
 1/σ_t held at its value for x_t, LN is linear in x_t, so every vector the residual stream is a sum of adds its
-own share g(v) = d · γ ⊙ (v - mean(v)) / σ_t, and the shares add up to the log-odds exactly. The stream of step t
+own share g(v) = d · γ ⊙ (v - mean(v)) / σ_t (an RMS norm, T5's: γ ⊙ v / rms_t, no β), and the shares add up to the
+log-odds exactly. The stream of step t
 is the sum of:
 - the embedding of its decoder input (with its position): that input's;
 - per decoder layer, what self-attention moved from each earlier position k (sum over heads of α f(x_k), as in
@@ -52,14 +53,18 @@ def alti_logit(model: Transformer, src_ids: list[int], tgt_ids: list[int], step:
     last = model.decoder_layers[-1].feed_forward_residual
     final = seen[last][1][step]  # (D,) the residual stream of the step after the last layer
     norm = model.decoder_norm
-    gamma, beta = norm.weight.double(), norm.bias.double()
-    sigma = torch.sqrt(final.var(unbiased=False) + norm.eps)
+    # an RMS norm (T5) neither centres nor shifts: sigma is the root mean square, and there is no beta
+    centred = model.config.norm_kind == "layer"
+    gamma = norm.weight.double()
+    beta = norm.bias.double() if centred else torch.zeros_like(gamma)
+    sigma = torch.sqrt((final.var(unbiased=False) if centred else final.pow(2).mean()) + norm.eps)
     weight, bias = model.generator.weight.double(), model.generator.bias.double()
     direction = weight[tgt_ids[step]] - weight[foil_id]
 
     def share(vectors: torch.Tensor) -> torch.Tensor:
-        """(..., D) -> (...): each vector's part of the log-odds, through the final LayerNorm held linear."""
-        return ((vectors - vectors.mean(-1, keepdim=True)) * gamma / sigma) @ direction
+        """(..., D) -> (...): each vector's part of the log-odds, through the final norm held linear."""
+        centre = vectors.mean(-1, keepdim=True) if centred else 0.0
+        return ((vectors - centre) * gamma / sigma) @ direction
 
     scores = torch.zeros(source + step + 1, dtype=torch.float64, device=final.device)
     first = seen[model.decoder_layers[0].self_attention_residual][0][step]  # the step's embedding and position
