@@ -32,9 +32,11 @@ def endpoint(ui, respond, analyses: frozenset[str] = EVERY_ANALYSIS):
     `analyses`: what the response reads besides the attention maps (session.run)."""
 
     def run_endpoint(text: str, model: str = None, device: str = "cpu", strategy: str = None, settings: dict = None,
-                     max_length: int = DEFAULT_MAX_LENGTH, prefix: str = None, heads_off: str = None) -> dict:
+                     max_length: int = DEFAULT_MAX_LENGTH, prefix: str = None, heads_off: str = None,
+                     source_lang: str = None, target_lang: str = None) -> dict:
         return respond(run_request(ui.service, lambda: Request.from_api(
-            ui.registry, text, model, device, strategy, settings, max_length, prefix, heads_off), analyses))
+            ui.registry, text, model, device, strategy, settings, max_length, prefix, heads_off,
+            source_lang=source_lang, target_lang=target_lang), analyses))
 
     run_endpoint.__doc__ = respond.__doc__
     return run_endpoint

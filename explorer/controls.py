@@ -52,3 +52,9 @@ def prefix_box():
 def heads_off_box():
     return gr.Textbox(label="Heads switched off", placeholder="e.g. cross 3 2; decoder_self 1 4 (numbered from 1)",
                       elem_id="heads-off", max_lines=1)
+
+
+def language_dropdown(label: str, elem_id: str, codes: list[str], value: str | None):
+    """A multilingual model's source or target language (NLLB has 200: typing filters them); hidden for a model that
+    translates one direction."""
+    return gr.Dropdown(codes, value=value, label=label, elem_id=elem_id, filterable=True, visible=bool(codes))

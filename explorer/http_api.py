@@ -58,6 +58,11 @@ class TranslateBody(JsonBody):
     prefix: str | None = Field(None, description="a forced start of every translation")
     heads_off: str | list | None = Field(None, description='heads switched off, "cross 3 2; decoder_self 1 4" '
                                                            "(numbered from 1)")
+    source_lang: str | None = Field(None, description="a multilingual model's source language code (NLLB's "
+                                                      "eng_Latn, mBART-50's en_XX; GET /api/v1/models lists them); "
+                                                      "null: the direction it was converted for")
+    target_lang: str | None = Field(None, description="a multilingual model's target language code; null: the "
+                                                      "direction it was converted for")
 
 
 class Trace(BaseModel):
@@ -94,6 +99,8 @@ class TranslateAnswer(BaseModel):
 class ModelsAnswer(BaseModel):
     models: list[str]
     default: str
+    languages: dict[str, list[str]] = Field(description="per multilingual model, the codes source_lang and "
+                                                        "target_lang take")
 
 
 def json_router(ui) -> APIRouter:
@@ -105,7 +112,8 @@ def json_router(ui) -> APIRouter:
     def translate_now(body: TranslateBody) -> dict:
         try:
             request = Request.from_api(ui.registry, body.text, body.model, body.device, body.strategy, body.settings,
-                                       body.max_length, body.prefix, body.heads_off)
+                                       body.max_length, body.prefix, body.heads_off,
+                                       source_lang=body.source_lang, target_lang=body.target_lang)
             result = ui.service.run(request, FIRST_SCREEN)
         except RequestError as error:
             raise ApiError(422, error.field, str(error)) from None
@@ -129,8 +137,10 @@ def json_router(ui) -> APIRouter:
 
     @router.get("/models", response_model=ModelsAnswer, summary="The served models")
     async def models() -> dict:
-        """The keys `model` takes, and the one a request without `model` gets."""
-        return {"models": sorted(ui.registry.models), "default": ui.registry.default_key}
+        """The keys `model` takes, the one a request without `model` gets, and each multilingual model's languages."""
+        return {"models": sorted(ui.registry.models), "default": ui.registry.default_key,
+                "languages": {key: codes for key in sorted(ui.registry.models)
+                              if (codes := ui.registry.languages(key))}}
 
     return router
 

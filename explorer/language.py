@@ -41,20 +41,24 @@ class LanguageOffer:
 
 
 @functools.cache
-def identifier(languages: tuple[str, ...]):
+def identifier(languages: tuple[str, ...] | None = None):
+    """py3langid's identifier, over `languages` only (None: every language it knows)."""
     from py3langid.langid import MODEL_FILE, LanguageIdentifier  # a second to load: only where it is used
 
     found = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
-    found.set_languages(list(languages))
+    if languages is not None:
+        found.set_languages(list(languages))
     return found
 
 
 def source_languages(registry: Registry) -> tuple[str, ...]:
-    """The languages the served models translate from (that the identifier knows), in a fixed order; a playground
-    model's toy task (its "languages" are the task's name) is none."""
-    return tuple(sorted({language for key, served in registry.models.items()
-                         if (language := registry.source_language(key))
-                         and "playground" not in served.translator.config}))
+    """The languages the served models translate from that the identifier knows (not NLLB's eng_Latn, say), in a
+    fixed order; a playground model's toy task (its "languages" are the task's name) is none."""
+    named = {language for key, served in registry.models.items()
+             if (language := registry.source_language(key)) and "playground" not in served.translator.config}
+    if len(named) < 2:  # nothing to choose between: the identifier is not loaded
+        return tuple(named)
+    return tuple(sorted(named & set(identifier().nb_classes)))
 
 
 def warm_up(registry: Registry) -> None:

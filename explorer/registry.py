@@ -66,6 +66,15 @@ class Registry:
     def choices(self) -> list[tuple[str, str]]:
         return [(m.label, key) for key, m in self.models.items()]
 
+    def languages(self, key: str) -> list[str]:
+        """A multilingual model's language codes, sorted ([] for a model of one direction)."""
+        return sorted(getattr(self.get(key).translator.tokenizer, "languages", None) or {})
+
+    def default_languages(self, key: str) -> tuple[str | None, str | None]:
+        """The source and target codes a multilingual model was converted for, (None, None) for the others."""
+        tokenizer = self.get(key).translator.tokenizer
+        return getattr(tokenizer, "default_source", None), getattr(tokenizer, "default_target", None)
+
     def source_language(self, key: str) -> str | None:
         return self.get(key).translator.config.get("languages", {}).get("src")
 

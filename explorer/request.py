@@ -44,18 +44,24 @@ class Request:
     max_length: int
     prefix: str  # forced start of every translation ("" for none)
     heads_off: tuple[tuple[str, int, int], ...]  # (kind, layer, head), 0-based
+    # a multilingual model's languages by code (NLLB's eng_Latn, mBART-50's en_XX); None: its converted direction
+    source_lang: str | None = None
+    target_lang: str | None = None
 
     @classmethod
     def build(cls, registry, text, model=None, device="cpu", strategy=None, settings: dict | None = None,
-              max_length=DEFAULT_MAX_LENGTH, prefix=None, heads_off=None, text_field: str = "text") -> "Request":
+              max_length=DEFAULT_MAX_LENGTH, prefix=None, heads_off=None, text_field: str = "text",
+              source_lang=None, target_lang=None) -> "Request":
         """The one constructor: every value checked, the first bad one raised as a RequestError naming it.
         `settings` are the chosen strategy's own, by name (its namespace: another strategy may have a setting of
         the same name). A strategy or setting not given (None) is the model's recorded decoding (metrics.json:
         how it was tuned on val), else the strategy's default. `heads_off` is text numbered from 1
         ("cross 3 2; decoder_self 1 4") or (kind, layer, head) entries numbered from 0. `text_field`: the name the
-        caller gave the text (/patch's `clean`), used in its errors."""
+        caller gave the text (/patch's `clean`), used in its errors. `source_lang`, `target_lang`: a multilingual
+        model's languages by code ("" or None: the direction it was converted for)."""
         for field, value in ((text_field, text), ("model", model), ("device", device), ("strategy", strategy),
-                             ("prefix", prefix), ("heads_off", heads_off)):
+                             ("prefix", prefix), ("heads_off", heads_off), ("source_lang", source_lang),
+                             ("target_lang", target_lang)):
             check_unicode(field, value)
         lines = split_lines(text, text_field)
         model = registry.default_key if model is None else model
@@ -76,6 +82,11 @@ class Request:
             translator.prefix_ids(prefix, max_length)
         except SettingError as error:
             raise RequestError("prefix", str(error)) from None
+        source_lang, target_lang = source_lang or None, target_lang or None
+        try:
+            translator.language_start(source_lang, target_lang)
+        except SettingError as error:  # its message starts with the language's field
+            raise RequestError(str(error).split(":")[0], str(error)) from None
         heads = as_head_entries(heads_off)
         if isinstance(heads_off, str):  # typed numbered from 1: a head out of range is named as it was typed
             check_typed_heads(heads, translator.model.config)
@@ -83,15 +94,17 @@ class Request:
             check_heads_off(translator.model, heads)
         except HeadMaskError as error:
             raise RequestError("heads_off", str(error)) from None
-        return cls(text, tuple(lines), model, device, strategy, checked, max_length, prefix or "", tuple(heads or ()))
+        return cls(text, tuple(lines), model, device, strategy, checked, max_length, prefix or "", tuple(heads or ()),
+                   source_lang, target_lang)
 
     @classmethod
     def from_api(cls, registry, text, model=None, device="cpu", strategy=None, settings: dict | None = None,
-                 max_length=DEFAULT_MAX_LENGTH, prefix=None, heads_off=None, text_field: str = "text") -> "Request":
+                 max_length=DEFAULT_MAX_LENGTH, prefix=None, heads_off=None, text_field: str = "text",
+                 source_lang=None, target_lang=None) -> "Request":
         """From the API's named arguments: `settings` holds the chosen strategy's settings ({"beam_size": 4});
         `text_field`: the text's name in the caller's arguments, for its errors."""
         return cls.build(registry, text, model, device, strategy, settings, max_length, prefix, heads_off,
-                         text_field)
+                         text_field, source_lang, target_lang)
 
     @classmethod
     def from_page(cls, registry, values: dict) -> "Request":
@@ -101,7 +114,8 @@ class Request:
         specs = get_strategy(strategy).specs if strategy in STRATEGIES else []
         return cls.build(registry, values["source"], values["model"], values["device"], strategy,
                          {spec.name: values[spec.key] for spec in specs}, values["max_length"], values["prefix"],
-                         values["heads_off"])
+                         values["heads_off"], source_lang=values.get("source_lang"),
+                         target_lang=values.get("target_lang"))
 
     @classmethod
     def from_link(cls, registry, params: dict) -> "Request":
@@ -114,7 +128,8 @@ class Request:
         max_length = (number("max_length", params["max_length"], int, 1, MAX_OUTPUT_TOKENS) if "max_length" in params
                       else DEFAULT_MAX_LENGTH)
         return cls.build(registry, params.get("text", ""), params.get("model"), params.get("device", "cpu"),
-                         strategy, settings, max_length, params.get("prefix"), params.get("heads_off"))
+                         strategy, settings, max_length, params.get("prefix"), params.get("heads_off"),
+                         source_lang=params.get("source_lang"), target_lang=params.get("target_lang"))
 
     def to_link(self) -> str:
         """The query string that rebuilds this request (numbered from 1, as links are)."""
@@ -124,13 +139,17 @@ class Request:
             params["prefix"] = self.prefix
         if self.heads_off:
             params["heads_off"] = format_heads_off(self.heads_off)
+        for name in ("source_lang", "target_lang"):
+            if getattr(self, name):
+                params[name] = getattr(self, name)
         return urlencode(params)
 
     def api_arguments(self) -> dict:
         """The API's named arguments that rebuild this request, text aside."""
         return {"model": self.model, "device": self.device, "strategy": self.strategy, "settings": dict(self.settings),
                 "max_length": self.max_length, "prefix": self.prefix,
-                "heads_off": format_heads_off(self.heads_off) if self.heads_off else ""}
+                "heads_off": format_heads_off(self.heads_off) if self.heads_off else "",
+                "source_lang": self.source_lang, "target_lang": self.target_lang}
 
     def page_values(self) -> dict:
         """The page's request controls, by component name, set to this request (from_page's inverse)."""

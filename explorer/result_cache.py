@@ -27,7 +27,8 @@ def capacity_from_environment() -> int:
 def request_key(request, analyses: frozenset[str]) -> tuple:
     """Everything that decides a result: two requests with equal keys get equal translations."""
     return (request.model, request.device, request.strategy, tuple(sorted(request.settings.items())),
-            request.max_length, request.prefix, request.heads_off, request.lines, tuple(sorted(analyses)))
+            request.max_length, request.prefix, request.heads_off, request.lines, tuple(sorted(analyses)),
+            request.source_lang, request.target_lang)
 
 
 @dataclass

@@ -126,7 +126,9 @@ def run_batch(registry: Registry, requests: list[Request],
         if offer is not None:
             notices.append(offer.notice(served.label))
         settings = {**request.settings, "max_length": request.max_length, "prefix": request.prefix,
-                    **({"heads_off": own[0].settings.get("heads_off", [])} if request.heads_off else {})}
+                    **({"heads_off": own[0].settings.get("heads_off", [])} if request.heads_off else {}),
+                    **{name: getattr(request, name) for name in ("source_lang", "target_lang")
+                       if getattr(request, name)}}
         results.append(RunResult(request.model, device, request.strategy, settings, own, elapsed, notices, request,
                                  offer=offer, analysed=frozenset(analyses)))
     return results
@@ -141,6 +143,7 @@ def decode(translator, request: Request, analyses: frozenset[str], lines: list[s
     return translator.translate_batch(list(request.lines if lines is None else lines), strategy=request.strategy,
                                       max_length=request.max_length, record=probes, prefix=request.prefix,
                                       logit_lens=LOGIT_LENS in recorded, heads_off=list(request.heads_off) or None,
+                                      source_lang=request.source_lang, target_lang=request.target_lang,
                                       **request.settings)
 
 

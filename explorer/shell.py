@@ -94,6 +94,11 @@ def input_column(registry: Registry) -> dict:
         named["model"] = Dropdown(registry.choices, value=registry.default_key, label="Model", elem_id="model",
                                   scale=3)
         named["translate_button"] = gr.Button("Translate", variant="primary", elem_id="translate-button", scale=2)
+    with gr.Row(elem_id="language-row"):
+        codes, (source, target) = registry.languages(registry.default_key), registry.default_languages(
+            registry.default_key)
+        named["source_lang"] = controls.language_dropdown("Source language", "source-lang", codes, source)
+        named["target_lang"] = controls.language_dropdown("Target language", "target-lang", codes, target)
     named["translate_error"] = alert_box()  # what was wrong with the last Translate, if anything
     named["result_key"] = result_key_box()
     named["example"] = gr.Dropdown(

@@ -104,7 +104,7 @@ class Wiring:
         """The page's request controls by component name (Request.from_page reads them): every strategy's
         settings are there, each under its namespaced key."""
         return (["source", "model", "device", "strategy"] + [s.key for s in all_settings()]
-                + ["max_length", "prefix", "heads_off"])
+                + ["max_length", "prefix", "heads_off", "source_lang", "target_lang"])
 
     @property
     def translate_output_names(self) -> list[str]:

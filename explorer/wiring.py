@@ -150,9 +150,14 @@ def wire_controls(ui: Wiring) -> None:
     def on_model_input(model_key):  # a model chosen by the visitor brings the decoding its model card reports
         strategy, recorded = ui.registry.get(model_key).translator.recorded_decoding()
         values = controls.decoding_values(strategy, recorded)
-        return {c["strategy"]: strategy} | {c[name]: value for name, value in values.items()}
+        # and its languages: offered for a multilingual model, at the direction it was converted for
+        codes, defaults = ui.registry.languages(model_key), ui.registry.default_languages(model_key)
+        languages = {c[name]: gr.update(choices=codes, value=default, visible=bool(codes))
+                     for name, default in zip(("source_lang", "target_lang"), defaults)}
+        return {c["strategy"]: strategy} | {c[name]: value for name, value in values.items()} | languages
 
-    c["model"].input(on_model_input, c["model"], [c["strategy"]] + [c[spec.key] for spec in specs],
+    c["model"].input(on_model_input, c["model"], [c["strategy"], c["source_lang"], c["target_lang"]]
+                     + [c[spec.key] for spec in specs],
                      api_visibility="private", queue=False, **LATEST)
     c["strategy"].change(on_strategy, c["strategy"], [c[spec.key] for spec in specs] + [c["new_seed"]],
                          api_visibility="private",

@@ -16,6 +16,7 @@ from ...core.head_mask import heads_masked
 from ...core.head_ref import head_label, layer_label, shown
 from ...core.model import Transformer
 from ...core.probes import pattern
+from .family_text import variant
 from .stage import Numbers, Stage
 from .text import MODULES, stage_ask, stage_text
 
@@ -118,6 +119,7 @@ class WalkContext:
     def add(self, key: str, block: str, group: str, text: str, module: str, numbers: list[Numbers],
             terms: tuple[str, ...], **facts) -> None:
         facts = {**model_facts(self.config, side_of(block)), **facts}
+        text = variant(text, self.config, key)
         words = stage_text(text, **facts)
         self.stages.append(Stage(key=key, block=block, group=group, title=words.title, text=words.text,
                                  why=words.why, formula=words.formula, module=MODULES[module], numbers=numbers,

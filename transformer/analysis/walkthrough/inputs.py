@@ -57,8 +57,11 @@ def embedding_stages(walk: WalkContext, side: str, position: int, piece: str) ->
     positions = rec[f"{side}_positions"][position]
     if config.pos_encoding == "sinusoidal":
         layout_name = getattr(config, "sinusoidal_layout", "interleaved")
-        layout, formula = phrase(f"layout.{layout_name}"), phrase(f"formula.{layout_name}")
+        layout = phrase(f"layout.{layout_name}")
+        formula = phrase(f"formula.{layout_name}", offset=config.position_offset)
         words = "positions.sinusoidal"
+    elif config.pos_encoding == "relative":
+        layout, formula, words = "", "", "positions.relative"
     else:
         layout, formula, words = "", "", "positions.learned"
     walk.add(f"{side}.positions", block, block, words, "positions",

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from .family_text import FAMILY_PHRASES, FAMILY_TEXTS
+
 
 class StageText(NamedTuple):
     title: str
@@ -20,7 +22,7 @@ class StageText(NamedTuple):
 # where each stage's numbers are computed: "path (names)"; tests/test_walkthrough.py checks every path and name
 MODULES = {"text": "transformer/tokenizer.py (Tokenizer.encode)",
            "embed": "transformer/core/model.py (TokenEmbedding, Transformer.embed)",
-           "positions": "transformer/core/model.py (SinusoidalPositions, LearnedPositions)",
+           "positions": "transformer/core/positions.py (SinusoidalPositions, LearnedPositions, NoPositions)",
            "norm": "transformer/core/layers.py (Residual)",
            "projections": "transformer/core/attention.py (MultiHeadAttention.project_self, project_queries)",
            "attention": "transformer/core/attention.py (explicit_attention)",
@@ -45,7 +47,7 @@ KEYS_FROM = {"encoder_self": "every source piece's vector",
 LAYER_COLUMNS = {"encoder_self": "‖self-attention added‖", "decoder_self": "‖masked self-attn added‖",
                  "cross": "‖cross-attention added‖", "encoder_ff": "‖feed-forward added‖",
                  "decoder_ff": "‖feed-forward added‖"}
-ACTIVATION_NAMES = {"relu": "ReLU", "gelu": "GELU", "swish": "Swish", "silu": "SiLU"}
+ACTIVATION_NAMES = {"relu": "ReLU", "gelu": "GELU", "gelu_tanh": "GELU (tanh)", "swish": "Swish", "silu": "SiLU"}
 STRATEGY_TEXT = {
     "greedy": ("Greedy decoding takes the most probable piece.", "next = argmax_i p_i"),
     "beam": ("Beam search keeps the {beam_size} best partial translations (by the sum of their log-probabilities, "
@@ -263,6 +265,10 @@ PHRASES = {
     "greedy.same": "It takes",
     "strategy.other": "The {strategy} strategy picks a piece from these probabilities.",
 }
+
+
+TEXTS |= {name: StageText(*words) for name, words in FAMILY_TEXTS.items()}
+PHRASES |= FAMILY_PHRASES
 
 
 def phrase(key: str, **facts) -> str:
