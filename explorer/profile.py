@@ -17,6 +17,7 @@ from transformer.core.architecture import architecture_rows
 from transformer.training.timeline import Timeline
 
 POSITIONS_SHOWN = 100  # rows of the positional table the views draw
+DISTANCES_SHOWN = 40  # T5's relative bias drawn for key - query distances -40..40 (the decoder's: -40..0)
 EXAMPLE_SOURCE = [4, 5]  # two ordinary pieces, then </s>: the architecture table's example input
 EXAMPLE_DECODER_INPUT = [4]  # after the decoder's start token (<s>; <pad> in Marian models), one piece
 
@@ -27,7 +28,8 @@ class ModelProfile:
     parameters: int
     closed_form_parameters: int
     architecture: list[dict]  # one row per module: name, type, output shape on the example, parameters
-    positional_table: np.ndarray  # (POSITIONS_SHOWN, D) float32, sinusoidal or learned
+    positional_table: np.ndarray  # (POSITIONS_SHOWN, D) float32, sinusoidal or learned (zeros: T5's relative)
+    relative_bias: dict | None  # T5: side -> (H, distances) its stack's bias, and "distances"; None for the others
     position_norms: np.ndarray  # (max_len,) size of each position's vector
     token_norms: np.ndarray  # (V,) size of each source token's scaled embedding
     metrics: dict | None
@@ -50,6 +52,18 @@ class ModelProfile:
         return self.token_norms[src_ids], self.position_norms[: len(src_ids)]
 
 
+def relative_bias(model) -> dict | None:
+    """Each stack's relative position bias by key - query distance, (H, distances), read from queries at position
+    DISTANCES_SHOWN over keys around them; None for a model with absolute positions."""
+    if model.encoder_position_bias is None:
+        return None
+    shown = DISTANCES_SHOWN
+    encoder = model.encoder_position_bias(shown, 1, 2 * shown + 1)[0, :, 0]  # (H, 2 shown + 1): -shown..shown
+    decoder = model.decoder_position_bias(shown, 1, shown + 1)[0, :, 0]  # (H, shown + 1): -shown..0
+    return {"encoder": encoder.float().cpu().numpy(), "decoder": decoder.float().cpu().numpy(),
+            "distances": np.arange(-shown, shown + 1)}
+
+
 @torch.inference_mode()
 def profile_model(translator: Translator) -> ModelProfile:
     model = translator.model
@@ -61,6 +75,7 @@ def profile_model(translator: Translator) -> ModelProfile:
         architecture=architecture_rows(model, EXAMPLE_SOURCE + [model.config.eos_id],
                                        [model.config.decoder_start_id] + EXAMPLE_DECODER_INPUT),
         positional_table=table[:POSITIONS_SHOWN].numpy(),
+        relative_bias=relative_bias(model),
         position_norms=table.norm(dim=-1).numpy(),
         token_norms=(model.src_embed.weight.detach().float().cpu().norm(dim=-1) * model.src_embed.scale).numpy(),
         metrics=translator.metrics,

@@ -212,7 +212,8 @@ def test_translate_and_details_take_the_same_named_arguments(server):
     names = [
         [p["parameter_name"] for p in endpoints[api]["parameters"]] for api in ("/translate", "/translate_details")
     ]
-    expected = ["text", "model", "device", "strategy", "settings", "max_length", "prefix", "heads_off"]
+    expected = ["text", "model", "device", "strategy", "settings", "max_length", "prefix", "heads_off", "source_lang",
+                "target_lang"]
     assert names[0] == expected and names[1] == expected  # no view state: that belongs to the page
     beam = {"text": SENTENCE, "strategy": "beam", "settings": {"beam_size": 2, "length_penalty": 1.0}, "max_length": 20}
     details = client.predict(**beam, api_name="/translate_details")

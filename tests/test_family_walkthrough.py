@@ -7,6 +7,8 @@ import torch
 
 pytest.importorskip("transformers")
 
+from explorer.profile import DISTANCES_SHOWN, profile_model  # noqa: E402
+from explorer.views.positional import PositionalView  # noqa: E402
 from transformer.analysis.walkthrough import walkthrough  # noqa: E402
 
 from .hub_fixtures import SENTENCES, Pair  # noqa: E402
@@ -59,3 +61,15 @@ def test_nllb_walks_through_fairseq_sinusoids_and_bart_through_its_embedding_nor
     bart = Pair("bart", root)
     _, walk = walk_of(bart)
     assert "LN(e × scale + PE)" in stage(walk, "encoder.input").formula
+
+
+def test_the_positional_tab_draws_t5s_relative_bias_as_hugging_face_computes_it(root):
+    pair = Pair("t5", root)
+    profile = profile_model(pair.ours)
+    attention = pair.model.encoder.block[0].layer[0].SelfAttention
+    with torch.no_grad():  # Hugging Face's bias of a query at DISTANCES_SHOWN over keys 0..2 DISTANCES_SHOWN
+        expected = attention.compute_bias(2 * DISTANCES_SHOWN + 1, 2 * DISTANCES_SHOWN + 1)[0, :, DISTANCES_SHOWN]
+    assert profile.relative_bias["encoder"] == pytest.approx(expected.numpy(), abs=1e-6)
+    figure = PositionalView.relative(profile.relative_bias)["encoding_plot"]
+    assert "relative position bias" in figure.layout.title.text.replace("<br>", " ")
+    assert list(figure.data[0].x) == list(range(-DISTANCES_SHOWN, DISTANCES_SHOWN + 1))

@@ -209,6 +209,6 @@ def test_the_routes_answer_as_soon_as_a_launched_page_does(page):
         with urllib.request.urlopen(url.rstrip("/") + "/api/v1/models", timeout=30) as answer:
             listed = json.loads(answer.read())
         assert answer.status == 200
-        assert listed == {"models": sorted(ui.registry.models), "default": ui.registry.default_key}
+        assert listed == {"models": sorted(ui.registry.models), "default": ui.registry.default_key, "languages": {}}
     finally:
         demo.close()

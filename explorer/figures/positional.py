@@ -58,3 +58,24 @@ def positional_vs_token_norms(token_norms: np.ndarray, position_norms: np.ndarra
     figure.update_xaxes(tickmode="array", tickvals=positions, ticktext=[label(t) for t in tokens], tickangle=-60)
     figure.update_yaxes(title={"text": "L2 norm"})
     return base_layout(figure, title, height=340, barmode="group", legend={"orientation": "h", "y": 1.12})
+
+
+def relative_bias_heatmap(bias: np.ndarray, distances: np.ndarray, title: str) -> go.Figure:
+    """T5's relative position bias: heads (rows) x key - query distance (columns)."""
+    figure = go.Figure(go.Heatmap(
+        z=rounded(bias), x=distances[: bias.shape[1]], y=[f"head {h + 1}" for h in range(bias.shape[0])],
+        colorscale="RdBu", zmid=0.0, colorbar={"thickness": 12},
+        hovertemplate="%{y}<br>key − query distance %{x}<br>bias %{z:.3f}<extra></extra>",
+    ))
+    figure.update_xaxes(title={"text": "key position − query position"})
+    figure.update_yaxes(autorange="reversed")
+    return base_layout(figure, title, height=420)
+
+
+def relative_bias_curves(bias: np.ndarray, distances: np.ndarray, title: str) -> go.Figure:
+    """Each head's bias over the distance, one line per head."""
+    figure = go.Figure([go.Scatter(x=distances, y=rounded(row), mode="lines", name=f"head {h + 1}")
+                        for h, row in enumerate(bias)])
+    figure.update_xaxes(title={"text": "key position − query position"})
+    figure.update_yaxes(title={"text": "bias added to the score"})
+    return base_layout(figure, title, height=340, legend={"orientation": "h", "y": -0.25})

@@ -38,12 +38,14 @@ class PositionalView(View):
     def render(self, result, state, context, changed):
         profile = context.profile
         out = {}
-        if changed in (MODEL, "dimensions"):
+        if profile.relative_bias is not None:  # T5: no table of positions, a bias on the scores instead
+            out |= self.relative(profile.relative_bias) if changed in (MODEL, "dimensions") else {}
+        elif changed in (MODEL, "dimensions"):
             table = profile.positional_table
             out["curves_plot"] = figures.encoding_curves(
                 table, chosen_dimensions(state.get("dimensions"), table.shape[1]), "Chosen dimensions over positions"
             )
-        if changed == MODEL:
+        if changed == MODEL and profile.relative_bias is None:
             kind = profile.config.pos_encoding.capitalize()
             out["encoding_plot"] = figures.encoding_heatmap(profile.positional_table,
                                                             f"{kind} positional encoding: positions × dimensions")
@@ -55,3 +57,18 @@ class PositionalView(View):
             out["norms_plot"] = figures.positional_vs_token_norms(token_norms, position_norms, translation.src_tokens,
                                                                   "This input: size of the token and positional parts")
         return out
+
+    @staticmethod
+    def relative(bias: dict) -> dict:
+        """T5's positions: each stack's learned bias per head and distance, added to its self-attention scores;
+        the model adds no positional vector (the token-vs-position sizes below show zeros)."""
+        distances = bias["distances"]
+        return {
+            "encoding_plot": figures.relative_bias_heatmap(
+                bias["encoder"], distances, "No positional vectors: the encoder's relative position bias, heads × "
+                                            "distance"),
+            "similarity_plot": figures.relative_bias_heatmap(
+                bias["decoder"], distances, "The decoder's relative position bias (it sees only the past)"),
+            "curves_plot": figures.relative_bias_curves(
+                bias["encoder"], distances, "Encoder heads: the bias added to a score, by distance"),
+        }
