@@ -135,4 +135,7 @@ class HubTokenizer:
         return self.unk_id if found is None else found
 
     def decode(self, ids) -> str:
-        return self.tokenizer.decode([int(i) for i in ids], skip_special_tokens=True).strip()
+        """Target ids -> text, the special tokens dropped, as `decode(ids, skip_special_tokens=True)`; an id past
+        tokenizer.json's tokens (NLLB has 2 more embedding rows than tokens) has no text."""
+        known = self.tokenizer.get_vocab_size(with_added_tokens=True)
+        return self.tokenizer.decode([int(i) for i in ids if int(i) < known], skip_special_tokens=True).strip()
