@@ -58,6 +58,22 @@ def build_nllb(work):
                                                                            "target_lang": "deu_Latn"}
 
 
+def build_m2m100(work):
+    """M2M100 as transformers 5 saves it: sentencepiece.bpe.model and vocab.json (fairseq's ids), no tokenizer.json."""
+    sentencepiece_model(work / "sentencepiece.bpe.model", unk_id=0, bos_id=1, eos_id=2, pad_id=-1)
+    processor = sentencepiece().SentencePieceProcessor(model_file=str(work / "sentencepiece.bpe.model"))
+    vocabulary = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}
+    for piece in map(processor.id_to_piece, range(processor.get_piece_size())):
+        vocabulary.setdefault(piece, len(vocabulary))
+    (work / "vocab.json").write_text(json.dumps(vocabulary))
+    tokenizer = hf().M2M100Tokenizer(vocab_file=str(work / "vocab.json"),
+                                     spm_file=str(work / "sentencepiece.bpe.model"), src_lang="en", tgt_lang="de")
+    # the model's rows: the vocabulary, M2M100's 100 language codes and its 8 made-up words
+    config = hf().M2M100Config(vocab_size=len(vocabulary) + 108, scale_embedding=True, activation_function="relu",
+                               **shapes())
+    return tokenizer, hf().M2M100ForConditionalGeneration(config), {"source_lang": "en", "target_lang": "de"}
+
+
 def build_mbart50(work):
     sentencepiece_model(work / "sentencepiece.bpe.model", unk_id=0, bos_id=1, eos_id=2, pad_id=-1)
     tokenizer = hf().MBart50Tokenizer.from_pretrained(work, src_lang="en_XX", tgt_lang="de_DE")
@@ -96,7 +112,7 @@ def build_bart(work):
     return tokenizer, hf().BartForConditionalGeneration(config), {}
 
 
-BUILDERS = {"nllb": build_nllb, "mbart50": build_mbart50, "t5": lambda w: build_t5(w, False),
+BUILDERS = {"nllb": build_nllb, "m2m100": build_m2m100, "mbart50": build_mbart50, "t5": lambda w: build_t5(w, False),
             "flan-t5": lambda w: build_t5(w, True), "bart": build_bart}
 
 
@@ -114,8 +130,13 @@ class Pair:
         self.model.generation_config.forced_eos_token_id = None
         self.folder = work
         self.ours = Translator.from_pretrained(convert(work, root / name, **self.languages))
-        self.forced = ([self.tokenizer.convert_tokens_to_ids(self.languages["target_lang"])]
-                       if self.languages else [])
+        self.forced = [self.language_id(self.languages["target_lang"])] if self.languages else []
+
+    def language_id(self, code: str) -> int:
+        """Hugging Face's id of a language code (M2M100's tokenizer names `en` by the token `__en__`)."""
+        if hasattr(self.tokenizer, "get_lang_id"):
+            return self.tokenizer.get_lang_id(code)
+        return self.tokenizer.convert_tokens_to_ids(code)
 
     def saved(self, model, work):
         model.save_pretrained(work)

@@ -31,8 +31,11 @@ def pair(request, tmp_path_factory):
 def test_tokenizer_ids_equal_hugging_faces(pair):
     for text in SENTENCES:
         assert pair.ours.source_ids(text)[0] == pair.source(text)
-        assert pair.ours.tokenizer.decode(pair.source(text)) == pair.tokenizer.decode(
-            pair.source(text), skip_special_tokens=True).strip()
+        # transformers 5's M2M100Tokenizer keeps "__en__" in decoded text (its language tokens are not special
+        # there); ours drops every language code, as the other families' tokenizers do: compared without it
+        ids = [i for i in pair.source(text) if i not in pair.ours.tokenizer.languages.values()] if hasattr(
+            pair.ours.tokenizer, "languages") else pair.source(text)
+        assert pair.ours.tokenizer.decode(ids) == pair.tokenizer.decode(ids, skip_special_tokens=True).strip()
 
 
 @torch.no_grad()

@@ -45,6 +45,7 @@ from .hub_families import (
 from .hub_tokenizer import TOKENIZER_JSON, HubTokenizer
 from .json_files import read_json
 from .marian_config import ConversionError, license_of, recorded_decoding
+from .spm_vocabulary import SPM_FILE
 
 # Hugging Face's language names for T5's task prefix
 FAMILY_NAMES = {"m2m_100": "M2M100 / NLLB-200", "mbart": "mBART", "t5": "T5", "bart": "BART"}
@@ -90,19 +91,22 @@ def tokenizer_settings(family: str, folder: Path, hf: dict, generation: dict, to
     pattern = LANGUAGE_CODES.get(family)
     languages = {}
     if pattern is not None:
-        languages = {token.content: i for i, token in rust.get_added_tokens_decoder().items()
-                     if pattern.match(token.content)}
+        # M2M100's tokens are __en__ for the code en, which its users (and Hugging Face's src_lang) name
+        languages = {token.content.strip("_") if token.content.startswith("__") else token.content: i
+                     for i, token in rust.get_added_tokens_decoder().items() if pattern.match(token.content)}
         if not languages:
-            raise ConversionError(f"{folder / TOKENIZER_JSON}: no language codes among its added tokens; a "
+            raise ConversionError(f"{folder / tokenizer.files[0]}: no language codes among its added tokens; a "
                                   f"{FAMILY_NAMES[family]} tokenizer adds them (e.g. eng_Latn, en_XX)")
     settings = {"type": "hub", "family": family, "pad_id": hf.get("pad_token_id"),
                 "eos_id": hf.get("eos_token_id") if not isinstance(hf.get("eos_token_id"), list)
                 else hf["eos_token_id"][0],
                 "unk_id": rust.token_to_id(str(recorded.get("unk_token") or "<unk>")),
                 "decoder_start_id": generation.get("decoder_start_token_id", hf.get("decoder_start_token_id")),
-                "languages": languages, "source_layout": "plain"}
+                "languages": languages, "source_layout": "plain",
+                **({"language_codes": tokenizer.settings["language_codes"]}
+                   if tokenizer.settings.get("language_codes") else {})}
     if settings["unk_id"] is None:
-        raise ConversionError(f"{folder / TOKENIZER_JSON}: has no unknown token ({recorded.get('unk_token')!r})")
+        raise ConversionError(f"{folder / tokenizer.files[0]}: has no unknown token ({recorded.get('unk_token')!r})")
     if family == "t5":
         settings["decoder_start_id"] = settings["decoder_start_id"] if settings["decoder_start_id"] is not None \
             else settings["pad_id"]
@@ -159,6 +163,19 @@ def model_card(name: str, family: str, origin: dict, config, decoding: dict, par
     ])
 
 
+def folder_tokenizer(folder: Path, family: str) -> HubTokenizer:
+    """The folder's tokenizer.json, or M2M100's sentencepiece.bpe.model and vocab.json as transformers 5 saves them
+    (no tokenizer.json), with placeholder special ids: tokenizer_settings reads the real ones."""
+    recorded = folder / "tokenizer_config.json"
+    spm_only = family == "m2m_100" and not (folder / TOKENIZER_JSON).is_file() and (folder / SPM_FILE).is_file()
+    codes = (read_object(recorded) if recorded.is_file() else {}).get("language_codes", "m2m100")
+    try:
+        return HubTokenizer.load(folder, {"pad_id": 0, "unk_id": 0, "eos_id": 0, "decoder_start_id": 0,
+                                          "source_layout": "plain", **({"language_codes": codes} if spm_only else {})})
+    except (FileNotFoundError, ValueError) as error:
+        raise ConversionError(str(error)) from None
+
+
 def loaded_model(weights: Weights, family: str, hf: dict, config) -> Transformer:
     """Our model with the family's tensors, every tensor of the file taken and every one of ours given, each of the
     shape config.json implies."""
@@ -197,17 +214,13 @@ def convert(src, out, source_lang: str | None = None, target_lang: str | None = 
                               f"{', '.join(FAMILY_NAMES)} and marian")
     generation_file = folder / "generation_config.json"
     generation = read_object(generation_file) if generation_file.is_file() else {}
-    try:
-        tokenizer = HubTokenizer.load(folder, {"pad_id": 0, "unk_id": 0, "eos_id": 0, "decoder_start_id": 0,
-                                               "source_layout": "plain"})
-    except (FileNotFoundError, ValueError) as error:
-        raise ConversionError(str(error)) from None
+    tokenizer = folder_tokenizer(folder, family)
     tensors, weights_file = read_weights(folder)
     weights = Weights(tensors, weights_file)
     embedding = embedding_of(weights, family)
     vocab_size = embedding.shape[0]
     if tokenizer.vocab_size > vocab_size:
-        raise ConversionError(f"{folder / TOKENIZER_JSON}: {tokenizer.vocab_size:,} tokens, more than the "
+        raise ConversionError(f"{folder / tokenizer.files[0]}: {tokenizer.vocab_size:,} tokens, more than the "
                               f"weights' {vocab_size:,} embedding rows: not this model's tokenizer")
     settings = tokenizer_settings(family, folder, hf, generation, tokenizer, source_lang, target_lang, task_prefix)
     settings["vocab_size"] = vocab_size
@@ -222,7 +235,7 @@ def convert(src, out, source_lang: str | None = None, target_lang: str | None = 
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}.converting-", dir=out.parent))
     try:
         staging = work / "checkpoint"
-        save_checkpoint(staging, model, [folder / TOKENIZER_JSON],
+        save_checkpoint(staging, model, [folder / name for name in tokenizer.files],
                         {"languages": languages, "tokenizer": settings, "origin": origin},
                         {"origin": origin, "parameters": model.num_parameters(), "decoding": decoding})
         (staging / "README.md").write_text(model_card(out.name, family, origin, config, decoding,

@@ -9,7 +9,9 @@ which is what Hugging Face runs, and the special tokens each family puts around 
     t5                (task prefix) pieces </s>                decoder_start (<pad>)
     bart              <s> pieces </s>                          decoder_start (</s>), then forced_bos if set
 
-The special tokens are added here rather than by tokenizer.json's post-processor, which transformers rewrites per
+M2M100 saved without a tokenizer.json (transformers 5 keeps its sentencepiece.bpe.model and vocab.json) is read by
+spm_vocabulary.py, which offers the same calls. The special tokens are added here rather than by tokenizer.json's
+post-processor, which transformers rewrites per
 source language at run time. Decoding drops every special token, as `decode(ids, skip_special_tokens=True)` does.
 Same interface as tokenizer.Tokenizer, so a converted model decodes, records and analyses like ours.
 """
@@ -20,6 +22,7 @@ from pathlib import Path
 
 from tokenizers import Tokenizer as RustTokenizer
 
+from .spm_vocabulary import SPM_FILE, VOCAB_FILE, SentencePieceVocabulary
 from .unicode_text import check_text
 
 TOKENIZER_JSON = "tokenizer.json"
@@ -30,7 +33,7 @@ class LanguageError(ValueError):
 
 
 class HubTokenizer:
-    def __init__(self, tokenizer: RustTokenizer, settings: dict):
+    def __init__(self, tokenizer: RustTokenizer | SentencePieceVocabulary, settings: dict):
         self.tokenizer = tokenizer
         self.settings = settings
         self.pad_id, self.unk_id, self.eos_id = settings["pad_id"], settings["unk_id"], settings["eos_id"]
@@ -46,6 +49,9 @@ class HubTokenizer:
 
     @classmethod
     def load(cls, directory, settings: dict) -> "HubTokenizer":
+        """tokenizer.json, or M2M100's sentencepiece.bpe.model and vocab.json where settings name them."""
+        if settings.get("language_codes"):
+            return cls(SentencePieceVocabulary.from_folder(directory, settings["language_codes"]), settings)
         path = Path(directory) / TOKENIZER_JSON
         if not path.is_file():
             raise FileNotFoundError(f"{path}: tokenizer file is missing")
@@ -58,7 +64,7 @@ class HubTokenizer:
 
     @property
     def files(self) -> tuple[str, ...]:
-        return (TOKENIZER_JSON,)
+        return (SPM_FILE, VOCAB_FILE) if self.settings.get("language_codes") else (TOKENIZER_JSON,)
 
     @property
     def vocab_size(self) -> int:
