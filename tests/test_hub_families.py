@@ -5,9 +5,11 @@ tokenizer ids equal, teacher-forced logits within 1e-4, greedy ids equal to `gen
 within 1e-5 of `output_attentions`."""
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 
+import numpy as np
 import pytest
 import torch
 
@@ -16,6 +18,8 @@ spm = pytest.importorskip("sentencepiece")
 
 from transformer.convert import convert, main  # noqa: E402
 from transformer.core.capture import capture_attention  # noqa: E402
+from transformer.core.fused_step import why_not_fused  # noqa: E402
+from transformer.decoding.translator import Translator  # noqa: E402
 from transformer.marian_config import ConversionError  # noqa: E402
 
 from .hub_fixtures import BUILDERS, SENTENCES, Pair  # noqa: E402
@@ -127,3 +131,27 @@ def test_a_tokenizer_larger_than_the_vocabulary_is_refused(tmp_path, tmp_path_fa
     (source / "tokenizer.json").write_text(json.dumps(tokens))
     with pytest.raises(ConversionError, match="not this model's tokenizer"):
         convert(source, tmp_path / "out")
+
+
+@torch.no_grad()
+def test_float16_weights_equal_hugging_face_on_the_same_rounded_weights_through_the_kernel(kernel, tmp_path):
+    """--dtype float16: ours equals Hugging Face's model whose every weight was rounded to float16 the same way, and
+    NLLB's layers (pre-norm, LayerNorm, ReLU, 1/sqrt(d_k)) then decode through the compiled float16 step, equal to
+    the Python step."""
+    pair = Pair("nllb", tmp_path)
+    half = Translator.from_pretrained(convert(pair.folder, tmp_path / "half", dtype="float16", **pair.languages))
+    assert json.loads((tmp_path / "half" / "config.json").read_text())["origin"]["dtype"] == "float16"
+    rounded = copy.deepcopy(pair.model)
+    for parameter in rounded.parameters():
+        parameter.copy_(parameter.half().float())
+    src = torch.tensor([pair.source(SENTENCES[0])])
+    tgt = torch.tensor([[2, *pair.forced, *pair.source(SENTENCES[1])[2:9]]])
+    torch.testing.assert_close(half.model(src, tgt), rounded(input_ids=src, decoder_input_ids=tgt).logits,
+                               atol=LOGITS_TOLERANCE, rtol=0)
+    assert why_not_fused(half.model, 1) is None
+    fused = half.translate(SENTENCES[0], strategy="greedy", max_length=12, capture=True)
+    half.model.fused_decoding = False
+    python = half.translate(SENTENCES[0], strategy="greedy", max_length=12, capture=True)
+    assert fused.tgt_ids == python.tgt_ids
+    for kind in ("cross", "decoder_self"):  # the kernel records the attention as the hooks do: float32 rounding
+        np.testing.assert_allclose(fused.recorded[kind].values, python.recorded[kind].values, atol=1e-5)

@@ -47,7 +47,7 @@ from .json_files import read_json
 from .marian_config import ConversionError, license_of, recorded_decoding
 from .spm_vocabulary import SPM_FILE
 
-# Hugging Face's language names for T5's task prefix
+DTYPES = {"float32": torch.float32, "float16": torch.float16}  # how the converted weights are stored
 FAMILY_NAMES = {"m2m_100": "M2M100 / NLLB-200", "mbart": "mBART", "t5": "T5", "bart": "BART"}
 
 
@@ -157,6 +157,9 @@ def model_card(name: str, family: str, origin: dict, config, decoding: dict, par
         f"- **Languages**: {len(languages)} codes; this folder translates {origin['languages']['src']} → "
         f"{origin['languages']['tgt']} by default." if languages else
         f"- **Languages**: {origin['languages']['src']} → {origin['languages']['tgt']}.",
+        f"- **Weights**: {origin['dtype']}" + (" (every weight rounded to float16 by the converter: close to the "
+                                               "original's numbers, not equal to them)." if origin["dtype"] ==
+                                               "float16" else ", as in the original."),
         f"- **Recorded decoding** (from generation_config.json): {json.dumps(decoding)}.",
         "- **Equivalence**: tests/test_hub_families.py holds this family's logits, greedy output, tokenizer and "
         "attention equal to Hugging Face's on random models.", "",
@@ -198,14 +201,20 @@ def loaded_model(weights: Weights, family: str, hf: dict, config) -> Transformer
 
 
 def convert(src, out, source_lang: str | None = None, target_lang: str | None = None,
-            task_prefix: str | None = None, license: str | None = None) -> Path:
-    """Converts the Hugging Face folder SRC into the checkpoint folder `out`, which must not exist yet."""
+            task_prefix: str | None = None, license: str | None = None, dtype: str = "float32") -> Path:
+    """Converts the Hugging Face folder SRC into the checkpoint folder `out`, which must not exist yet. `dtype`
+    "float16" rounds every weight to float16 (half the folder): decoding then reads them through the float16 kernel,
+    close to Hugging Face's numbers rather than equal to them."""
+    if dtype not in DTYPES:
+        raise ConversionError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
     folder, out = Path(src), Path(out)
     if not folder.is_dir():
         raise ConversionError(f"{folder}: no such folder (give the folder save_pretrained wrote)")
     hf = read_object(folder / "config.json")
     family = hf.get("model_type")
     if family == "marian":
+        if dtype != "float32":
+            raise ConversionError("--dtype float16: the Marian converter writes float32 weights")
         return convert_marian(str(folder), out, source_lang, target_lang, license)
     if out.exists():
         raise ConversionError(f"{out}: already exists; give a new folder")
@@ -230,14 +239,15 @@ def convert(src, out, source_lang: str | None = None, target_lang: str | None = 
     decoding = recorded_decoding({**hf, **generation}, config, generation_file)
     languages = {"src": settings.get("source_lang") or "source", "tgt": settings.get("target_lang") or "target"}
     origin = {"source": str(src), "license": license_of(folder, license), "languages": languages,
-              "family": family, "architecture": (hf.get("architectures") or [family])[0]}
+              "family": family, "architecture": (hf.get("architectures") or [family])[0], "dtype": dtype}
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}.converting-", dir=out.parent))
     try:
         staging = work / "checkpoint"
         save_checkpoint(staging, model, [folder / name for name in tokenizer.files],
                         {"languages": languages, "tokenizer": settings, "origin": origin},
-                        {"origin": origin, "parameters": model.num_parameters(), "decoding": decoding})
+                        {"origin": origin, "parameters": model.num_parameters(), "decoding": decoding},
+                        DTYPES[dtype])
         (staging / "README.md").write_text(model_card(out.name, family, origin, config, decoding,
                                                       model.num_parameters(), settings["languages"]),
                                            encoding="utf-8")
@@ -266,6 +276,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--task-prefix", help="T5 only: the text put before every source, e.g. "
                                               "'translate English to German: ' (default: none)")
     parser.add_argument("--license", help="the license the model card names (default: the source README.md's)")
+    parser.add_argument("--dtype", choices=sorted(DTYPES), default="float32",
+                        help="float32 (default): Hugging Face's numbers exactly; float16: every weight rounded to "
+                             "float16, half the folder, decoded through the float16 kernel where the family's "
+                             "layers fit it")
     return parser
 
 
@@ -273,7 +287,8 @@ def main(argv=None) -> None:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        out = convert(args.src, args.out, args.source_lang, args.target_lang, args.task_prefix, args.license)
+        out = convert(args.src, args.out, args.source_lang, args.target_lang, args.task_prefix, args.license,
+                      args.dtype)
     except ConversionError as error:
         parser.error(str(error))
     except OSError as error:  # OUT's parent is a file, its folder read-only, the disk full: nothing was written
