@@ -1,12 +1,14 @@
-"""Hugging Face Marian (OPUS-MT) models the app converts when it starts and serves beside checkpoints/:
+"""Hugging Face models the app converts when it starts and serves beside checkpoints/: Marian (OPUS-MT), and the
+families transformer/convert.py converts (NLLB-200, M2M100, mBART-50, T5, BART):
 
-    ATTENTION_EXPLORER_HUB_MODELS="Helsinki-NLP/opus-mt-en-de,Helsinki-NLP/opus-mt-de-en" python app.py
+    ATTENTION_EXPLORER_HUB_MODELS="Helsinki-NLP/opus-mt-en-de,facebook/nllb-200-distilled-600M:eng_Latn:deu_Latn"
     ATTENTION_EXPLORER_HUB_CACHE=/data/converted     # where the converted folders are kept (default below)
 
-Each named model is downloaded and converted once (transformer/convert_marian.py) into the cache folder, under
-its name's last part ("opus-mt-en-de"), and served from there on later starts without the network. A model that
-cannot be converted (no network, not a Marian model) is skipped and logged; the app starts with the others. Only
-this setting makes the app import `transformers` (pip install ".[marian]"): without it nothing here runs.
+A multilingual model's entry names its default direction after the name, `name:source:target`. Each named model is
+downloaded and converted once into the cache folder, under its name's last part ("opus-mt-en-de"), and served from
+there on later starts without the network. A model that cannot be converted (no network, an unknown family) is
+skipped and logged; the app starts with the others. Converting a Marian model imports `transformers`
+(pip install ".[marian]"); the other families need only `huggingface_hub` for the download.
 """
 from __future__ import annotations
 
@@ -15,13 +17,14 @@ import os
 import re
 from pathlib import Path
 
-from transformer.convert_marian import ConversionError, convert
+from transformer.convert import convert
+from transformer.marian_config import ConversionError
 
 log = logging.getLogger(__name__)
 
 SWITCH, CACHE_SWITCH = "ATTENTION_EXPLORER_HUB_MODELS", "ATTENTION_EXPLORER_HUB_CACHE"
 DEFAULT_CACHE = Path.home() / ".cache" / "attention-explorer" / "hub"
-NAME = re.compile(r"[\w.-]+/[\w.-]+")
+NAME = re.compile(r"[\w.-]+/[\w.-]+(:[\w-]+:[\w-]+)?")  # owner/name, then :source:target for a multilingual one
 
 
 def hub_models_from_environment() -> list[str]:
@@ -30,8 +33,9 @@ def hub_models_from_environment() -> list[str]:
     names = [name.strip() for name in text.split(",") if name.strip()] if text else []
     bad = [name for name in names if not NAME.fullmatch(name)]
     if bad:
-        raise ValueError(f"{SWITCH} must be comma-separated Hub model names such as Helsinki-NLP/opus-mt-en-de, "
-                         f"got {bad[0]!r}")
+        raise ValueError(f"{SWITCH} must be comma-separated Hub model names such as Helsinki-NLP/opus-mt-en-de "
+                         f"(a multilingual one with its direction: facebook/nllb-200-distilled-600M:eng_Latn:deu_Latn)"
+                         f", got {bad[0]!r}")
     return names
 
 
@@ -43,11 +47,13 @@ def converted_folders(names: list[str], cache: Path) -> tuple[list[Path], dict[s
     """The checkpoint folder of each named model, converted into `cache` where it is not there yet; and the models
     that could not be converted, with why."""
     folders, problems = [], {}
-    for name in names:
+    for entry in names:
+        name, _, direction = entry.partition(":")
+        source, _, target = direction.partition(":")
         folder = cache / name.split("/")[-1]
         if not (folder / "config.json").is_file():
             try:
-                convert(name, folder)
+                convert(name, folder, source or None, target or None)
             except ImportError:
                 problems[name] = f"{SWITCH} needs transformers: pip install \".[marian]\""
                 continue

@@ -155,3 +155,33 @@ def test_float16_weights_equal_hugging_face_on_the_same_rounded_weights_through_
     assert fused.tgt_ids == python.tgt_ids
     for kind in ("cross", "decoder_self"):  # the kernel records the attention as the hooks do: float32 rounding
         np.testing.assert_allclose(fused.recorded[kind].values, python.recorded[kind].values, atol=1e-5)
+
+
+def test_a_hub_name_that_cannot_be_fetched_is_one_line_and_leaves_nothing(tmp_path, monkeypatch):
+    constants = pytest.importorskip("huggingface_hub.constants")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # the Hub unreachable, as without the network
+    with pytest.raises(ConversionError, match="not a Hub model name"):
+        convert("no-such-folder", tmp_path / "out")
+    with pytest.raises(ConversionError, match="facebook/nllb-200-distilled-600M: not a folder, and the Hugging Face "
+                                              "Hub did not provide it"):
+        convert("facebook/nllb-200-distilled-600M", tmp_path / "out", "eng_Latn", "deu_Latn")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_hub_setting_serves_a_family_with_its_direction(tmp_path, monkeypatch):
+    from explorer.hub_models import SWITCH, converted_folders, hub_models_from_environment  # noqa: PLC0415
+    from explorer.registry import discover  # noqa: PLC0415
+
+    entry = "facebook/nllb-200-distilled-600M:fra_Latn:eng_Latn"
+    monkeypatch.setenv(SWITCH, f"Helsinki-NLP/opus-mt-en-de, {entry}")
+    assert hub_models_from_environment() == ["Helsinki-NLP/opus-mt-en-de", entry]
+    monkeypatch.setenv(SWITCH, "facebook/nllb:eng_Latn")
+    with pytest.raises(ValueError, match="name:source:target|eng_Latn:deu_Latn"):
+        hub_models_from_environment()
+    pair = Pair("nllb", tmp_path)  # converted on an earlier start (a cached folder): no network needed
+    cache = tmp_path / "cache"
+    convert(pair.folder, cache / "nllb-200-distilled-600M", "fra_Latn", "eng_Latn")
+    folders, problems = converted_folders([entry], cache)
+    assert folders == [cache / "nllb-200-distilled-600M"] and problems == {}
+    served = discover(tmp_path / "none", folders)
+    assert served.default_languages("nllb-200-distilled-600M") == ("fra_Latn", "eng_Latn")

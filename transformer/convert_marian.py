@@ -139,8 +139,9 @@ def model_card(name: str, origin: dict, config: ModelConfig, decoding: dict, par
     ])
 
 
-def resolve_source(src: str, work: Path) -> Path:
-    """SRC as a folder: itself, or the Hub model of that name downloaded into `work`."""
+def resolve_source(src: str, work: Path, tokenizer_files=TOKENIZER_FILES) -> Path:
+    """SRC as a folder: itself, or the Hub model of that name downloaded into `work` (its config, weights, model card
+    and `tokenizer_files`)."""
     folder = Path(src)
     if folder.is_dir():
         return folder
@@ -154,9 +155,11 @@ def resolve_source(src: str, work: Path) -> Path:
         hub_logging.set_verbosity_error()  # its retries are log lines; the one line below says what failed
         disable_progress_bars()
         files = set(list_repo_files(src))
-        weights = "model.safetensors" if "model.safetensors" in files else "pytorch_model.bin"
-        wanted = ["config.json", "generation_config.json", "tokenizer_config.json", "README.md", weights,
-                  *TOKENIZER_FILES]
+        weights = (["model.safetensors"] if "model.safetensors" in files else
+                   ["model.safetensors.index.json", "model-*.safetensors"] if "model.safetensors.index.json" in files
+                   else ["pytorch_model.bin"])
+        wanted = ["config.json", "generation_config.json", "tokenizer_config.json", "README.md", *weights,
+                  *tokenizer_files]
         return Path(snapshot_download(src, allow_patterns=wanted, local_dir=work / "download"))
     except ImportError:
         raise ConversionError(f"{src}: not a folder; downloading from the Hub needs "
