@@ -11,13 +11,13 @@ pytest.importorskip("transformers")
 from explorer.registry import discover  # noqa: E402
 from explorer.views import learn, steps  # noqa: E402
 
-from .hub_fixtures import BUILDERS, Pair  # noqa: E402
+from .hub_fixtures import VIEWED, Pair  # noqa: E402
 from .test_event_outputs import failures, opened, translated  # noqa: E402
 
 pytestmark = pytest.mark.slow  # a page per family, every event of it
 
 
-@pytest.fixture(scope="module", params=sorted(BUILDERS))
+@pytest.fixture(scope="module", params=VIEWED)
 def page(request, tmp_path_factory):
     from explorer.shell import build_demo  # noqa: PLC0415
 

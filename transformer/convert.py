@@ -64,7 +64,8 @@ def model_card(name: str, family: str, origin: dict, config, decoding: dict, par
         f"vocabulary {config.tgt_vocab_size:,}, {parameters:,} parameters ({parameters_text(parameters)}).",
         f"- **Languages**: {len(languages)} codes; this folder translates {origin['languages']['src']} → "
         f"{origin['languages']['tgt']} by default." if languages else
-        f"- **Languages**: {origin['languages']['src']} → {origin['languages']['tgt']}.",
+        (f"- **Languages**: {origin['languages']['src']} → {origin['languages']['tgt']}." if origin["languages"]["src"]
+         else "- **Languages**: not stated (give --source-lang and --target-lang to label them)."),
         f"- **Weights**: {origin['dtype']}" + (" (every weight rounded to float16 by the converter: close to the "
                                                "original's numbers, not equal to them)." if origin["dtype"] ==
                                                "float16" else ", as in the original."),
@@ -145,7 +146,9 @@ def convert_folder(folder: Path, out: Path, source_lang, target_lang, task_prefi
                                                               settings["unk_id"]))
     config = model.config
     decoding = recorded_decoding({**hf, **generation}, config, generation_file)
-    languages = {"src": settings.get("source_lang") or "source", "tgt": settings.get("target_lang") or "target"}
+    # a multilingual model's default direction, else the labels given (none: the model is named by its folder)
+    languages = {"src": settings.get("source_lang") or source_lang or "",
+                 "tgt": settings.get("target_lang") or target_lang or ""}
     origin = {"source": name, "license": license_of(folder, license), "languages": languages,
               "family": family, "architecture": (hf.get("architectures") or [family])[0], "dtype": dtype}
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -4,6 +4,7 @@ sentencepiece.bpe.model and vocab.json) and the settings our HubTokenizer needs 
 language codes and where each family puts them."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import torch
@@ -16,6 +17,7 @@ from .json_files import read_json
 from .marian_config import ConversionError
 from .spm_vocabulary import SPM_FILE
 
+LABEL = re.compile(r"[A-Za-z]{2,8}([-_][A-Za-z0-9]{1,8})*")  # a language code labelling a model of one direction
 FAMILY_NAMES = {"m2m_100": "M2M100 / NLLB-200", "mbart": "mBART", "t5": "T5", "bart": "BART"}
 
 
@@ -117,7 +119,8 @@ def tokenizer_settings(family: str, folder: Path, hf: dict, generation: dict, to
                                       f"{', '.join(sorted(languages)[:6])}, ... ({len(languages)} in all)")
         settings["source_lang"] = source_lang or recorded.get("src_lang")
         settings["target_lang"] = target_lang or recorded.get("tgt_lang")
-    elif source_lang or target_lang:
-        raise ConversionError(f"--source-lang / --target-lang: a {FAMILY_NAMES[family]} model has no language "
-                              f"codes; leave them out")
+    else:  # a model of one direction: the languages only label it (T5 translating English to German: en, de)
+        for flag, code in (("--source-lang", source_lang), ("--target-lang", target_lang)):
+            if code is not None and not LABEL.fullmatch(code):
+                raise ConversionError(f"{flag} must be a language code such as 'en' or 'pt_BR', got {code!r}")
     return settings

@@ -1,0 +1,115 @@
+"""The Hugging Face families in the app: a tiny converted model of each (tests/hub_fixtures.py), served beside the
+shipped checkpoints through ATTENTION_EXPLORER_HUB_MODELS (their converted folders already in the cache, so no
+network). A multilingual model offers its languages and translates in the direction chosen; every tab opens on every
+family with no error on the page and none in the server's log."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from .conftest import ROOT
+from .test_browser import CHROMIUM, TIMEOUT, browser, choose, open_page  # noqa: F401
+from .test_browser_clicks import ERRORS_JS, idle, log_errors
+from .test_browser_marian import free_port
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow,
+              pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium missing (scripts/test.sh installs it)")]
+pytest.importorskip("transformers")
+
+from explorer.registry import direction_label  # noqa: E402
+
+from .hub_fixtures import VIEWED, Pair  # noqa: E402
+
+SENTENCE = "Where is the train station?"
+ENTRIES = {"nllb": "local/nllb:eng_Latn:deu_Latn", "mbart50": "local/mbart50:en_XX:de_DE",
+           "t5": "local/t5", "flan-t5": "local/flan-t5", "bart": "local/bart"}
+
+
+@pytest.fixture(scope="module")
+def families_app(tmp_path_factory):
+    """(url, {family: our Translator}, the server's log file): app.py in its own process serving checkpoints/ and a
+    tiny converted model of every family."""
+    root = tmp_path_factory.mktemp("families-app")
+    cache, translators = root / "cache", {}
+    for name in VIEWED:
+        pair = Pair(name, root)
+        shutil.copytree(root / name, cache / name)
+        translators[name] = pair.ours
+    port, log = free_port(), root / "server.log"
+    env = {**os.environ, "ATTENTION_EXPLORER_HUB_MODELS": ",".join(ENTRIES[name] for name in VIEWED),
+           "ATTENTION_EXPLORER_HUB_CACHE": str(cache), "ATTENTION_EXPLORER_WORKERS": "0",
+           "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port)}
+    with log.open("w") as written:
+        server = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=written, stderr=written)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                urllib.request.urlopen(url, timeout=5)
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    server.kill()
+                    pytest.fail(f"app.py did not start: {log.read_text()[-2000:]}")
+                time.sleep(1)
+        yield url, translators, log
+    finally:
+        server.terminate()
+        server.wait(30)
+
+
+def label(translators, family: str) -> str:
+    """The model's name in the page's Model list: its languages where it has them, else its folder's name."""
+    return direction_label(family, translators[family].config)
+
+
+def test_a_multilingual_model_offers_its_languages_and_translates_the_way_chosen(browser, families_app):  # noqa: F811
+    from playwright.sync_api import expect
+
+    url, translators, _ = families_app
+    page = open_page(browser, url, 1400, 900)
+    expect(page.locator("#source-lang")).to_be_hidden()  # the shipped model translates one direction
+    choose(page, "Model", label(translators, "nllb"))
+    expect(page.get_by_label("Target language", exact=True)).to_have_value("deu_Latn", timeout=TIMEOUT)
+    choose(page, "Target language", "fra_Latn")
+    page.get_by_label("Source text").fill(SENTENCE)
+    page.get_by_role("button", name="Translate").click()
+    expected = translators["nllb"].translate(SENTENCE, strategy="greedy", max_length=64, target_lang="fra_Latn")
+    expect(page.locator("#translation textarea")).to_have_value(expected.text, timeout=TIMEOUT)
+    live = page.locator("#live-attention")
+    live.locator("select.ae-kind").select_option("encoder_self")
+    expect(live.locator(".ae-col-label").first).to_have_text("eng_Latn", timeout=TIMEOUT)
+    choose(page, "Model", label(translators, "t5"))
+    expect(page.locator("#source-lang")).to_be_hidden(timeout=TIMEOUT)
+    page.close()
+
+
+@pytest.mark.parametrize("family", VIEWED)
+def test_every_tab_opens_on_every_family(browser, families_app, family):  # noqa: F811
+    from playwright.sync_api import expect
+
+    url, translators, log = families_app
+    page = open_page(browser, url, 1400, 900)
+    choose(page, "Model", label(translators, family))
+    page.get_by_label("Source text").fill(SENTENCE)
+    page.get_by_role("button", name="Translate").click()
+    # the result adopted (the sentence picker names it): a random model's translation may be only special pieces
+    expect(page.locator("#sentence input")).to_have_value(re.compile(r"^1: "), timeout=TIMEOUT)
+    idle(page)
+    tabs = page.locator("[role=tab]").all_inner_texts()
+    assert len(tabs) >= 15, tabs
+    for tab in tabs:
+        page.get_by_role("tab", name=tab, exact=True).click()
+        idle(page)
+    errors = page.evaluate(ERRORS_JS)
+    page.close()
+    assert errors == {"toasts": [], "components": []}, errors
+    assert log_errors(log.read_text().splitlines()) == []
