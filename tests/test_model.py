@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from transformer import ModelConfig, Transformer, expected_parameter_count
+from transformer.checkpoint import WEIGHTS_FILE, load_weights, save_checkpoint
 
 from .conftest import tiny_config
 
@@ -163,3 +164,26 @@ def test_incremental_steps_equal_teacher_forcing_with_and_without_the_folded_sou
     torch.testing.assert_close(torch.stack(logits, dim=1), expected, atol=1e-5, rtol=1e-4)
     stepwise = torch.stack(steps.take("cross"), dim=0).view(tgt.size(1), model.config.n_layers, batch, 2, 1, 6)
     torch.testing.assert_close(stepwise[:, :, :, :, 0].permute(1, 2, 3, 0, 4), whole.cross, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("overrides", [
+    {"tie_output": True, "share_embeddings": True},
+    {"pos_encoding": "relative", "norm_kind": "rms", "gated_ff": True, "head_dim": 6},
+    {"pos_encoding": "learned", "decoder_positions": True, "position_offset": 2, "embedding_norm": True},
+    {"sinusoidal_layout": "fairseq", "position_offset": 2},
+])
+def test_an_empty_model_filled_from_its_file_equals_the_model_saved(overrides, tmp_path):
+    """Transformer.empty (nothing initialised, as loading builds a model) plus the file: every tensor equal, the tied
+    matrix one tensor again, the positional table the one the config derives."""
+    torch.manual_seed(0)
+    saved = Transformer(tiny_config(**overrides)).eval()
+    save_checkpoint(tmp_path, saved, [])
+    loaded = Transformer.empty(saved.config)
+    load_weights(loaded, tmp_path / WEIGHTS_FILE)
+    for (name, mine), theirs in zip(loaded.state_dict().items(), saved.state_dict().values()):
+        assert torch.equal(mine, theirs), name
+    torch.testing.assert_close(loaded.positions.table, saved.positions.table, atol=0, rtol=0)
+    if saved.config.tie_output:
+        assert loaded.generator.weight is loaded.tgt_embed.weight
+    src, tgt = torch.tensor([[4, 5, 6, 3]]), torch.tensor([[2, 7, 8]])
+    torch.testing.assert_close(loaded.eval()(src, tgt), saved(src, tgt), atol=0, rtol=0)

@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import save_file
 
 from .core.attention import stack_separate_projections
 from .core.config import ModelConfig
@@ -86,29 +86,47 @@ def read_config(directory) -> tuple[dict, ModelConfig]:
 
 
 def load_weights(model: Transformer, path: Path) -> None:
+    """Every saved tensor of `model` read from `path`, one at a time (a large model is never held twice): names and
+    shapes are checked against the model before any is read."""
     if not path.is_file():
         raise CheckpointError(f"{path}: file is missing")
     try:
-        stored = stack_separate_projections(load_file(str(path)))
-    except (SafetensorError, OSError, ValueError) as error:
+        with safe_open(str(path), framework="pt") as stored:
+            if any(name.endswith("q_proj.weight") for name in stored.keys()):  # noqa: SIM118  (not a dict)
+                # written before q, k and v were stacked: read whole and stacked
+                tensors = stack_separate_projections({name: stored.get_tensor(name) for name in stored.keys()})  # noqa: SIM118
+                shapes, read = {name: tuple(t.shape) for name, t in tensors.items()}, tensors.__getitem__
+            else:
+                shapes = {name: tuple(stored.get_slice(name).get_shape()) for name in stored.keys()}  # noqa: SIM118
+                read = stored.get_tensor
+            copy_checked(model, shapes, read, path)
+    except (SafetensorError, OSError) as error:
         raise CheckpointError(f"{path}: truncated or not a safetensors file ({error})") from error
+
+
+def copy_checked(model: Transformer, shapes: dict[str, tuple], read, path: Path) -> None:
+    """Copies `read(name)` into each of the model's saved tensors, once every name and shape matches; a tensor that
+    holds NaN or infinity is named."""
     expected = unique_state_dict(model)
-    missing, unexpected = sorted(set(expected) - set(stored)), sorted(set(stored) - set(expected))
+    missing, unexpected = sorted(set(expected) - set(shapes)), sorted(set(shapes) - set(expected))
     if missing or unexpected:
         raise CheckpointError(
             f"{path}: does not match config.json (missing tensors {missing[:5]}, unexpected {unexpected[:5]})"
         )
     for name, tensor in expected.items():
-        if stored[name].shape != tensor.shape:
+        if shapes[name] != tuple(tensor.shape):
             raise CheckpointError(
-                f"{path}: tensor {name!r} has shape {list(stored[name].shape)} but config.json implies "
-                f"{list(tensor.shape)}"
+                f"{path}: tensor {name!r} has shape {list(shapes[name])} but config.json implies {list(tensor.shape)}"
             )
-        if not torch.isfinite(stored[name]).all():
-            raise CheckpointError(f"{path}: tensor {name!r} holds NaN or infinite values")
     with torch.no_grad():
         for name, tensor in expected.items():
-            tensor.copy_(stored[name].to(tensor.dtype))
+            try:
+                value = read(name)
+            except (SafetensorError, ValueError) as error:
+                raise CheckpointError(f"{path}: truncated or not a safetensors file ({error})") from error
+            if not torch.isfinite(value).all():
+                raise CheckpointError(f"{path}: tensor {name!r} holds NaN or infinite values")
+            tensor.copy_(value.to(tensor.dtype))
 
 
 def checkpoint_folder(directory) -> Path:
@@ -136,7 +154,7 @@ def load_checkpoint(directory, device="cpu") -> tuple[Transformer, Tokenizer, di
     of a shipped checkpoint."""
     directory = checkpoint_folder(directory)
     config, model_config = read_config(directory)
-    model = Transformer(model_config)
+    model = Transformer.empty(model_config)  # every tensor is read from the file below
     load_weights(model, directory / WEIGHTS_FILE)
     tokenizer, vocabulary_file = load_tokenizer(directory, config, model_config)
     if tokenizer.vocab_size != model_config.tgt_vocab_size or tokenizer.vocab_size != model_config.src_vocab_size:

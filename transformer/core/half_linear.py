@@ -103,8 +103,11 @@ def attach_half_weights(model: nn.Module) -> int:
     for module in model.modules():
         if isinstance(module, nn.Linear):
             weight = module.weight.detach()
-            half = weight.to(torch.float16)
-            exact = weight.device.type == "cpu" and weight.dtype == torch.float32 and torch.equal(half.float(), weight)
+            # a few rows first: a model's float32 weights (a converted one's) fail there, before a whole copy is made
+            exact = (weight.device.type == "cpu" and weight.dtype == torch.float32
+                     and torch.equal(weight[:8].to(torch.float16).float(), weight[:8]))
+            half = weight.to(torch.float16) if exact else None
+            exact = exact and torch.equal(half.float(), weight)
             module.half_weight = HalfWeight(half.contiguous(), module.weight._version) if exact else None
             attached += exact
     if attached:

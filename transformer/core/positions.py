@@ -40,11 +40,14 @@ def sinusoidal_table(max_len: int, d_model: int, layout: str = "interleaved") ->
 class SinusoidalPositions(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
-        # derived from the config, so not saved with the weights; `table[0]` is the first token's position, the
-        # table's row `position_offset`
-        offset = config.position_offset
-        table = sinusoidal_table(config.max_len + offset, config.d_model, config.sinusoidal_layout)[offset:]
-        self.register_buffer("table", table, persistent=False)
+        self.config = config
+        # derived from the config, so not saved with the weights
+        self.register_buffer("table", self.computed(), persistent=False)
+
+    def computed(self) -> torch.Tensor:
+        """The table; `table[0]` is the first token's position, the full table's row `position_offset`."""
+        config, offset = self.config, self.config.position_offset
+        return sinusoidal_table(config.max_len + offset, config.d_model, config.sinusoidal_layout)[offset:]
 
     def forward(self, start: int, length: int) -> torch.Tensor:
         return self.table[start : start + length]
@@ -73,7 +76,11 @@ class NoPositions(nn.Module):
 
     def __init__(self, config: ModelConfig):
         super().__init__()
-        self.register_buffer("table", torch.zeros(config.max_len, config.d_model), persistent=False)
+        self.config = config
+        self.register_buffer("table", self.computed(), persistent=False)
+
+    def computed(self) -> torch.Tensor:
+        return torch.zeros(self.config.max_len, self.config.d_model)
 
     def forward(self, start: int, length: int) -> torch.Tensor:
         return self.table[start : start + length]
