@@ -12,7 +12,6 @@ import json
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
 from .core.attention import stack_separate_projections
@@ -24,6 +23,7 @@ from .marian_tokenizer import MarianTokenizer
 from .path_checks import not_a_folder
 from .symbol_tokenizer import SYMBOLS_FILE, SymbolTokenizer
 from .tokenizer import Tokenizer
+from .weights_file import WeightsFile
 
 CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE, METRICS_FILE = (
     "config.json",
@@ -86,26 +86,27 @@ def read_config(directory) -> tuple[dict, ModelConfig]:
 
 
 def load_weights(model: Transformer, path: Path) -> None:
-    """Every saved tensor of `model` read from `path`, one at a time (a large model is never held twice): names and
-    shapes are checked against the model before any is read."""
+    """Every saved tensor of `model` read from `path` straight into its memory, one at a time (weights_file.py: a
+    large model is never held twice): names and shapes are checked against the model before any is read."""
     if not path.is_file():
         raise CheckpointError(f"{path}: file is missing")
     try:
-        with safe_open(str(path), framework="pt") as stored:
-            if any(name.endswith("q_proj.weight") for name in stored.keys()):  # noqa: SIM118  (not a dict)
+        with WeightsFile(path) as stored:
+            if any(name.endswith("q_proj.weight") for name in stored.shapes):
                 # written before q, k and v were stacked: read whole and stacked
-                tensors = stack_separate_projections({name: stored.get_tensor(name) for name in stored.keys()})  # noqa: SIM118
-                shapes, read = {name: tuple(t.shape) for name, t in tensors.items()}, tensors.__getitem__
+                tensors = stack_separate_projections({name: stored.read(name) for name in stored.shapes})
+                copy_checked(model, {name: tuple(t.shape) for name, t in tensors.items()},
+                             lambda name, tensor: tensor.copy_(tensors[name]), path)
             else:
-                shapes = {name: tuple(stored.get_slice(name).get_shape()) for name in stored.keys()}  # noqa: SIM118
-                read = stored.get_tensor
-            copy_checked(model, shapes, read, path)
-    except (SafetensorError, OSError) as error:
+                copy_checked(model, stored.shapes, stored.read_into, path)
+    except (OSError, ValueError) as error:
+        if isinstance(error, CheckpointError):
+            raise
         raise CheckpointError(f"{path}: truncated or not a safetensors file ({error})") from error
 
 
-def copy_checked(model: Transformer, shapes: dict[str, tuple], read, path: Path) -> None:
-    """Copies `read(name)` into each of the model's saved tensors, once every name and shape matches; a tensor that
+def copy_checked(model: Transformer, shapes: dict[str, tuple], fill, path: Path) -> None:
+    """`fill(name, tensor)` for each of the model's saved tensors, once every name and shape matches; a tensor that
     holds NaN or infinity is named."""
     expected = unique_state_dict(model)
     missing, unexpected = sorted(set(expected) - set(shapes)), sorted(set(shapes) - set(expected))
@@ -120,13 +121,9 @@ def copy_checked(model: Transformer, shapes: dict[str, tuple], read, path: Path)
             )
     with torch.no_grad():
         for name, tensor in expected.items():
-            try:
-                value = read(name)
-            except (SafetensorError, ValueError) as error:
-                raise CheckpointError(f"{path}: truncated or not a safetensors file ({error})") from error
-            if not torch.isfinite(value).all():
+            fill(name, tensor)
+            if not torch.isfinite(tensor).all():
                 raise CheckpointError(f"{path}: tensor {name!r} holds NaN or infinite values")
-            tensor.copy_(value.to(tensor.dtype))
 
 
 def checkpoint_folder(directory) -> Path:
