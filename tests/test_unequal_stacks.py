@@ -4,6 +4,7 @@ The Marian equivalence tests (tests/test_marian.py) hold such a shape equal to H
 (tests/test_fused_step.py) to the Python step's."""
 import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -11,10 +12,12 @@ from explorer.registry import discover
 from explorer.request import Request, RequestError
 from explorer.share import parse_link
 from explorer.shell import build_demo
+from explorer.views.attention import attention_figure
 from explorer.views.selection import ALL, MEAN, OVERVIEW
 from transformer import ModelConfig, Tokenizer, Transformer, expected_parameter_count
 from transformer.checkpoint import save_checkpoint
 from transformer.core.capture import capture_attention, record
+from transformer.decoding.trace import Recorded
 
 from .conftest import tiny_config
 
@@ -123,3 +126,22 @@ def test_heads_and_links_are_checked_against_their_own_stack(unequal_page):
     assert (view["layer"], view["head"]) == (2, 3)
     with pytest.raises(RequestError, match="layer in the link"):
         parse_link({"text": "a dog .", "model": key, "kind": "cross", "layer": "3"}, ui.registry)
+
+
+def test_a_large_models_overview_shows_one_tile_per_layer_unless_every_head_is_asked_for():
+    """12 layers x 16 heads (NLLB-600M's decoder): 192 tiles would be a few pixels each, so the overview shows each
+    layer's chosen head, or the mean over heads, and All heads (tiled) still shows every one."""
+    rng = np.random.default_rng(0)
+    values = rng.random((12, 16, 3, 4)).astype(np.float32)
+    recorded = Recorded("cross", "Cross-attention", values, ("layer", "head", "query", "key"), ["a", "b", "c"],
+                        ["w", "x", "y", "z"], "query", "key")
+
+    def tiles(figure):
+        return [a.text for a in figure.layout.annotations]
+
+    assert tiles(attention_figure(recorded, OVERVIEW, MEAN, False)) == [f"L{i}" for i in range(1, 13)]
+    figure = attention_figure(recorded, OVERVIEW, "3", False)
+    assert "head 4" in figure.layout.title.text.replace("<br>", " ")
+    canvas = np.array(figure.data[0].z, dtype=float)
+    np.testing.assert_allclose(canvas[:3, :4], values[0, 3], atol=1e-3)  # layer 1's tile: head 4's map (rounded)
+    assert len(tiles(attention_figure(recorded, OVERVIEW, ALL, False))) == 192

@@ -12,7 +12,11 @@ from transformer.decoding.words import merge_to_words
 from .. import figures
 from ..components import Radio
 from .base import MODEL, View, current_translation
-from .selection import ALL, OVERVIEW, fit, head_name, select_heads
+from .selection import ALL, MEAN, OVERVIEW, fit, head_name, select_heads
+
+# an overview of more tiles than this (NLLB-600M: 12 layers x 16 heads, 192) shows one tile per layer, of the chosen
+# head or the mean over heads, unless "All heads (tiled)" is chosen: 192 maps of a few pixels each say nothing
+MAX_OVERVIEW_TILES = 64
 
 
 class AttentionView(View):
@@ -45,6 +49,8 @@ def attention_figure(recorded, layer: str, head: str, merge: bool):
     n_layers, n_heads = weights.shape[:2]
     layer, head = fit(layer, head, n_layers, n_heads)  # the page's choice may be the other stack's
     unit = " (words)" if merge else ""
+    if layer == OVERVIEW and n_layers * n_heads > MAX_OVERVIEW_TILES and head != ALL:
+        return grouped_overview(recorded, head, merge)
     if layer == OVERVIEW:
         tiles, titles = [], []
         for layer_index in range(n_layers):
@@ -72,3 +78,19 @@ def attention_figure(recorded, layer: str, head: str, merge: bool):
     matrix, r, c = _maybe_merge(select_heads(weights, layer_index, head), rows, cols, merge)
     return figures.attention_heatmap(matrix, r, c, f"{recorded.title}{unit}: {layer_label(layer_index)}, "
                                      f"{head_name(head, n_heads)}", recorded.row_title, recorded.col_title)
+
+
+def grouped_overview(recorded, head: str, merge: bool):
+    """Every layer, one tile each: the chosen head's map or the mean over heads (a large model's overview)."""
+    weights, rows, cols = recorded.values, recorded.rows, recorded.cols
+    n_layers, n_heads = weights.shape[:2]
+    head = head if head not in (ALL, MEAN) and int(head) < n_heads else MEAN
+    tiles = []
+    for layer_index in range(n_layers):
+        tile, r, c = _maybe_merge(select_heads(weights, layer_index, head), rows, cols, merge)
+        tiles.append(tile)
+    unit = " (words)" if merge else ""
+    return figures.tiled_heatmap(
+        tiles, [f"L{shown(i)}" for i in range(n_layers)], min(n_layers, 6), r, c,
+        f"{recorded.title}{unit}: every layer, {head_name(head, n_heads)} ({n_layers} × {n_heads} heads: choose "
+        "All heads (tiled) for every one)", show_token_ticks=False)
