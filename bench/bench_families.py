@@ -1,7 +1,9 @@
 """What the Hugging Face families cost at their real shapes: a random model of each (NLLB-200-distilled-600M, mBART-50,
 T5-base, FLAN-T5-small, BART-base), saved with save_pretrained, converted by transformer.convert, then greedy with
 every attention map captured, ours (`Translator.translate(capture=True)`) beside Hugging Face's
-`generate(output_attentions=True, return_dict_in_generate=True)` on the same weights and sentences. Prints JSON.
+`generate(output_attentions=True, return_dict_in_generate=True)` on the same weights and sentences, and ours again
+from a `--dtype float16` conversion (every weight rounded to float16: decoding reads half the bytes, through the
+compiled step where the family's layers fit it; close to Hugging Face's numbers, not equal). Prints JSON.
 
     python bench/bench_families.py [--families nllb-600m t5-base ...] [--sentences 3] [--rounds 2] [--tokens 24]
                                    [--threads 2]
@@ -91,15 +93,22 @@ def run_side(side: str, hf_folder: Path, converted: Path, sentences: list[str], 
     from transformer import Translator
 
     started = time.perf_counter()
-    if side == "ours":
-        translator = Translator.from_pretrained(converted)
+    if side.startswith("ours"):
+        translator = Translator.from_pretrained(converted if side == "ours" else converted.parent / "float16")
 
         def decode(text: str) -> list[int]:
             return translator.translate(text, strategy="greedy", max_length=tokens, capture=True).tgt_ids
+
+        from transformer.core.fused_step import why_not_fused
+        from transformer.core.half_linear import KERNEL
+
+        KERNEL.wait(timeout=600)  # built before the clock starts, as a server's start-up builds it
+        step = why_not_fused(translator.model, 1) or "the compiled step"
     else:
         import transformers
         from transformers.utils import logging as hf_logging
 
+        step = "Hugging Face's generate"
         hf_logging.set_verbosity_error()
         hf_logging.disable_progress_bar()
         model = transformers.AutoModelForSeq2SeqLM.from_pretrained(hf_folder, attn_implementation="eager").eval()
@@ -124,34 +133,39 @@ def run_side(side: str, hf_folder: Path, converted: Path, sentences: list[str], 
         per_token.append(1000 * (time.perf_counter() - started) / count)
     return {"load_s": round(load_s, 2), "rss_mb": round(loaded_rss, 1), "peak_rss_mb": round(memory_mb("VmHWM"), 1),
             "ms_per_token": round(statistics.median(per_token), 2),
-            "ms_per_token_rounds": [round(t, 2) for t in per_token], "ids": produced}
+            "ms_per_token_rounds": [round(t, 2) for t in per_token], "decoding": step, "ids": produced}
 
 
 def bench_family(name: str, args) -> dict:
     from transformer.convert import convert
 
     with tempfile.TemporaryDirectory() as work:
-        hf_folder, converted = Path(work) / "hf", Path(work) / "converted"
+        hf_folder, converted, halved = Path(work) / "hf", Path(work) / "converted", Path(work) / "float16"
         languages = write_hf_folder(name, hf_folder)
         started = time.perf_counter()
         convert(hf_folder, converted, **languages)
         convert_s = time.perf_counter() - started
+        convert(hf_folder, halved, dtype="float16", **languages)
         settings = json.loads((converted / "config.json").read_text())
         forced = ([settings["tokenizer"]["languages"][languages["target_lang"]]] if languages else [])
         command = [sys.executable, __file__, "--sentences", str(args.sentences), "--rounds", str(args.rounds),
                    "--tokens", str(args.tokens), "--threads", str(args.threads), "--folders", str(hf_folder),
                    str(converted), "--forced", json.dumps(forced)]
         sides = {}
-        for side in ("ours", "theirs"):
+        for side in ("ours", "theirs", "ours_float16"):
             result = subprocess.run([*command, "--side", side], capture_output=True, text=True, check=False)
             if result.returncode != 0:
                 raise SystemExit(f"bench_families: {name}, the {side} process failed:\n{result.stderr[-3000:]}")
             sides[side] = json.loads(result.stdout.strip().splitlines()[-1])
-    same = sides["ours"].pop("ids") == sides["theirs"].pop("ids")
+    theirs = sides["theirs"].pop("ids")
+    same, half_ids = sides["ours"].pop("ids") == theirs, sides["ours_float16"].pop("ids")
     return {"shape": SHAPES[name][2], "convert_s": round(convert_s, 1), "ours": sides["ours"],
-            "theirs_hf_generate": sides["theirs"], "same_ids": same,
-            "theirs_over_ours_ms_per_token": round(sides["theirs"]["ms_per_token"] / sides["ours"]["ms_per_token"],
-                                                   2)}
+            "theirs_hf_generate": sides["theirs"], "same_ids": same, "ours_float16": sides["ours_float16"],
+            "float16_same_ids": half_ids == theirs,
+            "theirs_over_ours_ms_per_token": round(
+                sides["theirs"]["ms_per_token"] / sides["ours"]["ms_per_token"], 2),
+            "theirs_over_ours_float16_ms_per_token": round(
+                sides["theirs"]["ms_per_token"] / sides["ours_float16"]["ms_per_token"], 2)}
 
 
 def main() -> None:
@@ -163,7 +177,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="timed rounds over the sentences (1-100)")
     parser.add_argument("--tokens", type=int, default=24, help="tokens each sentence decodes (1-500)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads per side (1-64)")
-    parser.add_argument("--side", choices=("ours", "theirs"), help=argparse.SUPPRESS)  # a child process's side
+    parser.add_argument("--side", choices=("ours", "theirs", "ours_float16"), help=argparse.SUPPRESS)  # a child process's side
     parser.add_argument("--folders", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--forced", default="[]", help=argparse.SUPPRESS)
     args = parser.parse_args()
