@@ -177,7 +177,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="timed rounds over the sentences (1-100)")
     parser.add_argument("--tokens", type=int, default=24, help="tokens each sentence decodes (1-500)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads per side (1-64)")
-    parser.add_argument("--side", choices=("ours", "theirs", "ours_float16"), help=argparse.SUPPRESS)  # a child process's side
+    # a child process's side
+    parser.add_argument("--side", choices=("ours", "theirs", "ours_float16"), help=argparse.SUPPRESS)
     parser.add_argument("--folders", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--forced", default="[]", help=argparse.SUPPRESS)
     args = parser.parse_args()
