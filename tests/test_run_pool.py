@@ -121,7 +121,8 @@ BAD_START_UP_SETTINGS = [
     ("ATTENTION_EXPLORER_DEFAULT_MODEL", "<b>\x1b[31mxx", "must be one of the served models ['de-en', 'en-de'], got "
                                                           "'<b>\\x1b[31mxx'"),
     ("ATTENTION_EXPLORER_HUB_MODELS", "opus mt", "must be comma-separated Hub model names such as "
-                                                 "Helsinki-NLP/opus-mt-en-de, got 'opus mt'"),
+                                                 "Helsinki-NLP/opus-mt-en-de (a multilingual one with its direction: "
+                                                 "facebook/nllb-200-distilled-600M:eng_Latn:deu_Latn), got 'opus mt'"),
     ("ATTENTION_EXPLORER_TRAINING_SLOTS", "3", "must be how many custom runs may train at once: 0 (none), 1 or 2, "
                                                "got '3'"),
     ("ATTENTION_EXPLORER_TRAINING_SLOTS", "²", "must be how many custom runs may train at once: 0 (none), 1 or 2, "

@@ -235,7 +235,7 @@ def _t5_layers(weights: Weights, config: ModelConfig, state: dict) -> None:
                 last = 2
             dense = f"{theirs}.{last}.DenseReluDense"
             if config.gated_ff:
-                _linear(weights, state, f"{ours}.feed_forward.gate", f"{dense}.{ff[0]}", bias=False)
+                _linear(weights, state, f"{ours}.feed_forward.fc_gate", f"{dense}.{ff[0]}", bias=False)
             _linear(weights, state, f"{ours}.feed_forward.fc1", f"{dense}.{ff[1] or ff[0]}", bias=False)
             _linear(weights, state, f"{ours}.feed_forward.fc2", f"{dense}.{ff[2]}", bias=False)
             _norm(weights, state, f"{ours}.feed_forward_residual.norm", f"{theirs}.{last}.layer_norm", bias=False)

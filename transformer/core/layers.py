@@ -47,14 +47,14 @@ class FeedForward(nn.Module):
         super().__init__()
         width = config.stack_of(side).d_ff
         self.fc1 = nn.Linear(config.d_model, width)
-        self.gate = nn.Linear(config.d_model, width) if config.gated_ff else None
+        self.fc_gate = nn.Linear(config.d_model, width) if config.gated_ff else None
         self.fc2 = nn.Linear(width, config.d_model)
         self.activation = ACTIVATION_FUNCTIONS[config.activation]
         add_taps(self)
 
     def forward(self, x):
-        if self.gate is not None:
-            hidden = self.activation(project(x, self.gate)) * project(x, self.fc1)
+        if self.fc_gate is not None:
+            hidden = self.activation(project(x, self.fc_gate)) * project(x, self.fc1)
         else:
             hidden = self.activation(project(x, self.fc1))
         hidden = tap(self.hidden, hidden)
