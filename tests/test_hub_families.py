@@ -16,6 +16,8 @@ import torch
 transformers = pytest.importorskip("transformers")
 spm = pytest.importorskip("sentencepiece")
 
+from explorer.profile import profile_model  # noqa: E402
+from explorer.views.model import card_markdown  # noqa: E402
 from transformer.convert import convert, main  # noqa: E402
 from transformer.core.capture import capture_attention  # noqa: E402
 from transformer.core.fused_step import why_not_fused  # noqa: E402
@@ -185,3 +187,15 @@ def test_the_hub_setting_serves_a_family_with_its_direction(tmp_path, monkeypatc
     assert folders == [cache / "nllb-200-distilled-600M"] and problems == {}
     served = discover(tmp_path / "none", folders)
     assert served.default_languages("nllb-200-distilled-600M") == ("fra_Latn", "eng_Latn")
+
+
+def test_the_model_card_counts_and_names_each_familys_arithmetic(pair):
+    """The Model tab's card: the closed-form parameter count (core/params.py, written out by hand) equals the model's
+    own, and the arithmetic named is the family's."""
+    profile = profile_model(pair.ours)
+    assert profile.parameters == profile.closed_form_parameters
+    card = card_markdown(profile)
+    config = pair.ours.model.config
+    assert "✓ matches" in card and ("RMS norm" in card) == (config.norm_kind == "rms")
+    assert ("relative position buckets" in card) == (config.pos_encoding == "relative")
+    assert ("a norm on the embeddings" in card) == config.embedding_norm

@@ -39,12 +39,11 @@ def card_markdown(profile) -> str:
         f"vocabulary {config.tgt_vocab_size:,}{', shared embeddings' if config.share_embeddings else ''}"
         f"{', output tied to the target embedding' if config.tie_output else ''}.",
     ]
-    if metrics and "origin" in metrics:  # a model converted from Hugging Face (transformer/convert_marian.py)
+    if metrics and "origin" in metrics:  # a model converted from Hugging Face (transformer/convert.py)
         origin = metrics["origin"]
         lines.append(f"Converted from Hugging Face {literal(str(origin.get('source', '?')))} "
                      f"({literal(str(origin.get('architecture', '?')))}, license "
-                     f"{literal(str(origin.get('license', '?')))}): {config.activation} feed-forward, post-norm layers "
-                     "without a final norm, Marian's sinusoidal layout.")
+                     f"{literal(str(origin.get('license', '?')))}): {arithmetic_text(config)}.")
     elif metrics:
         scores = metrics.get("scores", {})
         stages = training_stages(metrics)
@@ -58,6 +57,19 @@ def card_markdown(profile) -> str:
                 f"`{s['bleu_signature']}`"
             )
     return "\n\n".join(lines)
+
+
+def arithmetic_text(config) -> str:
+    """A converted model's arithmetic in words, read from its config: "SiLU feed-forward, post-norm LayerNorm layers
+    without a final norm, sinusoidal positions (halves layout)"."""
+    feed_forward = f"{'gated ' if config.gated_ff else ''}{config.activation} feed-forward"
+    norms = (f"{config.norm}-norm {'RMS norm' if config.norm_kind == 'rms' else 'LayerNorm'} layers "
+             f"{'with' if config.final_norm else 'without'} a final norm"
+             f"{', a norm on the embeddings' if config.embedding_norm else ''}")
+    positions = {"sinusoidal": f"sinusoidal positions ({config.sinusoidal_layout} layout)",
+                 "learned": "learned positions", "relative": "relative position buckets added to the scores"}
+    scale = "" if config.attention_scale else ", scores without 1/√d_k"
+    return f"{feed_forward}, {norms}, {positions[config.pos_encoding]}{scale}"
 
 
 def _count(value) -> str:
