@@ -74,14 +74,16 @@ fi
 # The whole suite in two processes at once, one per core: the browser tests (a browser, a server and their waits)
 # beside all the others. Each has its own temporary folder and its own range of ports for the servers it starts
 # (Gradio tries 100 from GRADIO_SERVER_PORT); the browser tests' output follows the others'.
+# Each lane lists its 25 slowest tests (--durations=25): where the time goes, run after run.
 lanes=$(mktemp -d)
 trap 'rm -rf "$site" "$fixtures" "$lanes"' EXIT
 step "running pytest in two processes at once: the browser tests, and every other test..."
-GRADIO_SERVER_PORT=8060 .venv/bin/python -m pytest tests -m browser --basetemp "$lanes/browser" \
+GRADIO_SERVER_PORT=8060 .venv/bin/python -m pytest tests -m browser --durations=25 --basetemp "$lanes/browser" \
   >"$lanes/browser.log" 2>&1 &
 browser=$!
 others=0
-GRADIO_SERVER_PORT=7860 .venv/bin/python -m pytest tests -m "not browser" --basetemp "$lanes/others" || others=$?
+GRADIO_SERVER_PORT=7860 .venv/bin/python -m pytest tests -m "not browser" --durations=25 --basetemp "$lanes/others" \
+  || others=$?
 browsers=0
 wait "$browser" || browsers=$?
 step "the browser tests' output (status $browsers):"
