@@ -11,10 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from transformer import Translator
-
 from .app_server import running_app
-from .conftest import ROOT, SHIPPED, recorded
+from .conftest import ROOT, recorded, shipped
 
 CHROMIUM = Path("/usr/bin/chromium")
 pytestmark = [pytest.mark.browser,
@@ -61,7 +59,7 @@ def page(browser, server_url):
     page = open_page(browser, server_url)
     page.get_by_label("Source text").fill(SENTENCE)
     page.get_by_role("button", name="Translate").click()
-    reference = Translator.from_pretrained(SHIPPED)
+    reference = shipped()
     expected = reference.translate(SENTENCE, **recorded(reference)).text
     expect(page.locator("#translation textarea")).to_have_value(expected, timeout=TIMEOUT)
     wait_for_plot(page, "#candidates-plot")  # the visible tab; other tabs draw when opened
