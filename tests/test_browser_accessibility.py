@@ -13,7 +13,8 @@ from .conftest import ROOT
 from .test_browser import CHROMIUM, browser, open_page, server_url, translate  # noqa: F401
 from .test_browser_clicks import ERRORS_JS, idle, log_errors
 
-pytestmark = [pytest.mark.browser,
+# beside_others: scripts/test.sh runs this walk (about 2 min alone) in the other tests' lane, which ends sooner
+pytestmark = [pytest.mark.browser, pytest.mark.beside_others,
               pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium missing (scripts/test.sh installs it)")]
 AXE = ROOT / "tests" / "vendor" / "axe-core" / "axe.min.js"
 SENTENCE = "Where is the train station?"
