@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import multiprocessing.connection
 import os
 import secrets
 import shutil
@@ -91,11 +92,12 @@ def worker(connection, translations) -> None:
 
 class Worker:
     def __init__(self):
-        # a fork server: it imports torch and the playground once, and each worker after the first is a fork of it
-        # (well under a second, where a spawned one imports torch again); never a fork of the server itself, which
-        # would copy its threads' locks mid-use
+        # a fork server: it imports torch, the playground and this module (the worker's own, with the explorer
+        # modules it imports: 0.8 s more per worker otherwise) once, and each worker after the first is a fork of it
+        # (about a second, its warm-up run included, where a spawned one imports torch again); never a fork of the
+        # server itself, which would copy its threads' locks mid-use
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["torch", "transformer.playground"])
+        context.set_forkserver_preload(["torch", "transformer.playground", __name__])
         self.connection, child = context.Pipe()
         # the count is handed over as the process starts: shared memory cannot be sent down the pipe later
         self.process = context.Process(target=worker, args=(child, shared_count()), name="playground-run",
@@ -103,7 +105,18 @@ class Worker:
         with main_module_hidden():  # not app.py again in the fork server: it loads every model at import
             self.process.start()
         child.close()
-        self.connection.recv()  # "ready": torch loaded and warmed up (a dead process raises EOFError here)
+        self.receive(None)  # "ready": torch loaded and warmed up (a dead process raises EOFError here)
+
+    def receive(self, timeout: float | None):
+        """The worker's next message, or None if none came within `timeout` seconds (None: no limit). Raises EOFError
+        once the process has ended with nothing left to read: its end of the pipe closing would say so too, but not
+        while a copy of it lives on in another process, and the process's sentinel always does."""
+        ready = multiprocessing.connection.wait([self.connection, self.process.sentinel], timeout)
+        if self.connection in ready:  # what it sent before it ended is read first
+            return self.connection.recv()
+        if ready:
+            raise EOFError("the worker process ended")
+        return None
 
     def end(self) -> None:
         if self.process.is_alive():
@@ -156,12 +169,18 @@ class TrainingQueue:
                 self._lock.notify_all()
 
     def _take_worker(self) -> Worker:
+        """An idle worker, or a new one; an idle one that has died since (killed, out of memory) is ended, not sent a
+        run it would never answer."""
         with self._lock:
+            dead = [w for w in self._idle if w is not None and not w.process.is_alive()]
+            for w in dead:
+                self._idle.remove(w)
             ready = next((w for w in self._idle if w is not None), None)
             if ready is not None:
                 self._idle.remove(ready)
-                return ready
-        return Worker()
+        for w in dead:
+            w.end()
+        return ready or Worker()
 
     def place(self, ticket) -> int:
         """1 for the next run to start, 2 for the one after, ...; 0 once it runs."""
@@ -219,12 +238,13 @@ class TrainingQueue:
                     yield "stopped", None
                     return
                 try:
-                    if not worker.connection.poll(wait_every):
-                        continue
-                    kind, value = worker.connection.recv()
+                    message = worker.receive(wait_every)
                 except (EOFError, OSError):  # the process died (out of memory, killed)
                     yield "error", "the training process ended unexpectedly; try again"
                     break
+                if message is None:
+                    continue
+                kind, value = message
                 if kind == "snapshot":
                     yield kind, value
                     continue

@@ -2,6 +2,12 @@
 process pauses between its training steps while the count is above 0 (training_queue.py), because niceness does not
 hold a process back on the VMs a class shares (docs/speed.md). The count lives in shared memory made from the spawn
 context, so the processes the training queue spawns can be handed it when they start.
+
+Only the server's process writes the count (its threads, under a thread lock); the workers only read it, and take no
+lock to read it: a lock shared between processes stays held for good when its holder is killed, and a worker is
+ended by killing its process (Stop, a visitor who left). One so killed while it read the count through a
+`multiprocessing.Value`'s lock left every later translation and every later run's worker waiting on that lock
+forever.
 """
 from __future__ import annotations
 
@@ -10,29 +16,35 @@ import multiprocessing
 import threading
 import time
 
-_lock = threading.Lock()
-_shared = None  # multiprocessing.Value("i"), made on first use
+_lock = threading.Lock()  # made once, and every change of the count: the server's threads are its only writers
+_shared = None  # multiprocessing.RawValue("i"), made on first use
+
+
+def new_count():
+    """A count of 0 in shared memory, with no lock of its own (the module's docstring says why)."""
+    return multiprocessing.get_context("spawn").RawValue("i", 0)
 
 
 def shared_count():
-    """The shared counter itself (a `multiprocessing.Value`), to hand to a process at its start."""
+    """The server's counter itself, to hand to a process at its start."""
     global _shared
     with _lock:
         if _shared is None:
-            _shared = multiprocessing.get_context("spawn").Value("i", 0)
+            _shared = new_count()
         return _shared
 
 
 @contextlib.contextmanager
-def translating():
-    """Counts one translation as waiting or running for as long as the block runs."""
-    count = shared_count()
-    with count.get_lock():
+def translating(count=None):
+    """Counts one translation as waiting or running for as long as the block runs (on the server's count, or
+    `count`)."""
+    count = shared_count() if count is None else count
+    with _lock:
         count.value += 1
     try:
         yield
     finally:
-        with count.get_lock():
+        with _lock:
             count.value -= 1
 
 

@@ -72,16 +72,20 @@ if [[ ${#lane[@]} -gt 0 || $# -gt 0 ]]; then
   exit
 fi
 # The whole suite in two processes at once, one per core: the browser tests (a browser, a server and their waits)
-# beside all the others. Each has its own temporary folder and its own range of ports for the servers it starts
-# (Gradio tries 100 from GRADIO_SERVER_PORT); the browser tests' output follows the others'.
+# beside all the others. The browser lane was the longer by about a quarter: its longest walk (marked
+# beside_others: the accessibility walk) runs in the other lane, with a browser and a server of its own there. Each
+# has its own temporary folder and its own range of ports for the servers it starts (Gradio tries 100 from
+# GRADIO_SERVER_PORT); the browser tests' output follows the others'. Each lane lists its 25 slowest tests
+# (--durations=25): where the time goes, run after run.
 lanes=$(mktemp -d)
 trap 'rm -rf "$site" "$fixtures" "$lanes"' EXIT
 step "running pytest in two processes at once: the browser tests, and every other test..."
-GRADIO_SERVER_PORT=8060 .venv/bin/python -m pytest tests -m browser --basetemp "$lanes/browser" \
-  >"$lanes/browser.log" 2>&1 &
+GRADIO_SERVER_PORT=8060 .venv/bin/python -m pytest tests -m "browser and not beside_others" --durations=25 \
+  --basetemp "$lanes/browser" >"$lanes/browser.log" 2>&1 &
 browser=$!
 others=0
-GRADIO_SERVER_PORT=7860 .venv/bin/python -m pytest tests -m "not browser" --basetemp "$lanes/others" || others=$?
+GRADIO_SERVER_PORT=7860 .venv/bin/python -m pytest tests -m "not browser or beside_others" --durations=25 \
+  --basetemp "$lanes/others" || others=$?
 browsers=0
 wait "$browser" || browsers=$?
 step "the browser tests' output (status $browsers):"

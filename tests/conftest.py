@@ -23,6 +23,13 @@ def script(name: str):
     return module
 
 
+@functools.cache
+def shipped() -> Translator:
+    """The shipped en-de model, loaded once per test process: the browser tests' reference for what the page shows
+    (only translated with, never changed)."""
+    return Translator.from_pretrained(SHIPPED)
+
+
 def draw_packages():
     """scripts/draw_packages.py as a module: its import reader serves the layering tests too."""
     return script("draw_packages")

@@ -11,10 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from transformer import Translator
-
 from .app_server import running_app
-from .conftest import ROOT, SHIPPED, recorded
+from .conftest import ROOT, recorded, shipped
 
 CHROMIUM = Path("/usr/bin/chromium")
 pytestmark = [pytest.mark.browser,
@@ -61,7 +59,7 @@ def page(browser, server_url):
     page = open_page(browser, server_url)
     page.get_by_label("Source text").fill(SENTENCE)
     page.get_by_role("button", name="Translate").click()
-    reference = Translator.from_pretrained(SHIPPED)
+    reference = shipped()
     expected = reference.translate(SENTENCE, **recorded(reference)).text
     expect(page.locator("#translation textarea")).to_have_value(expected, timeout=TIMEOUT)
     wait_for_plot(page, "#candidates-plot")  # the visible tab; other tabs draw when opened
@@ -74,9 +72,15 @@ def open_translated(browser, url, sentence, width=1280, height=1000, strategy=No
     """A new page that has translated `sentence` (with `strategy`'s radio checked first, when given), its result
     adopted by the server (the sentence picker names it): the browser shows the route's answer first, and an event
     sent before the adoption finds the page's earlier result (explorer/page_translate.py)."""
+    page = open_page(browser, url, width, height, **options)
+    translate(page, sentence, strategy)
+    return page
+
+
+def translate(page, sentence, strategy=None) -> None:
+    """Translates `sentence` on an open page that has translated nothing yet, as open_translated says."""
     from playwright.sync_api import expect
 
-    page = open_page(browser, url, width, height, **options)
     page.get_by_label("Source text").fill(sentence)
     if strategy:
         page.get_by_text("Decoding settings").click()
@@ -84,7 +88,6 @@ def open_translated(browser, url, sentence, width=1280, height=1000, strategy=No
     page.get_by_role("button", name="Translate").click()
     expect(page.locator("#translation textarea")).not_to_have_value("", timeout=TIMEOUT)
     expect(page.locator("#sentence input")).to_have_value(re.compile(r"^1: "), timeout=TIMEOUT)
-    return page
 
 
 def wait_for_plot(page, selector):

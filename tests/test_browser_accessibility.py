@@ -10,10 +10,11 @@ import pytest
 
 from .app_server import ServerLog
 from .conftest import ROOT
-from .test_browser import CHROMIUM, browser, open_translated, server_url  # noqa: F401
+from .test_browser import CHROMIUM, browser, open_page, server_url, translate  # noqa: F401
 from .test_browser_clicks import ERRORS_JS, idle, log_errors
 
-pytestmark = [pytest.mark.browser,
+# beside_others: scripts/test.sh runs this walk (about 2 min alone) in the other tests' lane, which ends sooner
+pytestmark = [pytest.mark.browser, pytest.mark.beside_others,
               pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium missing (scripts/test.sh installs it)")]
 AXE = ROOT / "tests" / "vendor" / "axe-core" / "axe.min.js"
 SENTENCE = "Where is the train station?"
@@ -51,13 +52,10 @@ def walk_screens(page):
 def test_no_wcag_violation_on_any_screen(browser, server_url, scheme, width):  # noqa: F811
     found = {}
     with ServerLog() as log:
-        page = browser.new_page(viewport={"width": width, "height": 900}, color_scheme=scheme)
-        page.goto(server_url + f"?__theme={scheme}")
-        page.locator("#footer").get_by_text("decoding").first.wait_for(timeout=30_000)
+        # the first screen, then the same page translated (as open_translated translates a page it opens)
+        page = open_page(browser, server_url + f"?__theme={scheme}", width, 900, color_scheme=scheme)
         found["first screen"] = violations(page)
-        page.close()
-        page = open_translated(browser, server_url + f"?__theme={scheme}", SENTENCE, width, 900,
-                               color_scheme=scheme)
+        translate(page, SENTENCE)
         idle(page)
         found["first screen, translated"] = violations(page)
         page.locator("#live-attention details.ae-data summary").click()  # the live picture's numbers as a table

@@ -5,10 +5,9 @@ import html
 
 import pytest
 
-from transformer import Translator
 from transformer.atlas import Atlas
 
-from .conftest import SHIPPED, recorded
+from .conftest import SHIPPED, recorded, shipped
 from .test_browser import CHROMIUM, SCREENSHOTS, TIMEOUT, browser, open_translated, server_url  # noqa: F401
 
 pytestmark = [pytest.mark.browser,
@@ -26,7 +25,7 @@ def test_the_atlas_tab_places_the_translation_and_opens_a_neighbours_sentence(br
     page.get_by_role("button", name="Draw the maps").click()
     page.wait_for_function(f"() => {PLOT}?.data?.length === 4", timeout=TIMEOUT)
     placed = page.evaluate(f"() => {PLOT}.data.slice(2).map(trace => Array.from(trace.text))")
-    greedy = Translator.from_pretrained(SHIPPED).translate(SENTENCE, strategy="greedy")
+    greedy = shipped().translate(SENTENCE, strategy="greedy")
     # cross-attention (the tab's default): the queries are the translation's pieces, the keys the source's; labels
     # are text, escaped for plotly ("</s>" would be a tag)
     assert placed == [[html.escape(t, quote=False) for t in tokens]
@@ -47,7 +46,7 @@ def test_the_atlas_tab_places_the_translation_and_opens_a_neighbours_sentence(br
     options.first.click()
     page.get_by_role("button", name="Open this sentence").click()
     expect(page.locator("#source textarea")).to_have_value(corpus_sentence, timeout=TIMEOUT)
-    reference = Translator.from_pretrained(SHIPPED)
+    reference = shipped()
     expected = reference.translate(corpus_sentence, **recorded(reference)).text
     expect(page.locator("#translation textarea")).to_have_value(expected, timeout=TIMEOUT)
     page.close()

@@ -5,12 +5,11 @@ import re
 
 import pytest
 
-from transformer import Translator
 from transformer.features import load_dictionary
 from transformer.features.steering import Edit, steer
 
 from .app_server import ServerLog
-from .conftest import ROOT, SHIPPED
+from .conftest import ROOT, shipped
 from .test_browser import CHROMIUM, TIMEOUT, browser, open_translated, server_url  # noqa: F401
 from .test_browser_clicks import ERRORS_JS, idle, log_errors
 
@@ -23,7 +22,7 @@ POINT, LATENT = "encoder_layers.3.output", 3964  # "by / behind / in", shown bes
 def test_a_latent_clicked_turned_off_and_the_translation_changes(browser, server_url):  # noqa: F811
     from playwright.sync_api import expect
 
-    translator = Translator.from_pretrained(SHIPPED)
+    translator = shipped()
     expected = steer(translator, load_dictionary(ROOT / "checkpoints" / "en-de" / "features" / POINT), SENTENCE,
                      [Edit(LATENT, 0.0)], strategy="greedy")
     assert expected.before != expected.after

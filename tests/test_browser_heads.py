@@ -4,9 +4,7 @@ import re
 
 import pytest
 
-from transformer import Translator
-
-from .conftest import SHIPPED, recorded
+from .conftest import SHIPPED, recorded, shipped
 from .test_browser import CHROMIUM, SCREENSHOTS, TIMEOUT, browser, open_translated, server_url  # noqa: F401
 
 pytestmark = [pytest.mark.browser,
@@ -28,7 +26,7 @@ def page(browser, server_url):  # noqa: F811
 def test_switching_heads_off_changes_the_translation(page):
     from playwright.sync_api import expect
 
-    reference = Translator.from_pretrained(SHIPPED)
+    reference = shipped()
     config = reference.model.config
     off = [("cross", layer, head) for layer in range(config.n_layers) for head in range(config.n_heads)]
     expected = reference.translate(SENTENCE, heads_off=off, max_length=64, **recorded(reference))
@@ -51,7 +49,7 @@ ROWS_JS = ("() => Array.from(document.querySelectorAll('#head-table [role=row]')
 def test_the_statistics_table_sorts(page):
     from transformer.analysis.head_stats import head_stats
 
-    reference = Translator.from_pretrained(SHIPPED)
+    reference = shipped()
     translation = reference.translate(SENTENCE, capture=True, max_length=64, **recorded(reference))
     entropies = sorted(round(s.entropy, 3) for kind in ("encoder_self", "decoder_self", "cross")
                        for s in head_stats(translation.recorded[kind]))

@@ -5,9 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from transformer import Translator
-
-from .conftest import SHIPPED, recorded
+from .conftest import recorded, shipped
 from .test_browser import CHROMIUM, SCREENSHOTS, TIMEOUT, browser, open_translated, server_url  # noqa: F401
 
 pytestmark = [pytest.mark.browser,
@@ -46,7 +44,7 @@ def test_switching_draws_in_the_browser_without_asking_the_server(browser, serve
     requests = []
     page.on("request", lambda request: requests.append(request.url))
     live = page.locator("#live-attention")
-    reference = Translator.from_pretrained(SHIPPED)
+    reference = shipped()
     expected = reference.translate(SENTENCE, capture=True, **recorded(reference))
     changes = [("select.ae-kind", "encoder_self"), ("select.ae-layer", "0"), ("select.ae-head", "2")]
     for selector, value in changes:
@@ -85,7 +83,7 @@ def test_weighted_norms_switch_in_the_browser_and_show_each_keys_share(browser, 
         live.locator(selector).select_option(value)
     assert page.evaluate("() => document.querySelector('#live-attention .ae-live').dataset.measure") == "norms"
     assert "weighted norms" in live.locator(".ae-title").inner_text()
-    reference = Translator.from_pretrained(SHIPPED)
+    reference = shipped()
     expected = reference.translate(SENTENCE, capture=True, **recorded(reference))
     norms = np.linalg.norm(independent_vectors(reference.model, expected.src_ids, expected.tgt_ids)["cross"], axis=-1)
     weights = np.rint(expected.recorded["cross"].values[1, 2] * 255) / 255 * norms[1, 2][None, :]
@@ -177,7 +175,7 @@ def test_the_source_share_strip_and_the_alti_kind(browser, server_url):  # noqa:
 
     page = translated_page(browser, server_url, 1400, 900)
     live = page.locator("#live-attention")
-    reference = Translator.from_pretrained(SHIPPED)
+    reference = shipped()
     expected = reference.translate(SENTENCE, **recorded(reference))
     alti = alti_plus(reference.model, expected.src_ids, expected.tgt_ids)
     shares = [float(s) for s in live.locator(".ae-share").evaluate_all("spans => spans.map(s => s.dataset.share)")]
@@ -214,7 +212,7 @@ def test_lines_follow_a_hovered_token_and_heads_toggle(browser, server_url):  # 
 
 def test_every_source_token_is_labelled_at_phone_width(browser, server_url):  # noqa: F811
     page = translated_page(browser, server_url, 390, 844, color_scheme="dark")
-    reference = Translator.from_pretrained(SHIPPED)
+    reference = shipped()
     expected = reference.translate(SENTENCE, capture=True, **recorded(reference))
     labels = page.locator("#live-attention .ae-col-label").all_text_contents()
     assert labels == expected.src_tokens  # none dropped: the drawing scrolls instead
@@ -231,7 +229,7 @@ def test_a_shared_link_restores_the_translation_and_the_view(browser, server_url
     page.get_by_text("Decoding settings").click()
     page.get_by_role("radio", name="beam search").check()
     page.get_by_role("button", name="Translate").click()
-    reference = Translator.from_pretrained(SHIPPED)  # beam as the model card records it: the page's settings
+    reference = shipped()  # beam as the model card records it: the page's settings
     expected = reference.translate(SENTENCE, max_length=64, **recorded(reference))
     expect(page.locator("#translation textarea")).to_have_value(expected.text, timeout=TIMEOUT)
     live = page.locator("#live-attention")
@@ -258,7 +256,7 @@ def test_a_bad_link_names_the_bad_parameter(browser, server_url):  # noqa: F811
 
     page = browser.new_page(viewport={"width": 1400, "height": 900})
     page.goto(server_url + "?text=A+dog.&layer=9")
-    layers = Translator.from_pretrained(SHIPPED).model.config.n_layers
+    layers = shipped().model.config.n_layers
     expect(page.locator("[data-testid='toast-body']").first).to_contain_text(
         f"layer in the link must be in [1, {layers}], got 9", timeout=TIMEOUT)
     page.close()
@@ -292,6 +290,6 @@ def test_sampling_shows_its_seed_and_offers_a_new_one(browser, server_url):  # n
     expect(page.locator("#setting-sample-seed input")).not_to_have_value("0", timeout=TIMEOUT)
     seed = int(page.locator("#setting-sample-seed input").input_value())
     expect(page.locator("#summary")).to_contain_text(re.compile(rf"seed {seed}\b"), timeout=TIMEOUT)
-    expected = Translator.from_pretrained(SHIPPED).translate(SENTENCE, strategy="sample", seed=seed, max_length=64)
+    expected = shipped().translate(SENTENCE, strategy="sample", seed=seed, max_length=64)
     expect(page.locator("#translation textarea")).to_have_value(expected.text, timeout=TIMEOUT)
     page.close()

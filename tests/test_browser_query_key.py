@@ -3,9 +3,7 @@ and its weight bars are the row the heatmap draws (the attention the translation
 import numpy as np
 import pytest
 
-from transformer import Translator
-
-from .conftest import SHIPPED, recorded
+from .conftest import recorded, shipped
 from .test_browser import CHROMIUM, SCREENSHOTS, TIMEOUT, browser, open_translated, server_url  # noqa: F401
 
 pytestmark = [pytest.mark.browser,
@@ -29,7 +27,7 @@ def test_a_heatmap_row_opens_its_query_key_breakdown(browser, server_url):  # no
     page.wait_for_function("() => document.querySelector('#qk-plot .js-plotly-plot')?.data?.length === 5",
                            timeout=TIMEOUT)
     weights = page.evaluate("() => Array.from(document.querySelector('#qk-plot .js-plotly-plot').data[4].x)")
-    reference = Translator.from_pretrained(SHIPPED)
+    reference = shipped()
     expected = reference.translate(SENTENCE, capture=True, **recorded(reference)).recorded["cross"].values[1, 2, row]
     # the plot's numbers are rounded to 4 decimals (explorer/figures/theme.py DECIMALS), computed by the server's
     # teacher-forced pass against the test's decoding: 5e-5 and float32 rounding

@@ -10,6 +10,7 @@ from transformer.training.model_card import training_stages
 
 from .conftest import ROOT
 from .test_browser import CHROMIUM, TIMEOUT, browser, open_page, server_url  # noqa: F401
+from .test_browser_clicks import idle
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium missing (scripts/test.sh installs it)")]
@@ -55,7 +56,7 @@ def test_no_page_shows_a_path_of_a_machine(translated):
     _, page = translated
     for title in tab_titles(page):
         open_tab(page, title)
-        page.wait_for_timeout(300)
+        idle(page)  # the tab drawn: its events ended (rather than a fixed 300 ms, which a slow draw outlasts)
         text = page.evaluate("() => document.body.innerText")
         assert not MACHINE_PATH.search(text), (title, MACHINE_PATH.search(text))
 

@@ -6,10 +6,8 @@ import html
 
 import pytest
 
-from transformer import Translator
-
 from .app_server import ServerLog
-from .conftest import SHIPPED, recorded
+from .conftest import recorded, shipped
 from .test_browser import CHROMIUM, TIMEOUT, browser, open_page, plot_data, server_url, wait_for_plot  # noqa: F401
 from .test_browser_clicks import ERRORS_JS, idle, log_errors
 
@@ -45,7 +43,7 @@ REQUESTS_JS = """() => performance.getEntriesByType('resource').filter(e => e.st
 
 @pytest.fixture(scope="module")
 def reference():
-    return Translator.from_pretrained(SHIPPED)
+    return shipped()
 
 
 def expected(reference, text):

@@ -4,10 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from transformer import Translator
-
 from .app_server import ServerLog
-from .conftest import SHIPPED, recorded
+from .conftest import recorded, shipped
 from .test_browser import CHROMIUM, SCREENSHOTS, TIMEOUT, browser, open_translated, server_url  # noqa: F401
 from .test_browser_clicks import log_errors
 
@@ -21,7 +19,7 @@ def page(browser, server_url):  # noqa: F811
     from playwright.sync_api import expect
 
     page = open_translated(browser, server_url, SENTENCE, strategy="beam search")
-    reference = Translator.from_pretrained(SHIPPED)  # beam as the model card records it: the page's settings
+    reference = shipped()  # beam as the model card records it: the page's settings
     expected = reference.translate(SENTENCE, max_length=64, **recorded(reference))
     expect(page.locator("#translation textarea")).to_have_value(expected.text, timeout=TIMEOUT)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
@@ -60,7 +58,7 @@ def test_why_this_word_and_not_another_candidate(page):
     page.wait_for_function("() => document.querySelector('#contrast-plot .js-plotly-plot')?.data?.length > 0",
                            timeout=TIMEOUT)
     bars = page.evaluate("() => document.querySelector('#contrast-plot .js-plotly-plot').data[0].y.length")
-    expected = Translator.from_pretrained(SHIPPED)
+    expected = shipped()
     assert bars == len(expected.source_ids(SENTENCE)[0]) + 1  # every source piece, and <s> at step 1
     # beside each bar, the same log-odds read through the layers (ALTI-Logit), whose shares and biases add up to it
     layers = page.evaluate("() => document.querySelector('#contrast-plot .js-plotly-plot').data.map(t => t.name)")
@@ -108,7 +106,7 @@ def test_the_step_view_opens_the_tree_and_the_lens(page):
                            ".includes('step 1 marked')", timeout=TIMEOUT)
     layout = page.evaluate("() => { const p = document.querySelector('#lens-plot .js-plotly-plot');"
                            " return {y: p.data[0].y, x: p.data[0].x, ytitle: p.layout.yaxis.title.text}; }")
-    layers = Translator.from_pretrained(SHIPPED).model.config.n_layers
+    layers = shipped().model.config.n_layers
     assert layout["y"] == [f"layer {n}" for n in range(1, layers + 1)]
     assert layout["x"][0].startswith("1: ") and "decoder layer" in layout["ytitle"]
     page.locator("#lens-plot").screenshot(path=str(SCREENSHOTS / "logit-lens.png"))
@@ -122,7 +120,7 @@ def test_the_cause_tab_runs_the_docs_example_and_lists_where_attribution_disagre
 
     from explorer.views.cause import EXAMPLE
 
-    reference = Translator.from_pretrained(SHIPPED)
+    reference = shipped()
     clean_text = reference.translate(EXAMPLE.clean, max_length=64, **recorded(reference)).text
     corrupted_text = reference.translate(EXAMPLE.corrupted, max_length=64, **recorded(reference)).text
     with ServerLog() as log:

@@ -4,6 +4,7 @@ waits leaves the queue; Stop, by the run's token, ends a run that trains, waits,
 its steps while the server translates, and Stop still ends it there. Tiny runs (width 8, a few updates) in real worker
 processes."""
 import contextlib
+import multiprocessing
 import re
 import threading
 import time
@@ -11,7 +12,7 @@ import time
 import pytest
 
 from explorer.training_queue import MOST_PAUSE_S, RUNS_OFF, SLOTS_SETTING, TrainingQueue, slots_from_environment
-from explorer.translation_load import translating
+from explorer.translation_load import new_count, translating, wait_while_translating, waiting
 from transformer.playground import PlaygroundRun, Settings
 
 TINY = {"task": "copy", "layers": 1, "heads": 1, "width": 8, "steps": 4, "redraw_every": 2, "seed": 1,
@@ -168,6 +169,57 @@ def test_a_paused_run_still_stops(queue):
         # the run read to its end (within RESUME_S) while the server still translates
         assert steps == [0] and events[-1] == "stopped"
     assert not worker.process.is_alive() and queue.running == 0
+
+
+def test_a_worker_killed_while_it_reads_the_count_leaves_it_free():
+    """A run's worker is ended by killing it (Stop, a visitor who left), at any moment: also while it reads the count
+    of translations, which it does every few ms between its steps while the server translates. Nothing it held may
+    stay held: a lock on the count, left held by a killed reader, once kept every later translation and every later
+    run (its worker waiting to read the count, the server waiting in poll for its snapshots) waiting forever. Here
+    readers killed in a loop that reads as fast as it can; then the count must still move and be read."""
+    count = new_count()
+    context = multiprocessing.get_context("fork")  # started in milliseconds; the child only reads the count
+
+    def read_forever():
+        while True:
+            waiting(count)
+
+    def translate():
+        with translating(count):
+            pass
+
+    for _ in range(10):
+        reader = context.Process(target=read_forever, daemon=True)
+        reader.start()
+        time.sleep(0.05)
+        reader.kill()
+        reader.join()
+    # each in a process or thread of its own, watched for 5 s: a lock left held would hold this test too
+    moved = threading.Thread(target=translate, daemon=True)
+    moved.start()
+    moved.join(timeout=5)
+    assert not moved.is_alive(), "a translation waits on something a killed reader held"
+    reader = context.Process(target=wait_while_translating, args=(count,), daemon=True)
+    reader.start()
+    reader.join(timeout=5)
+    assert reader.exitcode == 0, "a worker waits on something a killed reader held"
+    reader.kill()
+
+
+def test_a_worker_killed_mid_run_or_while_idle_is_noticed(queue):
+    """A worker killed while it trains ends its run with the message and frees the slot; one killed while it waits
+    idle for the next run is not sent that run: the run starts a worker of its own and trains to the end."""
+    run = queue.train({**TINY, "steps": 5000, "redraw_every": 1}, wait_every=0.05)
+    assert next(run)[0] == "snapshot"
+    next(w for w in queue._running_workers).process.kill()  # noqa: SLF001
+    assert list(run)[-1] == ("error", "the training process ended unexpectedly; try again")
+    assert queue.running == 0
+    assert [kind for kind, _ in queue.train(TINY)][-1] == "done"  # its worker is kept for the next run
+    idle = queue._idle[-1]  # noqa: SLF001
+    idle.process.kill()
+    idle.process.join()
+    assert [kind for kind, _ in queue.train(TINY)][-1] == "done"
+    assert idle not in queue._idle and queue.running == 0  # noqa: SLF001
 
 
 def test_the_run_calls_its_hook_before_each_update_and_each_redraw():
