@@ -12,7 +12,7 @@ from explorer.registry import discover  # noqa: E402
 from explorer.views import learn, steps  # noqa: E402
 
 from .hub_fixtures import VIEWED, Pair  # noqa: E402
-from .test_event_outputs import failures, opened, translated  # noqa: E402
+from .test_event_outputs import failures, translated  # noqa: E402
 
 pytestmark = pytest.mark.slow  # a page per family, every event of it
 
@@ -32,5 +32,7 @@ def page(request, tmp_path_factory):
 
 
 def test_every_event_answers_on_every_family(page):
-    found = failures(page, asyncio.run(opened(page))) + failures(page, asyncio.run(translated(page)))
+    """After a translation (opening the page runs its load events, each checked); the sweep before one meets the
+    "Translate first" guards, which test_event_outputs.py covers on the shipped models, whatever the model."""
+    found = failures(page, asyncio.run(translated(page)))
     assert not found, "\n".join(found)
