@@ -33,6 +33,8 @@ sys.path.insert(0, str(ROOT))
 
 BART_LIKE = dict(pad_token_id=1, bos_token_id=0, eos_token_id=2, decoder_start_token_id=2, dropout=0.0,
                  forced_eos_token_id=None)
+from bench.bench_marian import memory_mb  # noqa: E402  (after the path above)
+
 SHAPES = {  # family fixture, Hugging Face config class, the real model's shape
     "nllb-600m": ("nllb", "M2M100Config", dict(
         vocab_size=256206, d_model=1024, encoder_layers=12, decoder_layers=12, encoder_attention_heads=16,
@@ -55,14 +57,6 @@ SHAPES = {  # family fixture, Hugging Face config class, the real model's shape
 }
 SENTENCES = ["Where is the train station?", "Two men are playing chess outside.",
              "I would like a cup of coffee, please.", "The cat sleeps on the warm sofa."]
-
-
-def memory_mb(field: str = "VmRSS") -> float:
-    """This process's resident memory (VmRSS) or its peak (VmHWM)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(f"{field}:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def write_hf_folder(name: str, folder: Path) -> dict:

@@ -4,20 +4,14 @@ network). A multilingual model offers its languages and translates in the direct
 family with no error on the page and none in the server's log."""
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import subprocess
-import sys
-import time
-import urllib.request
 
 import pytest
 
-from .conftest import ROOT
 from .test_browser import CHROMIUM, TIMEOUT, browser, choose, open_page  # noqa: F401
 from .test_browser_clicks import ERRORS_JS, idle, log_errors
-from .test_browser_marian import free_port
+from .test_browser_marian import hub_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow,
               pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium missing (scripts/test.sh installs it)")]
@@ -42,28 +36,10 @@ def families_app(tmp_path_factory):
         pair = Pair(name, root)
         shutil.copytree(root / name, cache / name)
         translators[name] = pair.ours
-    port, log = free_port(), root / "server.log"
-    env = {**os.environ, "ATTENTION_EXPLORER_HUB_MODELS": ",".join(ENTRIES[name] for name in VIEWED),
-           "ATTENTION_EXPLORER_HUB_CACHE": str(cache), "ATTENTION_EXPLORER_WORKERS": "0",
-           "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port)}
-    with log.open("w") as written:
-        server = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=written, stderr=written)
-    url = f"http://127.0.0.1:{port}/"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                urllib.request.urlopen(url, timeout=5)
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    server.kill()
-                    pytest.fail(f"app.py did not start: {log.read_text()[-2000:]}")
-                time.sleep(1)
+    log = root / "server.log"
+    with hub_app({"ATTENTION_EXPLORER_HUB_MODELS": ",".join(ENTRIES[name] for name in VIEWED),
+                  "ATTENTION_EXPLORER_HUB_CACHE": str(cache)}, log) as url:
         yield url, translators, log
-    finally:
-        server.terminate()
-        server.wait(30)
 
 
 def label(translators, family: str) -> str:

@@ -8,6 +8,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -39,13 +41,20 @@ def marian_app(tmp_path_factory):
     root = tmp_path_factory.mktemp("marian-app")
     hf_folder = write_hf_marian(root / "hf", write_tokenizer_files(root / "spm"))
     folder = convert(str(hf_folder), root / "cache" / "tiny-marian")
-    port = free_port()
-    env = {**os.environ, "ATTENTION_EXPLORER_HUB_MODELS": "local/tiny-marian",
-           "ATTENTION_EXPLORER_HUB_CACHE": str(root / "cache"), "ATTENTION_EXPLORER_WORKERS": "0",
-           "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port)}
-    server = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True)
-    url = f"http://127.0.0.1:{port}/"
+    with hub_app({"ATTENTION_EXPLORER_HUB_MODELS": "local/tiny-marian",
+                  "ATTENTION_EXPLORER_HUB_CACHE": str(root / "cache")}, root / "server.log") as url:
+        yield url, Translator.from_pretrained(folder)
+
+
+@contextmanager
+def hub_app(settings: dict, log: Path):
+    """The URL of app.py in its own process, with `settings` in its environment (the Hub models it serves, from a
+    cache it finds them in), its output in `log`; stopped afterwards."""
+    env = {**os.environ, **settings, "ATTENTION_EXPLORER_WORKERS": "0", "GRADIO_SERVER_NAME": "127.0.0.1",
+           "GRADIO_SERVER_PORT": str(free_port())}
+    with log.open("w") as written:
+        server = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=written, stderr=written)
+    url = f"http://127.0.0.1:{env['GRADIO_SERVER_PORT']}/"
     try:
         deadline = time.monotonic() + 180
         while True:
@@ -55,9 +64,9 @@ def marian_app(tmp_path_factory):
             except OSError:
                 if server.poll() is not None or time.monotonic() > deadline:
                     server.kill()
-                    pytest.fail(f"app.py did not start: {server.stderr.read()[-2000:]}")
+                    pytest.fail(f"app.py did not start: {log.read_text()[-2000:]}")
                 time.sleep(1)
-        yield url, Translator.from_pretrained(folder)
+        yield url
     finally:
         server.terminate()
         server.wait(30)

@@ -27,12 +27,11 @@ from pathlib import Path
 
 import torch
 
-from .checkpoint import CheckpointError, save_checkpoint
+from .checkpoint import save_checkpoint
 from .command_line import CommandParser
 from .convert_marian import convert as convert_marian
-from .convert_marian import resolve_source
+from .convert_marian import placed, resolve_source
 from .core.model import Transformer
-from .decoding.translator import Translator
 from .hub_families import (
     Weights,
     embedding_of,
@@ -162,12 +161,7 @@ def convert_folder(folder: Path, out: Path, source_lang, target_lang, task_prefi
         (staging / "README.md").write_text(model_card(out.name, family, origin, config, decoding,
                                                       model.num_parameters(), settings["languages"]),
                                            encoding="utf-8")
-        try:  # the folder must load as ours before it is moved into place
-            Translator.from_pretrained(staging)
-        except CheckpointError as error:
-            raise ConversionError(f"the converted folder does not load: {error}") from None
-        staging.rename(out)
-        return out
+        return placed(staging, out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -213,14 +213,20 @@ def convert(src: str, out, source_lang: str | None = None, target_lang: str | No
                         {"origin": origin, "parameters": model.num_parameters(), "decoding": decoding})
         (staging / "README.md").write_text(model_card(out.name, origin, config, decoding, model.num_parameters()),
                                            encoding="utf-8")
-        try:  # the folder must load as ours before it is moved into place
-            Translator.from_pretrained(staging)
-        except CheckpointError as error:
-            raise ConversionError(f"the converted folder does not load: {error}") from None
-        staging.rename(out)
-        return out
+        return placed(staging, out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def placed(staging: Path, out: Path) -> Path:
+    """`staging` renamed to `out` once it loads as our checkpoint folder, so a failed conversion leaves nothing at
+    `out`; a ConversionError saying why it does not load."""
+    try:
+        Translator.from_pretrained(staging)
+    except CheckpointError as error:
+        raise ConversionError(f"the converted folder does not load: {error}") from None
+    staging.rename(out)
+    return out
 
 
 def build_parser() -> argparse.ArgumentParser:
