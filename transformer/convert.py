@@ -30,7 +30,7 @@ import torch
 from .checkpoint import save_checkpoint
 from .command_line import CommandParser
 from .convert_marian import convert as convert_marian
-from .convert_marian import placed, resolve_source
+from .convert_marian import converted, placed, resolve_source
 from .core.model import Transformer
 from .hub_families import (
     Weights,
@@ -192,15 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> None:
     parser = build_parser()
     args = parser.parse_args(argv)
-    try:
-        out = convert(args.src, args.out, args.source_lang, args.target_lang, args.task_prefix, args.license,
-                      args.dtype)
-    except ConversionError as error:
-        parser.error(str(error))
-    except OSError as error:  # OUT's parent is a file, its folder read-only, the disk full: nothing was written
-        parser.error(f"{error.filename or args.out}: {error.strerror or error}")
-    except Exception as error:  # noqa: BLE001  (any other failure is still one line, and leaves no folder)
-        parser.error(f"conversion failed: {type(error).__name__}: {(str(error).splitlines() or [''])[0]}")
+    out = converted(parser, args.out, lambda: convert(args.src, args.out, args.source_lang, args.target_lang,
+                                                      args.task_prefix, args.license, args.dtype))
     print(f"wrote {out}")
 
 

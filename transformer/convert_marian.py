@@ -246,17 +246,23 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> None:
     parser = build_parser()
     args = parser.parse_args(argv)
+    out = converted(parser, args.out, lambda: convert(args.src, args.out, args.source_lang, args.target_lang,
+                                                      args.license))
+    print(f"wrote {out}")
+
+
+def converted(parser: argparse.ArgumentParser, out: str, conversion) -> Path:
+    """`conversion()`'s folder; every failure one line through `parser.error` (exit status 2), leaving no folder."""
     try:
-        out = convert(args.src, args.out, args.source_lang, args.target_lang, args.license)
+        return conversion()
     except ImportError:
         parser.error('converting needs transformers: pip install ".[marian]"')
     except ConversionError as error:
         parser.error(str(error))
     except OSError as error:  # OUT's parent is a file, its folder read-only, the disk full: nothing was written
-        parser.error(f"{error.filename or args.out}: {error.strerror or error}")
+        parser.error(f"{error.filename or out}: {error.strerror or error}")
     except Exception as error:  # noqa: BLE001  (any other failure is still one line, and leaves no folder)
         parser.error(f"conversion failed: {type(error).__name__}: {(str(error).splitlines() or [''])[0]}")
-    print(f"wrote {out}")
 
 
 if __name__ == "__main__":
