@@ -44,6 +44,9 @@ FOCUS_JS = """() => {
 }"""
 PRESENT_JS = """() => [...[...document.querySelectorAll('[role=tabpanel]')].find(p => p.offsetParent !== null)
   .querySelectorAll('[data-kb]')].map(e => e.dataset.kb)"""
+# every plotly figure of the open panel has its Data table beside it (figure_text.js's scan has run since it was drawn)
+DESCRIBED_JS = """() => [...[...document.querySelectorAll('[role=tabpanel]')].find(p => p.offsetParent !== null)
+  .querySelectorAll('.js-plotly-plot')].every(gd => gd.nextElementSibling?.classList.contains('ae-data'))"""
 # every plotly figure of the open panel: its name, its numbers as drawn, and its Data table's cells once opened
 FIGURES_JS = """async () => {
   const open = [...document.querySelectorAll('[role=tabpanel]')].find(p => p.offsetParent !== null);
@@ -137,6 +140,9 @@ def test_every_tab_walked_by_keyboard_alone_and_every_figure_has_its_numbers(pag
                 page.get_by_role("tab", name=tab, exact=True).focus()
             assert not missed, f"tab {tab}: not reached by Tab: {missed}"
             assert left, f"tab {tab}: the focus never left the panel after its {len(controls)} controls"
+            # figure_text.js names a figure and adds its Data table on a scan 120 ms after the page last changed: a
+            # plot Gradio drew again during the walk has its table once that scan ran (on a busy machine, later)
+            page.wait_for_function(DESCRIBED_JS, timeout=TIMEOUT)
             for figure in page.evaluate(FIGURES_JS):
                 check_figure(figure)
                 checked += 1
