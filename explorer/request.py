@@ -13,6 +13,7 @@ from urllib.parse import urlencode
 from transformer.choices import ChoiceError, checked_choice
 from transformer.core.head_mask import HeadMaskError, check_heads_off
 from transformer.decoding.strategies import STRATEGIES, SettingError, build_settings, get_strategy
+from transformer.decoding.translator import LanguageSettingError
 from transformer.numbers import NumberError, checked_number, parsed_number
 from transformer.unicode_text import MAX_CHARACTERS as MAX_CHARACTERS  # the limit every surface shares
 from transformer.unicode_text import TextError, check_text, checked_lines
@@ -85,8 +86,8 @@ class Request:
         source_lang, target_lang = source_lang or None, target_lang or None
         try:
             translator.language_start(source_lang, target_lang)
-        except SettingError as error:  # its message starts with the language's field
-            raise RequestError(str(error).split(":")[0], str(error)) from None
+        except LanguageSettingError as error:
+            raise RequestError(error.name, str(error)) from None
         heads = as_head_entries(heads_off)
         if isinstance(heads_off, str):  # typed numbered from 1: a head out of range is named as it was typed
             check_typed_heads(heads, translator.model.config)

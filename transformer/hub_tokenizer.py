@@ -22,14 +22,15 @@ from pathlib import Path
 
 from tokenizers import Tokenizer as RustTokenizer
 
+from .choices import ChoiceError
 from .spm_vocabulary import SPM_FILE, VOCAB_FILE, SentencePieceVocabulary
 from .unicode_text import check_text
 
 TOKENIZER_JSON = "tokenizer.json"
 
 
-class LanguageError(ValueError):
-    """A language code the model does not have; the message names the setting and the codes it has."""
+class LanguageError(ChoiceError):
+    """A language code the model does not have; `name` is the setting, and the message names the codes it has."""
 
 
 class HubTokenizer:
@@ -75,14 +76,14 @@ class HubTokenizer:
         """The id of language `code` (None: the model's default for `setting`); a LanguageError names `setting`."""
         if not self.languages:
             if code is not None:
-                raise LanguageError(f"{setting}: this model has no language codes; leave it out")
+                raise LanguageError(setting, f"{setting}: this model has no language codes; leave it out")
             return None
         code = code if code is not None else (self.default_source if setting == "source_lang"
                                               else self.default_target)
         if code not in self.languages:
             shown = ", ".join(sorted(self.languages)[:8])
-            raise LanguageError(f"{setting}: unknown language code {code!r}; this model has {len(self.languages)} "
-                                f"({shown}, ...)")
+            raise LanguageError(setting, f"{setting}: unknown language code {code!r}; this model has "
+                                         f"{len(self.languages)} ({shown}, ...)")
         return self.languages[code]
 
     def _ids(self, text: str) -> list[int]:

@@ -38,6 +38,14 @@ def check_device(device: str) -> torch.device:
     return device
 
 
+class LanguageSettingError(SettingError):
+    """A language a model does not have, or one given to a model of one direction; `name` is the setting."""
+
+    def __init__(self, name: str, message: str):
+        super().__init__(message)
+        self.name = name
+
+
 class Translator:
     def __init__(self, model: Transformer, tokenizer: Tokenizer, config: dict | None = None,
                  source: Path | None = None):
@@ -103,13 +111,13 @@ class Translator:
         if not hasattr(self.tokenizer, "forced_start"):
             for name, value in (("source_lang", source_lang), ("target_lang", target_lang)):
                 if value is not None:
-                    raise SettingError(f"{name}: this model translates one direction only; leave it out")
+                    raise LanguageSettingError(name, f"{name}: this model translates one direction only; leave it out")
             return []
         try:
             self.tokenizer.language_id("source_lang", source_lang)
             return self.tokenizer.forced_start(target_lang)
-        except ValueError as error:
-            raise SettingError(str(error)) from None
+        except ChoiceError as error:  # the tokenizer's LanguageError, which names its setting
+            raise LanguageSettingError(error.name, str(error)) from None
 
     def translate(self, text: str, **settings) -> Translation:
         return self.translate_batch([check_text("text", text)], **settings)[0]
