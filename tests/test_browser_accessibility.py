@@ -1,9 +1,11 @@
 """WCAG 2.1 AA as axe-core measures it (tests/vendor/axe-core, 4.14.1, its WCAG 2.0/2.1 A and AA rules) on every
 screen: the first screen before and after a translation (then with the live picture's Data table open, and its lines),
 every tab after it, and the walk-through at its first, middle and last stage; light and dark, at 1400 px and at
-390 px. Every violation is printed with its elements; the test passes only with none, and with no error in the page
-or the server's log (docs/accessibility.md)."""
+390 px. On each screen, Chromium's accessibility tree (Playwright's ARIA snapshot) must also name every group, radio
+group and button. Every violation is printed with its elements; the test passes only with none, and with no error in
+the page or the server's log (docs/accessibility.md)."""
 import json
+import re
 import time
 
 import pytest
@@ -27,14 +29,30 @@ AXE_JS = """async (panel) => {
   return result.violations.map(v => ({rule: v.id, impact: v.impact, help: v.help,
     nodes: v.nodes.map(n => n.target.join(' ') + ': ' + n.failureSummary.replace(/\\s+/g, ' '))}));
 }"""
+# a group, radio group or button with nothing after its role but the end, its children's colon or its states
+UNNAMED = re.compile(r"^\s*- (group|radiogroup|button)(:|\s*\[[^\]]*\])*\s*:?\s*$")
+
+
+def unnamed_controls(snapshot: str) -> list[str]:
+    """The groups (a radio or checkbox group's fieldset), radio groups and buttons that have no accessible name in
+    an ARIA snapshot (Playwright's YAML: a named one reads `- button "Translate"`, an unnamed one `- button`,
+    `- group:` or `- button [disabled]`)."""
+    return [line.strip() for line in snapshot.splitlines() if UNNAMED.match(line)]
 
 
 def violations(page, panel: bool = False) -> list[dict]:
     """axe-core's WCAG A/AA violations on the page as it is now, or in its open tab's panel (the script added once
-    per page)."""
+    per page), and, as one more rule, every control the accessibility tree leaves unnamed there (Chromium's tree, as
+    a screen reader gets it, read through Playwright's ARIA snapshot)."""
     if not page.evaluate("() => typeof axe !== 'undefined'"):
         page.add_script_tag(path=str(AXE))
-    return page.evaluate(AXE_JS, panel)
+    found = page.evaluate(AXE_JS, panel)
+    where = page.locator("[role=tabpanel]:visible").first if panel else page.locator("body")
+    unnamed = unnamed_controls(where.aria_snapshot(timeout=30_000))
+    if unnamed:
+        found.append({"rule": "unnamed-control", "impact": "serious", "nodes": unnamed,
+                      "help": "Every group, radio group and button has an accessible name (WCAG 1.3.1, 4.1.2)"})
+    return found
 
 
 def walk_screens(page):

@@ -150,6 +150,8 @@
     gd.setAttribute("role", "figure");
     gd.setAttribute("aria-label", figureName(gd._fullData, gd._fullLayout));
     details.querySelector("summary").textContent = `Data: the numbers of "${titleOf(gd._fullLayout)}"`;
+    // a <details> is a group in the accessibility tree, which its summary does not name once it is open
+    details.setAttribute("aria-label", details.querySelector("summary").textContent);
     if (details.open) fill(gd, details);
   }
 

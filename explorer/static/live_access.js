@@ -30,7 +30,8 @@ function keyCursor(svg, tip, m, rows, cols, {left, top, cell}) {
 
 // The map's numbers as a table under it, built when opened: a header per key, a row header per query
 function dataTable(title, m, rows, cols) {
-  const details = node("details", {class: "ae-data"});
+  // a <details> is a group in the accessibility tree, which its summary does not name once it is open
+  const details = node("details", {class: "ae-data", "aria-label": "Data: the numbers of this map"});
   details.appendChild(node("summary", {}, `Data: the numbers of this map`));
   details.addEventListener("toggle", () => {
     if (!details.open || details.querySelector("table")) return;
