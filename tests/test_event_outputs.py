@@ -154,13 +154,14 @@ async def opened(page) -> Visitor:
     return visitor
 
 
-async def translated(page) -> Visitor:
+async def translated(page, **settings) -> Visitor:
     """A page that has translated SENTENCE as the page does: Translate's answer from the JSON route (the browser's
     part: the route's service run, the result handed out under a key), then the result adopted and the open tab
-    drawn by the events that follow the key's change."""
+    drawn by the events that follow the key's change. `settings` are page values set before Translate (by name)."""
     visitor, ui = await opened(page), page[1]
     c = ui.components
     visitor.values[c["source"]._id] = SENTENCE
+    visitor.values |= {c[name]._id: value for name, value in settings.items()}
     request = Request.from_page(ui.registry, {name: visitor.values[c[name]._id] for name in ui.request_names})
     result = ui.service.run(request, FIRST_SCREEN)
     visitor.values |= {c["translation"]._id: result.translations[0].text, c["result_key"]._id: ui.hand_out(result),
@@ -190,13 +191,14 @@ def variants(visitor: Visitor, fn) -> list[tuple[str, list]]:
     return tried
 
 
-def failures(page, visitor: Visitor) -> list[str]:
-    """Every event with a function on the server (not the browser's own JavaScript), each variant of its inputs on
-    a fork of `visitor`'s page, with the events chained after it; what went wrong, by event and variant."""
+def failures(page, visitor: Visitor, skip=lambda fn: False) -> list[str]:
+    """Every event with a function on the server (not the browser's own JavaScript) and not `skip`ped, each variant
+    of its inputs on a fork of `visitor`'s page, with the events chained after it; what went wrong, by event and
+    variant."""
     found = []
     for fn in page[0].fns.values():
-        if fn.fn is None or fn.trigger_after is not None:  # JavaScript alone; a chain's later link runs in its chain
-            continue
+        if fn.fn is None or fn.trigger_after is not None or skip(fn):  # JavaScript alone; a chain's later link
+            continue  # runs in its chain
         for label, inputs in variants(visitor, fn):
             found += [f"{problem} ({label})" for problem in asyncio.run(run_chain(page, fn, visitor.fork(), inputs))]
     return found
