@@ -1,9 +1,9 @@
-"""WCAG 2.1 AA as axe-core measures it (tests/vendor/axe-core, 4.14.1, its WCAG 2.0/2.1 A and AA rules) on every
-screen: the first screen before and after a translation (then with the live picture's Data table open, and its lines),
-every tab after it, and the walk-through at its first, middle and last stage; light and dark, at 1400 px and at
-390 px. On each screen, Chromium's accessibility tree (Playwright's ARIA snapshot) must also name every group, radio
-group and button. Every violation is printed with its elements; the test passes only with none, and with no error in
-the page or the server's log (docs/accessibility.md)."""
+"""WCAG 2.1 AA as axe-core measures it (tests/vendor/axe-core, 4.14.1, its WCAG 2.0/2.1 A and AA rules) on every screen:
+the first screen before and after a translation (then with the live picture's Data table open, and its lines), every
+tab after it, and the walk-through at its first, middle and last stage; light and dark, at 1400 px and at 390 px. On
+each screen, Chromium's accessibility tree (Playwright's ARIA snapshot) must also name every group, radio group and
+button, and the page's text must name no folder of the server's machine. Every violation is printed with its
+elements; the test passes only with none, and with no error in the page or the server's log (docs/accessibility.md)."""
 import json
 import re
 import time
@@ -29,6 +29,8 @@ AXE_JS = """async (panel) => {
   return result.violations.map(v => ({rule: v.id, impact: v.impact, help: v.help,
     nodes: v.nodes.map(n => n.target.join(' ') + ': ' + n.failureSummary.replace(/\\s+/g, ' '))}));
 }"""
+# a folder of the server's machine in the page's text (a model's path in a message, a card or a log line)
+MACHINE_PATH = re.compile(r"(?<![\w.])/(?:root|home|tmp|work|Users)/[^\s]*")
 # a group, radio group or button with nothing after its role but the end, its children's colon or its states
 UNNAMED = re.compile(r"^\s*- (group|radiogroup|button)(:|\s*\[[^\]]*\])*\s*:?\s*$")
 
@@ -52,6 +54,11 @@ def violations(page, panel: bool = False) -> list[dict]:
     if unnamed:
         found.append({"rule": "unnamed-control", "impact": "serious", "nodes": unnamed,
                       "help": "Every group, radio group and button has an accessible name (WCAG 1.3.1, 4.1.2)"})
+    # not accessibility, but read on the same screens: no text the page shows names a folder of the server's machine
+    paths = MACHINE_PATH.findall(page.evaluate("() => document.body.innerText"))
+    if paths:
+        found.append({"rule": "machine-path", "impact": "serious", "nodes": paths,
+                      "help": "No page shows a path of the server's machine"})
     return found
 
 

@@ -1,5 +1,5 @@
 """The first hour's rough edges, each checked as a class in Chromium at 1280 px and 390 px: token names in legends,
-no machine paths, counts that agree with what is drawn, nothing cut or covered on a phone, every tab labelled, the
+counts that agree with what is drawn, nothing cut or covered on a phone, every tab labelled, the
 placeholder in the model's language, and a model card that tells every training stage."""
 import json
 import re
@@ -10,14 +10,12 @@ from transformer.training.model_card import training_stages
 
 from .conftest import ROOT
 from .test_browser import CHROMIUM, TIMEOUT, browser, open_page, server_url  # noqa: F401
-from .test_browser_clicks import idle
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium missing (scripts/test.sh installs it)")]
 
 LONG = "A man in a blue jacket is riding a bicycle down the long street near the old railway station while it rains."
 WIDTHS = {"desktop": (1280, 900), "phone": (390, 844)}
-MACHINE_PATH = re.compile(r"(?<![\w.])/(?:root|home|tmp|work|Users)/")
 
 
 @pytest.fixture(scope="module", params=list(WIDTHS))
@@ -50,15 +48,6 @@ def test_every_tab_is_visible_by_its_label(translated):
         assert page.get_by_role("tab", name=title, exact=True).is_visible(), title
     overflow = page.locator(".overflow-menu button")
     assert overflow.count() == 0 or not overflow.first.is_visible()  # no unlabelled "⋯" hiding tabs
-
-
-def test_no_page_shows_a_path_of_a_machine(translated):
-    _, page = translated
-    for title in tab_titles(page):
-        open_tab(page, title)
-        idle(page)  # the tab drawn: its events ended (rather than a fixed 300 ms, which a slow draw outlasts)
-        text = page.evaluate("() => document.body.innerText")
-        assert not MACHINE_PATH.search(text), (title, MACHINE_PATH.search(text))
 
 
 def test_the_heads_legend_names_the_end_and_start_tokens(translated):
