@@ -57,11 +57,13 @@ ERRORS_JS = """() => ({
 
 @pytest.fixture(autouse=True)
 def short_training():
-    """The Learn tab's Train stopped by its time cap after its first update: the test clicks it, not waits for it."""
-    from explorer.views import learn
+    """The Learn tab's Train stopped by its time cap after its first update, and Play's frames without the pause a
+    reader gets between them: the test clicks them, not waits for them."""
+    from explorer.views import learn, steps
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(learn, "APP_TIME_CAP", 0.1)
+        patch.setattr(steps, "PLAY_DELAY_S", 0.01)
         yield
 
 
