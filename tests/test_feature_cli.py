@@ -1,21 +1,27 @@
 """python -m transformer.features (transformer/features/cli.py): `train` writes a dictionary folder of exactly the
 file format's tensors and config, with metrics recomputed here; `steer` and `explain` print what the package's
-functions give for the same dictionary; bad settings, folders and files end in one line naming them (exit 2)."""
+functions give for the same dictionary; `top --piece` on the shipped dictionaries prints a piece's latents as their
+catalogue's arrays hold them, and a piece of the other side (docs/features.md's `--piece Hund` at the English encoder)
+or of no side is one line naming the side and the point; bad settings, folders and files end in one line naming them
+(exit 2)."""
 import json
 import os
 import re
 import shutil
 
+import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file
 
 from transformer.features import load_dictionary, measure
+from transformer.features.catalogue import load_catalogue
 from transformer.features.cli import main
 from transformer.features.gather import gather_activations
 from transformer.features.steering import Edit, causes, steer
+from transformer.tokenizer import Tokenizer
 
-from .conftest import synthetic_pairs
+from .conftest import SHIPPED, synthetic_pairs
 
 POINT = "encoder_layers.2.output"
 SENTENCE, TARGET = synthetic_pairs(1, seed=11)[0]
@@ -112,6 +118,50 @@ def test_an_existing_folder_a_corrupt_dictionary_and_a_bad_latent_are_named(trai
     status, _, err = cli(capsys, "explain", trained, "--checkpoint", random_translator.source, "--sentence", SENTENCE,
                          "--target", TARGET, "--piece", 99)
     assert status == 2 and "--piece must be in [1, " in err and len(err.splitlines()) == 1, err
+
+
+# ---- top --piece on the shipped en-de dictionaries: an encoder point reads English pieces, a decoder point German
+
+
+def by_hand(folder, piece_id: int, top: int) -> list[tuple[int, float]]:
+    """(latent, strongest activation) over the catalogue's kept contexts on `piece_id`, read straight from its arrays,
+    strongest first (ties: the lower latent)."""
+    catalogue = load_catalogue(folder)
+    hits = {}
+    for latent in range(catalogue.n):
+        on = [float(a) for s, p, a in zip(catalogue.sentence[latent], catalogue.piece[latent],
+                                          catalogue.activation[latent]) if s >= 0 and p == piece_id]
+        if on:
+            hits[latent] = max(on)
+    return sorted(hits.items(), key=lambda hit: (-hit[1], hit[0]))[:top]
+
+
+@pytest.mark.parametrize("point, piece", [("encoder_layers.3.output", "dog"), ("decoder_layers.3.output", "Hund")])
+def test_top_piece_prints_the_latents_the_catalogue_holds_on_it(point, piece, capsys):
+    folder = SHIPPED / "features" / point
+    want = by_hand(folder, Tokenizer.load(SHIPPED / "spm.model").piece_to_id("▁" + piece), 5)
+    status, out, err = cli(capsys, "top", folder, "--piece", piece, "--contexts", 5)
+    assert status == 0, err
+    printed = json.loads(out)
+    assert len(want) == 5 and [(row["latent"], row["activation"]) for row in printed["latents"]] == [
+        (latent, round(value, 4)) for latent, value in want]
+
+
+@pytest.mark.parametrize("point, piece, side, said", [
+    # docs/features.md's example before: Hund is in the joint vocabulary, but never on the English side
+    ("encoder_layers.3.output", "Hund", "source (en)", "is on none of the contexts"),
+    ("decoder_layers.3.output", "▁dog", "target (de)", "is on none of the contexts"),
+    ("encoder_layers.3.output", "Qzxqv", "source (en)", "is not a piece of the source (en) side"),
+])
+def test_top_piece_of_the_other_side_or_of_none_is_one_line_naming_the_side_and_the_point(point, piece, side, said,
+                                                                                         capsys):
+    folder = SHIPPED / "features" / point
+    tokenizer = Tokenizer.load(SHIPPED / "spm.model")
+    ids = {tokenizer.piece_to_id(form) for form in (piece, "▁" + piece.lstrip("▁"))} - {tokenizer.unk_id}
+    assert not np.isin(load_catalogue(folder).piece, list(ids)).any()  # no kept context is on it
+    status, out, err = cli(capsys, "top", folder, "--piece", piece)
+    assert status == 2 and out == "" and len(err.splitlines()) == 1, (out, err)
+    assert f"--piece {piece!r}" in err and said in err and f"{side} side" in err and point in err, err
 
 
 # ---- checked before the work: the outputs can be written and the inputs are there, before any gathering

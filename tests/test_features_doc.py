@@ -1,13 +1,18 @@
 """docs/features.md against the shipped dictionary: its table row is the dictionary's config.json, and its worked
-example's latents, drops and steered translation are what the package computes on the shipped model now."""
+example's latents, drops and steered translation are what the package computes on the shipped model now; its
+`top --piece` commands find latents."""
 import json
 import re
 
+import numpy as np
 import pytest
 
 from transformer import Translator
 from transformer.features import load_dictionary
+from transformer.features.catalogue import load_catalogue
+from transformer.features.cli import main
 from transformer.features.steering import Edit, causes, steer
+from transformer.tokenizer import Tokenizer
 
 from .conftest import ROOT
 
@@ -52,3 +57,18 @@ def test_the_worked_example_gives_the_numbers_the_page_states():
     steered = steer(translator, saved, SENTENCE, [Edit(first.latent, 0.0)], strategy="greedy")
     assert steered.before == target
     assert f'"{steered.after.replace(" ist ", " **ist** ")}"' in PAGE.replace("\n", " ")
+
+
+def test_every_top_piece_command_on_the_page_finds_latents_in_its_catalogue(capsys):
+    """The page's `top DICTIONARY --piece P` lines, run: each prints latents, and they are the ones whose kept contexts
+    in the dictionary's catalogue are on P's piece (read from its arrays here)."""
+    commands = re.findall(r"python -m transformer\.features top (checkpoints/\S+) --piece (\S+)\n", PAGE)
+    assert commands, "the page shows no `top --piece` command"
+    for folder, piece in commands:
+        main(["top", str(ROOT / folder), "--piece", piece])
+        printed = json.loads(capsys.readouterr().out)
+        catalogue = load_catalogue(ROOT / folder)
+        model = ROOT / "checkpoints" / folder.split("/")[1]
+        ids = {Tokenizer.load(model / "spm.model").piece_to_id(form) for form in (piece, "▁" + piece.lstrip("▁"))}
+        on = np.isin(catalogue.piece, list(ids)) & (catalogue.sentence >= 0)  # (n, K) kept contexts on the piece
+        assert printed["latents"] and {row["latent"] for row in printed["latents"]} <= set(np.flatnonzero(on.any(1)))

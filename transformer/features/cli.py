@@ -4,13 +4,14 @@
         --point encoder_layers.3.output --n 4096 --k 32
     python -m transformer.features top dictionaries/en-de-enc3 --build          # its catalogue: the atlas's pairs
     python -m transformer.features top dictionaries/en-de-enc3 --latent 412     # contexts, histogram, label
-    python -m transformer.features top dictionaries/en-de-enc3 --piece Hund     # the latents that fire on it
+    python -m transformer.features top dictionaries/en-de-enc3 --piece dog      # the latents that fire on it
     python -m transformer.features steer dictionaries/en-de-enc3 --sentence "A dog runs." --latent 412 --scale 0
     python -m transformer.features explain dictionaries/en-de-enc3 --sentence "A dog runs." --piece 2
 
 `top`, `steer` and `explain` print JSON. Latents count from 0 (they are a dictionary's columns); positions and pieces
 count from 1, like the API's. A bad setting, checkpoint, corpus or dictionary ends the program with one line naming
-it (exit status 2), and nothing is written.
+it (exit status 2), and nothing is written; so does a `top --piece` that finds no latent (a piece of the other
+language: an encoder point reads the source's pieces, a decoder point the target's).
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from .build import BuildSettings, build_dictionary, read_pairs
 from .catalogue import CATALOGUE_FILE, atlas_pairs, build_catalogue, load_catalogue, save_catalogue
 from .dictionary import DictionaryError
 from .files import load_dictionary
-from .reading import describe
+from .reading import describe, piece_latents
 from .steering import Edit, explanation, steer
 
 PROG = "python -m transformer.features"
@@ -90,7 +91,8 @@ def top_arguments(command) -> None:
     wanted = command.add_mutually_exclusive_group(required=True)
     wanted.add_argument("--latent", type=number_type("--latent", int, 0), help="the latent, from 0")
     wanted.add_argument("--piece", type=sentence_type("--piece"),
-                        help="a word or piece (e.g. Hund or ▁Hund): the latents whose contexts are on it")
+                        help="a word or piece of the side the point reads (e.g. dog or ▁dog at an en-de encoder "
+                             "point, Hund at a decoder point): the latents whose contexts are on it")
     wanted.add_argument("--build", action="store_true",
                         help="gather the corpus and write catalogue.npz into the dictionary's folder")
     command.add_argument("--contexts", type=number_type("--contexts", int, 1, 100), default=8,
@@ -208,12 +210,13 @@ def top_of(args, saved, translator) -> dict:
     catalogue = load_catalogue(args.dictionary, saved.dictionary.config.n)
     if args.latent is not None:
         return describe(translator, saved, catalogue, args.latent, args.contexts)
-    tokenizer = translator.tokenizer
-    ids = {tokenizer.piece_to_id(p) for p in (args.piece, "▁" + args.piece.lstrip("▁"))} - {tokenizer.unk_id}
-    found = sorted((hit for i in ids for hit in catalogue.latents_of_piece(i, args.contexts)), key=lambda h: -h[1])
+    try:
+        found = piece_latents(translator, catalogue, args.piece, args.contexts)
+    except DictionaryError as error:
+        raise as_flag(error) from None
     return {"piece": args.piece, "point": saved.origin.point, "numbering": "latents from 0",
-            "latents": [{"latent": j, "activation": round(v, 4), "label": catalogue.label(j, tokenizer.id_to_piece)}
-                        for j, v in found[: args.contexts]]}
+            "latents": [{"latent": j, "activation": round(v, 4),
+                         "label": catalogue.label(j, translator.tokenizer.id_to_piece)} for j, v in found]}
 
 
 def explained(args, saved, translator) -> dict:
@@ -221,7 +224,12 @@ def explained(args, saved, translator) -> dict:
         return {"sentence": args.sentence, **explanation(translator, saved, args.sentence, args.target, args.piece,
                                                          args.exact)}
     except DictionaryError as error:
-        raise DictionaryError(f"--{error}" if str(error).startswith("piece") else str(error)) from None
+        raise as_flag(error) from None
+
+
+def as_flag(error: DictionaryError) -> DictionaryError:
+    """The library's error about a "piece" as the command line names it: the --piece flag."""
+    return DictionaryError(f"--{error}" if str(error).startswith("piece") else str(error))
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ API and `python -m transformer.features top` show, from the same functions.
     read = sentence_latents(translator, saved, src_ids, tgt_ids)   # each token's strongest latents at the point
     read.strongest(12)                                              # the sentence's strongest latents
     describe(translator, saved, catalogue, 412)                      # label, contexts, histogram, promoted pieces
+    piece_latents(translator, catalogue, "dog")                     # the latents whose kept contexts are on ▁dog
 
 A decoder point is read teacher-forced on the translation: row i is the position that predicted its piece i, so a
 decoder point's token is the piece predicted there (gather.py's convention).
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..core.probes import SOURCE
+from ..core.probes import SOURCE, TARGET
 from .catalogue import Catalogue
 from .contexts import promoted_pieces
 from .dictionary import DictionaryError, checked_setting
@@ -94,6 +95,42 @@ def describe(translator, saved: SavedDictionary, catalogue: Catalogue, latent: i
     if catalogue.side != SOURCE:
         answer["promoted"] = [[p, round(v, 4)] for p, v in promoted_pieces(translator, saved.dictionary, latent)]
     return answer
+
+
+def piece_latents(translator, catalogue: Catalogue, piece: str, top: int = 8) -> list[tuple[int, float]]:
+    """The latents whose kept contexts are on `piece` (as given, or with its word mark: "dog" finds "▁dog"), by their
+    strongest activation on it: (latent, activation), strongest first. An encoder point reads the source language's
+    pieces and a decoder point the target's: a piece the vocabulary lacks, or one on none of the catalogue's kept
+    contexts (a German word at an English encoder point), is a DictionaryError naming the side and the point,
+    rather than no latents."""
+    top = checked_setting("top", top, int, 1, MAX_CONTEXTS)
+    tokenizer, side = translator.tokenizer, side_named(translator, catalogue.side)
+    forms = [form for form in dict.fromkeys((piece, "▁" + piece.lstrip("▁")))
+             if tokenizer.piece_to_id(form) != tokenizer.unk_id]
+    if not forms:
+        encode = tokenizer.encode if catalogue.side == SOURCE else tokenizer.encode_target
+        cut = " ".join(tokenizer.id_to_piece(int(i)) for i in encode(piece))
+        raise DictionaryError(f"piece {piece!r} is not a piece of the {side} side that {catalogue.point} reads; the "
+                              f"tokenizer cuts it into {cut}: give one of those")
+    strongest = {}  # latent -> its strongest activation on either form
+    for form in forms:
+        for latent, activation in catalogue.latents_of_piece(tokenizer.piece_to_id(form), top):
+            strongest[latent] = max(activation, strongest.get(latent, 0.0))
+    found = sorted(strongest.items(), key=lambda hit: (-hit[1], hit[0]))
+    if not found:
+        other = side_named(translator, TARGET if catalogue.side == SOURCE else SOURCE)
+        reader = "a decoder" if catalogue.side == SOURCE else "an encoder"
+        raise DictionaryError(
+            f"piece {piece!r} ({' or '.join(forms)}) is on none of the contexts the catalogue keeps for "
+            f"{catalogue.point}, which reads the {side} side ({catalogue.tokens:,} tokens of {catalogue.corpus}); "
+            f"a piece of the {other} side is read at {reader} point")
+    return found[:top]
+
+
+def side_named(translator, side: str) -> str:
+    """"source (en)", "target (de)": a side and its language, where the model names its languages."""
+    code = translator.languages.get("src" if side == SOURCE else "tgt")
+    return f"{side} ({code})" if code else side
 
 
 def marked_text(context: dict, mark: tuple[str, str] = ("[", "]")) -> str:
