@@ -160,12 +160,13 @@ LINK_JS = """
     const contrast = document.querySelector('#cause-contrast textarea, #cause-contrast input');
     if (contrast && contrast.value) params.set('cause_contrast', contrast.value);
   }
-  const latent = document.querySelector('#features-latent input');  // the Features tab, once a latent is chosen
-  if (latent && latent.value !== '') {
+  // the Features tab, once a latent is chosen: its box is empty until then (views/features.py)
+  const latent = document.querySelector('#features-latent input');
+  if (latent && latent.value.trim() !== '') {
     params.set('features_point', document.querySelector('#features-point input').value);
     params.set('features_latent', latent.value);
     const scale = document.querySelector('#features-scale input');
-    if (scale && scale.value !== '') params.set('features_scale', scale.value);
+    if (scale && scale.value.trim() !== '') params.set('features_scale', scale.value);
   }
   const link = window.location.origin + window.location.pathname + '?' + params.toString();
   window.history.replaceState(null, '', link);

@@ -1,6 +1,7 @@
-"""The Features tab in the browser: opened, a latent clicked beside its token, its page and histogram shown, turned
-off, and the steered translation beside the one as it is, equal to the translation steered in this process; the
-share link carries the tab's state and restores it; the server's log stays clean."""
+"""The Features tab in the browser: opened with no latent chosen (none shown, none in the link), a latent clicked
+beside its token, its page and histogram shown, turned off, and the steered translation beside the one as it is,
+equal to the translation steered in this process; the share link carries the tab's state and restores it; the
+server's log stays clean."""
 import re
 
 import pytest
@@ -31,6 +32,12 @@ def test_a_latent_clicked_turned_off_and_the_translation_changes(browser, server
         page.get_by_role("tab", name="Features").click()
         card = page.locator("#features-tokens .ae-token", has_text="on")
         expect(card.locator(f".ae-latent[data-latent='{LATENT}']")).to_be_visible(timeout=TIMEOUT)
+        # the first open: no latent chosen, so no latent's page, no steering and no Features key in the link
+        expect(page.locator("#features-latent input")).to_have_value("")
+        assert page.locator("#features-about").inner_text() == page.locator("#features-steered").inner_text() == ""
+        page.locator("#copy-link").click()
+        expect(page.locator("#link textarea, #link input").first).to_have_value(re.compile("text="), timeout=TIMEOUT)
+        assert "features_" not in page.locator("#link textarea, #link input").first.input_value()
         card.locator(f".ae-latent[data-latent='{LATENT}']").click()
         expect(page.locator("#features-about h3")).to_contain_text(f"Latent {LATENT}:", timeout=TIMEOUT)
         expect(page.locator("#features-about mark").first).to_be_visible()

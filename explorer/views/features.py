@@ -3,7 +3,12 @@ picks one of the model's dictionaries (a recording point); the tab shows the sen
 strongest latents. Choosing a latent shows what it is (label, contexts from the catalogue's corpus, histogram, the
 pieces it promotes); Turn it off / Turn it up translate again with the latent steered, beside the translation as it
 is. The point, the latent and the multiple go into the share link; the tab saves as one offline HTML file. Drawn when
-the tab is first opened: the readings come from the server's model, in this process, as the JSON API's do."""
+the tab is first opened: the readings come from the server's model, in this process, as the JSON API's do.
+
+The tab opens with no latent chosen, and so with no latent's page, no steering and no latent in the share link: the
+latent and the multiple are text boxes, empty until a visitor fills them. Gradio's page shows a gr.Number without a
+value as 0 and sends 0 (its 6.31 front end sets `value ??= 0`), so as Numbers they would choose latent 0, turned off,
+on every first open."""
 from __future__ import annotations
 
 from functools import lru_cache
@@ -13,6 +18,7 @@ import gradio as gr
 from transformer.features import DictionaryError
 from transformer.features.reading import describe, sentence_latents
 from transformer.features.steering import MAX_SCALE, Edit, steer
+from transformer.numbers import NumberError, parsed_number
 
 from ..exports import features_file
 from ..features_api import catalogue_at, dictionary_at, folders, folders_in
@@ -54,8 +60,8 @@ class FeaturesView(View):
             # component was built with: any value passes here, and opened() names one the model does not have
             point = gr.Dropdown(offered, value=offered[0] if offered else None, elem_id="features-point", scale=2,
                                 label="Dictionary (recording point)", allow_custom_value=True)
-            latent = gr.Number(label="Latent (from 0)", value=None, precision=0, minimum=0, elem_id="features-latent",
-                               scale=1)
+            latent = gr.Textbox(label="Latent (from 0)", value="", placeholder="a button below, or its number", lines=1,
+                                max_lines=1, elem_id="features-latent", scale=1)
             show = gr.Button("Show this latent", elem_id="features-show", scale=1)
         tokens = gr.HTML(PROMPT, elem_id="features-tokens")
         about = gr.HTML("", elem_id="features-about")
@@ -63,8 +69,8 @@ class FeaturesView(View):
         with gr.Row():
             off = gr.Button("Turn it off", elem_id="features-off", variant="primary", scale=1)
             up = gr.Button(f"Turn it up (× {UP:g})", elem_id="features-up", scale=1)
-            scale = gr.Number(label=f"Or this multiple (0 off, 1 as it is; within ±{MAX_SCALE:g})", value=None,
-                              elem_id="features-scale", scale=1)
+            scale = gr.Textbox(label=f"Or this multiple (0 off, 1 as it is; within ±{MAX_SCALE:g})", value="",
+                               placeholder="e.g. 2", lines=1, max_lines=1, elem_id="features-scale", scale=1)
             steer_button = gr.Button("Translate with this multiple", elem_id="features-steer", scale=1)
         steered = gr.HTML("", elem_id="features-steered")
         save = gr.Button("Save this tab as one HTML file", elem_id="features-save", size="sm")
@@ -151,12 +157,23 @@ def opened(registry, result, state: dict):
 
 
 def chosen_latent(saved, latent) -> int | None:
-    if latent is None:
+    """The latent the visitor chose (the box's text, or a link's number), or None while the box is empty."""
+    return typed_number("Latent", latent, int, 0, saved.dictionary.config.n - 1)
+
+
+def chosen_multiple(multiple) -> float | None:
+    """The multiple typed (or a link's), or None while the box is empty."""
+    return typed_number("Multiple", multiple, float, -MAX_SCALE, MAX_SCALE)
+
+
+def typed_number(name: str, value, kind: type, low, high):
+    """A text box's number (the one number rule: transformer/numbers.py), None where it is empty."""
+    if value is None or (isinstance(value, str) and not value.strip()):
         return None
-    n = saved.dictionary.config.n
-    if not 0 <= int(latent) < n:
-        raise page_error(f"Latent must be in [0, {n - 1}] for this dictionary, got {int(latent)}.")
-    return int(latent)
+    try:
+        return parsed_number(name, value, kind, low, high)
+    except NumberError as error:
+        raise page_error(f"{error}.") from None
 
 
 def drawn(registry, result, state: dict, steered: bool = False) -> dict:
@@ -179,15 +196,13 @@ def drawn(registry, result, state: dict, steered: bool = False) -> dict:
         named |= {"features_about": latent_html(described), "features_histogram": histogram_figure(described)}
     elif latent is not None:
         named["features_about"] = f"<p>Latent {latent}: this dictionary has no catalogue of contexts.</p>"
-    multiple = state.get("features_scale")
+    multiple = chosen_multiple(state.get("features_scale"))
     if steered and latent is not None and multiple is not None:
-        named["features_steered"] = steered_text(translator, saved, translation.source, latent, float(multiple))
+        named["features_steered"] = steered_text(translator, saved, translation.source, latent, multiple)
     return named
 
 
 def steered_text(translator, saved, source: str, latent: int, multiple: float) -> str:
-    if not -MAX_SCALE <= multiple <= MAX_SCALE:
-        raise page_error(f"Multiple must be within ±{MAX_SCALE:g}, got {multiple:g}.")
     result = steer(translator, saved, source, [Edit(latent, multiple)], strategy="greedy")
     return steered_html(latent, multiple, result.before, result.after)
 
@@ -198,11 +213,11 @@ def steered_now(ui, c, multiple, result, sentence, point, latent, typed) -> dict
     latent = chosen_latent(saved, latent)
     if latent is None:
         raise page_error("Latent: choose one first (a button beside a token, or type its number).")
-    if multiple is None and typed is None:
+    multiple = chosen_multiple(typed) if multiple is None else multiple
+    if multiple is None:
         raise page_error("Multiple: type one first (0 turns the latent off, 1 keeps it).")
-    multiple = float(typed if multiple is None else multiple)
     text = steered_text(translator, saved, translation.source, latent, multiple)
-    return {c["features_steered"]: text, c["features_scale"]: multiple}
+    return {c["features_steered"]: text, c["features_scale"]: f"{multiple:g}"}
 
 
 def saved_file(ui, result, state: dict) -> str:
