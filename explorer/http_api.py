@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from transformer.decoding.strategies import STRATEGIES
 
+from .api_docs import docs_router
 from .api_json import trace_json
 from .batching import Overloaded, busy_message
 from .features_api import features_router
@@ -153,6 +154,7 @@ def add_json_routes(app, ui) -> None:
     app.state.json_routes = True
     app.include_router(json_router(ui))
     app.include_router(features_router(ui))
+    app.include_router(docs_router())
     app.openapi_schema = None  # made again, with the routes, when next asked
 
 

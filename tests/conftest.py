@@ -160,7 +160,7 @@ def json_api():
     from explorer.ui_state import Wiring
 
     ui = Wiring(discover(ROOT / "checkpoints"), [])
-    app = FastAPI()
+    app = FastAPI(docs_url=None, redoc_url=None)  # as Gradio makes its app: the routes' /docs is the project's
     add_json_routes(app, ui)
     with TestClient(app, raise_server_exceptions=False) as client:
         yield ui, client
