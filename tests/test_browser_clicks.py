@@ -31,6 +31,7 @@ ALLOWED = (
     "Find the cause first, then save it.",  # Cause: "Save this tab" before any picture
     "Source piece: choose the piece to replace first.",  # Cause: the picker's button before a piece is chosen
     "Held cell: click a cell of a picture first, or type one.",  # Cause: "Translate with it held" with none
+    "Latent: choose one first (a button beside a token, or type its number).",  # Features: steering with none chosen
 )
 BUTTONS = "button.primary, button.secondary, button.stop"  # Gradio's Button components (a variant each)
 OPTIONS = "label[data-testid$='-radio-label']"
