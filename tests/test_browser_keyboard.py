@@ -51,9 +51,16 @@ DESCRIBED_JS = """() => [...[...document.querySelectorAll('[role=tabpanel]')].fi
 FIGURES_JS = """async () => {
   const open = [...document.querySelectorAll('[role=tabpanel]')].find(p => p.offsetParent !== null);
   const figures = [];
+  const described = gd => gd.nextElementSibling?.classList.contains('ae-data');
   for (const gd of open.querySelectorAll('.js-plotly-plot')) {
+    // a plot Gradio draws again while this reads the ones before it has its table once figure_text.js's scan ran,
+    // 120 ms after the page last changed (later on a busy machine): waited for, up to 10 s, before it counts as missing
+    for (let waited = 0; !described(gd) && gd.isConnected && waited < 10000; waited += 50) {
+      await new Promise(resolve => setTimeout(resolve, 50));
+    }
+    if (!gd.isConnected) continue;  // replaced by a redraw while waited for: not read this time (rare)
     const details = gd.nextElementSibling;
-    if (!details || !details.classList.contains('ae-data')) {
+    if (!described(gd)) {
       figures.push({missing: gd.closest('[id]').id});
       continue;
     }
