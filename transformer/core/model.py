@@ -7,7 +7,9 @@ src (B, S) and tgt (B, T) are LongTensors of token ids; `pad_id` marks padding.
 """
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
 
 import torch
 from torch import nn
@@ -60,6 +62,34 @@ def upgrade_state_dict(module, state_dict, prefix, *args) -> None:
     upgraded = stack_separate_projections(state_dict)
     state_dict.clear()
     state_dict.update(upgraded)
+
+
+INIT_LOCK = threading.Lock()  # two models built at once on the meta device restore the same functions
+
+
+def meta_skipped(function):
+    """`function` of torch.nn.init, doing nothing to a tensor on the meta device."""
+    def init(tensor, *args, **kwargs):
+        return tensor if tensor.is_meta else function(tensor, *args, **kwargs)
+    return init
+
+
+@contextlib.contextmanager
+def initialisation_skipped():
+    """torch.nn.init's functions skip tensors on the meta device for a while (Hugging Face's `no_init_weights`
+    does the like). They would compute nothing there, but the first of them imports torch._dynamo: about a second of
+    every process that loads a model. A model built meanwhile on another thread, on the CPU, is initialised as
+    always."""
+    with INIT_LOCK:
+        names = [name for name in dir(nn.init) if name.endswith("_") and not name.startswith("_")]
+        saved = {name: getattr(nn.init, name) for name in names}
+        try:
+            for name, function in saved.items():
+                setattr(nn.init, name, meta_skipped(function))
+            yield
+        finally:
+            for name, function in saved.items():
+                setattr(nn.init, name, function)
 
 
 class Transformer(nn.Module):
@@ -117,7 +147,7 @@ class Transformer(nn.Module):
         """The model with memory for every saved tensor but nothing initialised, for a checkpoint to fill at once:
         built on the meta device, then given CPU memory, and its tables derived from the config computed again. A
         600M-parameter model loads in a few seconds this way, never holding two copies of its weights."""
-        with torch.device("meta"):
+        with torch.device("meta"), initialisation_skipped():
             model = cls(config)
         model.to_empty(device="cpu")  # a Parameter leaving the meta device is a new one: a tied one is tied again
         if config.tie_output:

@@ -41,8 +41,11 @@ class SinusoidalPositions(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.config = config
-        # derived from the config, so not saved with the weights
-        self.register_buffer("table", self.computed(), persistent=False)
+        # derived from the config, so not saved with the weights; on the meta device (Transformer.empty, which
+        # computes it once the model has memory) only its shape: computing it there would import torch._dynamo
+        on_meta = torch.empty(0).is_meta
+        table = torch.empty(config.max_len, config.d_model) if on_meta else self.computed()
+        self.register_buffer("table", table, persistent=False)
 
     def computed(self) -> torch.Tensor:
         """The table; `table[0]` is the first token's position, the full table's row `position_offset`."""

@@ -15,7 +15,6 @@ import time
 
 import numpy as np
 import torch
-from scipy.stats import spearmanr
 
 from ...core.patching import patch
 from ...core.probes import at_layer
@@ -90,6 +89,7 @@ def agreement(exact_grids: list[Grid], estimates: list[Grid]) -> tuple[float | N
     both = ~(np.isnan(exact_values) | np.isnan(estimated))
     correlation = None
     if both.sum() > 2 and np.ptp(exact_values[both]) > 0 and np.ptp(estimated[both]) > 0:
+        from scipy.stats import spearmanr  # here: importing scipy.stats takes most of a second of every start-up
         correlation = float(spearmanr(exact_values[both], estimated[both]).statistic)
     marked = []
     for grid, guess in zip(exact_grids, estimates):
