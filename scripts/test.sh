@@ -30,8 +30,12 @@ if [ ! -x .venv/bin/python ]; then
   step "creating the virtual environment in .venv"
   python3 -m venv .venv
 fi
+# --no-compile: pip would spend about 45 s compiling every installed module to byte code; Python compiles the few
+# the tests import on first use instead (about 6 s), and caches them: hence byte code is written whatever the caller's
+# environment says
+unset PYTHONDONTWRITEBYTECODE
 step "installing Python packages from requirements-test.txt (first run: torch ~190 MB as the CPU wheel, a few minutes)..."
-heartbeat "installing Python packages" pip_install -r requirements-test.txt
+heartbeat "installing Python packages" pip_install --no-compile -r requirements-test.txt
 # the project itself, editable: the README's package example then runs from any directory (tested)
 step "installing the project itself (editable)..."
 heartbeat "installing the project" pip_install --no-deps -e .
@@ -57,16 +61,19 @@ if ! command -v node >/dev/null 2>&1; then
   step "installing Node with apt-get..."
   heartbeat "installing nodejs" apt_install nodejs
 fi
-step "testing the live view's browser code (node --test)..."
-# (without the float16 kernel: this short process would only start its build and end)
-ATTENTION_EXPLORER_HALF_WEIGHTS=0 .venv/bin/python tests/js/export_fixtures.py "$fixtures/live.json"
-LIVE_FIXTURE="$fixtures/live.json" node --test tests/js/
+js_tests() {
+  step "testing the live view's browser code (node --test)..."
+  # (without the float16 kernel: this short process would only start its build and end)
+  ATTENTION_EXPLORER_HALF_WEIGHTS=0 .venv/bin/python tests/js/export_fixtures.py "$fixtures/live.json"
+  LIVE_FIXTURE="$fixtures/live.json" node --test tests/js/
+}
 
 # torch with one thread per process, as the app runs it (explorer/__init__.py): on 2 cores shared with Chromium, the
 # in-process server and the subprocesses, a second OpenMP thread mostly waits for a core (four of the model's test
 # files: 28 s with two threads, 16 s with one, on the busy machine); tests of several threads set their own counts
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 if [[ ${#lane[@]} -gt 0 || $# -gt 0 ]]; then
+  js_tests
   step "running pytest ${lane[*]} $*..."
   .venv/bin/python -m pytest tests "${lane[@]}" "$@"
   exit
@@ -76,19 +83,26 @@ fi
 # beside_others: the accessibility walk) runs in the other lane, with a browser and a server of its own there. Each
 # has its own temporary folder and its own range of ports for the servers it starts (Gradio tries 100 from
 # GRADIO_SERVER_PORT); the browser tests' output follows the others'. Each lane lists its 25 slowest tests
-# (--durations=25): where the time goes, run after run.
+# (--durations=25): where the time goes, run after run. The browser code's own tests (node) open the browser lane,
+# the shorter one.
 lanes=$(mktemp -d)
 trap 'rm -rf "$site" "$fixtures" "$lanes"' EXIT
+browser_lane() {
+  local js=0 tests=0
+  js_tests || js=$?
+  GRADIO_SERVER_PORT=8060 .venv/bin/python -m pytest tests -m "browser and not beside_others" --durations=25 \
+    --basetemp "$lanes/browser" || tests=$?
+  [[ $js -eq 0 && $tests -eq 0 ]]
+}
 step "running pytest in two processes at once: the browser tests, and every other test..."
-GRADIO_SERVER_PORT=8060 .venv/bin/python -m pytest tests -m "browser and not beside_others" --durations=25 \
-  --basetemp "$lanes/browser" >"$lanes/browser.log" 2>&1 &
+browser_lane >"$lanes/browser.log" 2>&1 &
 browser=$!
 others=0
 GRADIO_SERVER_PORT=7860 .venv/bin/python -m pytest tests -m "not browser or beside_others" --durations=25 \
   --basetemp "$lanes/others" || others=$?
 browsers=0
 wait "$browser" || browsers=$?
-step "the browser tests' output (status $browsers):"
+step "the browser code's and the browser tests' output (status $browsers):"
 cat "$lanes/browser.log"
 step "pytest: every other test's status $others, the browser tests' $browsers"
 [[ $others -eq 0 && $browsers -eq 0 ]]
