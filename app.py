@@ -17,6 +17,7 @@ from pathlib import Path
 # the explorer package skips Gradio's editor stubs before its first module imports gradio (explorer/__init__.py), so
 # this file imports gradio only through it
 from explorer.asset_cache import serve_assets_from_memory
+from explorer.batch_costs import batch_log_from_environment
 from explorer.gradio_sessions import NOT_PATCHED, lazy_session_configs
 from explorer.http_api import adding_routes_at_start
 from explorer.hub_models import cache_from_environment, converted_folders, hub_models_from_environment
@@ -41,12 +42,15 @@ try:  # a bad setting is one line that names it, before anything loads
     hub_models = hub_models_from_environment()
     switched_on()  # ATTENTION_EXPLORER_HALF_WEIGHTS
     slots_from_environment()  # ATTENTION_EXPLORER_TRAINING_SLOTS, read when the Learn tab first opens
+    batch_log = batch_log_from_environment()  # ATTENTION_EXPLORER_BATCH_LOG
 except ValueError as error:
     print(f"app.py: {error}", file=sys.stderr)
     raise SystemExit(2) from None
 
 logging.basicConfig(level=logging.WARNING)
 log = logging.getLogger("attention-explorer")
+if batch_log:
+    logging.getLogger("attention-explorer.batches").setLevel(logging.INFO)
 # Hub models named by ATTENTION_EXPLORER_HUB_MODELS, converted once into their cache (explorer/hub_models.py)
 hub_folders, _ = converted_folders(hub_models, cache_from_environment()) if hub_models else ([], {})
 try:  # every model is loaded once, here, never per request; then ATTENTION_EXPLORER_DEFAULT_MODEL is checked

@@ -32,6 +32,11 @@ full) is counted apart as `busy`, a 503 without it as a failure.
 --replicas N: N servers on their own ports, the clients sending round-robin (a tiny load balancer): what two
 replicas behind a load balancer give (docs/deploy.md); --workers N sets each server's worker processes.
 
+The first server logs every batch it decodes (ATTENTION_EXPLORER_BATCH_LOG=1): `batches` gives, per strategy, how
+many, their requests, lines and seconds (p50, p95, max), and the milliseconds per line at each size.
+--record-arrivals FILE writes when each request was sent (seconds from the first) and its lines, as JSON: the
+arrival pattern tests/test_batch_admission.py replays.
+
 --endpoint: translate_trace (default) is what a class pressing Translate gets: the translation and the
 compact trace the live view draws (every kind, layer and head, norms and ALTI+); translate_details is every
 number at full precision; translate is the text alone.
@@ -51,6 +56,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.parse
@@ -62,6 +68,9 @@ from pathlib import Path
 
 import numpy as np
 from beside import training_server_script, wait_for_training  # bench/, beside this script
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from explorer.batch_costs import parse_line  # noqa: E402  (the repository's root on the path first)
 
 ROOT = Path(__file__).resolve().parent.parent
 SENTENCES = [
@@ -84,10 +93,13 @@ def free_port() -> int:
 
 
 def start_server(timeout_s: float = 90, result_cache: int | None = None, workers: int | None = None,
-                 script: list[str] | None = None) -> tuple[subprocess.Popen, str]:
-    """`python app.py` on a free port, once it answers HTTP and its worker processes have started (or failed to)."""
+                 script: list[str] | None = None, log_file=None) -> tuple[subprocess.Popen, str]:
+    """`python app.py` on a free port, once it answers HTTP and its worker processes have started (or failed to);
+    with `log_file` (open for writing), its log goes there with a line per batch (ATTENTION_EXPLORER_BATCH_LOG)."""
     port = free_port()
     env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port)}
+    if log_file is not None:
+        env["ATTENTION_EXPLORER_BATCH_LOG"] = "1"
     if result_cache is not None:
         env["ATTENTION_EXPLORER_RESULT_CACHE"] = str(result_cache)
     if workers is not None:
@@ -99,7 +111,7 @@ def start_server(timeout_s: float = 90, result_cache: int | None = None, workers
         env=env,
         start_new_session=True,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL if log_file is None else log_file,
     )
     url, started = f"http://127.0.0.1:{port}/", time.perf_counter()
     while time.perf_counter() - started < timeout_s:
@@ -333,6 +345,7 @@ def run_load_test(url, clients: int, plan: list[tuple[str, dict]], max_seconds: 
     local = threading.local()
     deadline = time.perf_counter() + max_seconds
     latencies, failures, mismatches, skipped, busy, rounded = [], [], [], 0, [], []
+    arrivals = []  # (seconds from the start, lines) of every request sent
     lock = threading.Lock()
 
     def send(item):
@@ -347,6 +360,8 @@ def run_load_test(url, clients: int, plan: list[tuple[str, dict]], max_seconds: 
             local.client = local.clients[next(turn) % len(urls)]
         text, settings = item
         started = time.perf_counter()
+        with lock:
+            arrivals.append((round(started - began, 4), text.count("\n") + 1))
         try:
             response = local.client.predict(text, **settings, api_name=api_name)
         except Busy:
@@ -368,7 +383,7 @@ def run_load_test(url, clients: int, plan: list[tuple[str, dict]], max_seconds: 
             elif differs is not None:
                 mismatches.append({"text": text, **settings, **differs})
 
-    started = time.perf_counter()
+    began = started = time.perf_counter()
     processes = [p for pid in pids for p in server_processes(pid)]  # the servers and their workers
     server_cpu, client_cpu = sum(map(cpu_seconds, processes)), cpu_seconds()
     running, walked = threading.Event(), []
@@ -409,7 +424,33 @@ def run_load_test(url, clients: int, plan: list[tuple[str, dict]], max_seconds: 
         "requests_per_s": round(len(latencies) / wall, 2) if wall else None,
         **({"walks": len(walked), "walk_p50_ms": round(statistics.median(walked)) if walked else None,
             "walk_p95_ms": percentile_95(sorted(walked))} if walks else {}),
+        "arrivals": sorted(arrivals),
     }
+
+
+def quantiles(values: list[float], digits: int = 1) -> dict:
+    ordered = sorted(values)
+    return {"p50": round(statistics.median(ordered), digits),
+            "p95": round(ordered[max(0, int(0.95 * len(ordered)) - 1)], digits), "max": round(ordered[-1], digits)}
+
+
+def batch_distribution(log_text: str) -> dict:
+    """Per strategy, the batches the server logged: how many, their requests, lines and milliseconds (p50, p95,
+    max), and the median milliseconds per line at each number of lines."""
+    records = [record for record in map(parse_line, log_text.splitlines()) if record is not None]
+    report = {}
+    for strategy in sorted({record.strategy for record in records}):
+        mine = [record for record in records if record.strategy == strategy]
+        sizes = sorted({record.lines for record in mine})
+        report[strategy] = {
+            "batches": len(mine),
+            "requests": quantiles([record.requests for record in mine], 0),
+            "lines": quantiles([record.lines for record in mine], 0),
+            "ms": quantiles([1000 * record.seconds for record in mine]),
+            "ms_per_line_by_lines": {size: round(statistics.median(
+                1000 * record.seconds / size for record in mine if record.lines == size), 1) for size in sizes},
+        }
+    return report
 
 
 def at_least(minimum: int):
@@ -445,8 +486,12 @@ def main() -> None:
                              "translating its sentence; reports their p50 and p95 (default: 0, none)")
     parser.add_argument("--beside-training", action="store_true",
                         help="a playground run trains beside the load, as a Learn tab's custom run (default: none)")
+    parser.add_argument("--record-arrivals", type=Path, default=None, metavar="FILE",
+                        help="write when each request was sent and its lines to FILE, as JSON (default: not written)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    if args.record_arrivals is not None and not args.record_arrivals.parent.is_dir():
+        parser.error(f"--record-arrivals: no folder {args.record_arrivals.parent}")
     try:
         plan = request_plan(args.requests, args.seed, args.plan)
     except ValueError as error:
@@ -461,11 +506,13 @@ def main() -> None:
         stop_server(process)
     servers = []  # afresh: nothing cached from the pass alone
     with contextlib.ExitStack() as stack:
+        batch_log = stack.enter_context(tempfile.TemporaryFile(mode="w+"))
         script, step = stack.enter_context(training_server_script()) if args.beside_training else (None, None)
         try:
             for replica in range(args.replicas):  # the run beside trains in the first server
                 servers.append(start_server(result_cache=args.result_cache, workers=args.workers,
-                                            script=script if replica == 0 else None))
+                                            script=script if replica == 0 else None,
+                                            log_file=batch_log if replica == 0 else None))
             urls, pids = [url for _, url in servers], [process.pid for process, _ in servers]
             status = HttpClient(urls[0]).call("/server_status")
             step_before = wait_for_training(step) if step else None
@@ -483,6 +530,12 @@ def main() -> None:
         finally:
             for process, _ in servers:
                 stop_server(process)
+        batch_log.seek(0)
+        report["batches"] = batch_distribution(batch_log.read())
+    arrivals = report.pop("arrivals")
+    if args.record_arrivals is not None:
+        args.record_arrivals.write_text(json.dumps({"clients": args.clients, "plan": args.plan,
+                                                    "arrivals": arrivals}) + "\n")
     print(json.dumps(report, indent=2))
 
 

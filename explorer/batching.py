@@ -10,11 +10,14 @@ leads a batch: every waiting request that shares its `batch_key` (everything but
 up to `max_lines` lines in all. Slots: how many batches decode at once (the worker processes when they are ready, else
 the server's own process: `ModelService`). The leader's own thread decodes the batch and hands each request its result.
 
-Only strategies whose sentences do not touch each other batch (greedy and beam): sampling draws every request's tokens
-from its own seed, so a sampling request always forms a batch of its own.
+Every strategy here decodes each sentence of a batch as it would alone, so all of them batch: greedy and beam, and
+sampling, which draws each sentence's tokens from a generator of its own seeded with the request's seed
+(strategies/sampling.py). Sampling requests batch when their seeds are equal too, as the seed is one of their
+settings.
 
-Admission is bounded: a request is refused at once (`Overloaded`) when the lines already waiting would take more than
-`bound_s` seconds to serve, estimated from a moving average of the measured seconds per line and the number of slots.
+Admission is bounded: a request is refused at once (`Overloaded`) when the work already waiting would take more than
+`bound_s` seconds to serve on the slots, estimated from what each strategy's batches have cost at their sizes
+(batch_costs.py, which also logs every batch).
 """
 from __future__ import annotations
 
@@ -24,13 +27,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from .batch_costs import BatchCosts
 from .result_cache import request_key
 
-BATCHED_STRATEGIES = frozenset({"greedy", "beam"})  # deterministic, and each row decodes as it would alone
+BATCHED_STRATEGIES = frozenset({"greedy", "beam", "sample"})  # each row decodes as it would alone
 MAX_LINES = 32  # per batch: a class's worth; a longer batch gains little per sentence and keeps each of them waiting
 BOUND_S = 3.0  # refuse a request when the work already waiting would take longer than this to serve
-FIRST_SECONDS_PER_LINE = 0.02  # the estimate before any batch is measured: about one sentence decoded alone
-AVERAGE_WEIGHT = 0.2  # of the newest batch in the moving average of seconds per line
 
 
 class Overloaded(RuntimeError):
@@ -79,15 +81,13 @@ class Batcher:
     """Runs requests through `decode` in batches (see the module's docstring)."""
 
     def __init__(self, decode: Callable[[list, frozenset[str]], list], slots: Callable[[], int],
-                 max_lines: int = MAX_LINES, bound_s: float = BOUND_S,
-                 seconds_per_line: float = FIRST_SECONDS_PER_LINE):
+                 max_lines: int = MAX_LINES, bound_s: float = BOUND_S, costs: BatchCosts | None = None):
         """`decode(requests, analyses)`: one result per request, in order; `slots()`: how many batches may decode at
-        once now."""
-        if max_lines < 1 or bound_s < 0 or seconds_per_line <= 0:
-            raise ValueError(f"max_lines must be at least 1, bound_s at least 0 and seconds_per_line above 0; got "
-                             f"{max_lines}, {bound_s} and {seconds_per_line}")
+        once now; `costs`: what batches have cost (a new BatchCosts by default)."""
+        if max_lines < 1 or bound_s < 0:
+            raise ValueError(f"max_lines must be at least 1 and bound_s at least 0; got {max_lines} and {bound_s}")
         self.decode, self.slots, self.max_lines, self.bound_s = decode, slots, max_lines, bound_s
-        self.seconds_per_line = seconds_per_line  # moving average over the batches decoded
+        self.costs = BatchCosts() if costs is None else costs
         self.batches = 0  # decoded so far
         self._waiting: list[Waiting] = []  # in arrival order
         self._decoding = 0  # batches decoding now
@@ -116,8 +116,19 @@ class Batcher:
         with self._changed:
             return sum(item.lines for item in self._waiting)
 
+    def waiting_seconds(self) -> float:
+        """The estimated seconds to serve the requests waiting now (the lock held)."""
+        groups: dict[object, list] = {}
+        for item in self._waiting:
+            group = groups.setdefault(item.key if item.key is not None else id(item),
+                                      [item.request.strategy, 0, 0])
+            group[1] += item.lines
+            group[2] += 1
+        return self.costs.waiting_seconds([tuple(group) for group in groups.values()], self.max_lines,
+                                          self.slots())
+
     def _admit(self) -> None:
-        queued = sum(item.lines for item in self._waiting) * self.seconds_per_line / max(1, self.slots())
+        queued = self.waiting_seconds()
         if queued > self.bound_s:
             raise Overloaded(max(1, math.ceil(queued)))
 
@@ -152,8 +163,8 @@ class Batcher:
                 self._decoding -= 1
                 self.batches += 1
                 if not any(errors):
-                    lines = sum(item.lines for item in batch)
-                    self.seconds_per_line += AVERAGE_WEIGHT * (seconds / lines - self.seconds_per_line)
+                    self.costs.record(batch[0].request.strategy, len(batch), sum(item.lines for item in batch),
+                                      seconds)
                 for item, result, error in zip(batch, results, errors):
                     item.result, item.error, item.done = result, error, True
                 self._changed.notify_all()

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from explorer import api, session, translation_load
+from explorer.batch_costs import BatchCosts
 from explorer.batching import Batcher, Overloaded, batch_key
 from explorer.registry import discover
 from explorer.request import Request
@@ -30,7 +31,8 @@ LONG = " ".join(["a man rides a red bike in the park near the water"] * 8)  # pa
 # sources of different lengths (padding), one request of two lines, one cut to the model's positions
 TEXTS = ("a man rides a red bike in the park near the water .", "dog", "two girls play with a ball .\nthe boy jumps",
          LONG)
-STRATEGIES = {"greedy": ("greedy", {}), "beam 2": ("beam", {"beam_size": 2}), "beam 3": ("beam", {"beam_size": 3})}
+STRATEGIES = {"greedy": ("greedy", {}), "beam 2": ("beam", {"beam_size": 2}), "beam 3": ("beam", {"beam_size": 3}),
+              "sample": ("sample", {"seed": 3, "temperature": 1.2, "top_p": 0.9})}
 GATE_S = 60  # how long a held decode waits for the others to queue before the test fails
 
 
@@ -233,13 +235,17 @@ def test_requests_arriving_together_are_decoded_together(registry, monkeypatch, 
         assert_results_equal(answer, run(registry, request, EVERY_ANALYSIS))
 
 
-def test_a_sampling_request_decodes_alone(registry, monkeypatch):
+def test_sampling_requests_of_one_seed_decode_together_and_another_seed_apart(registry, monkeypatch):
+    """Each sentence draws from a generator of its own, seeded with its request's seed: a batch gives each request
+    the tokens it draws alone."""
     service = ModelService(registry, ResultCache(0))
-    asked = requests(registry, "python", "sample", {"seed": 3, "temperature": 1.2},
-                     texts=["a dog runs", "a girl sits", "the boy jumps", "two men ride"])
+    texts = ["a dog runs", "a girl sits", "the boy jumps", "two men ride", "a cat sleeps"]
+    asked = [*requests(registry, "python", "sample", {"seed": 3, "temperature": 1.5}, texts=texts[:4]),
+             *requests(registry, "python", "sample", {"seed": 4, "temperature": 1.5}, texts=texts[4:])]
     held = HeldDecodes(monkeypatch, service, queued=len(asked) - 1)
     answers = run_in_threads(service, asked)
-    assert held.sizes == [1] * len(asked)
+    # the first alone; then the seed-3 requests that waited, together, and the seed-4 one apart, in arrival order
+    assert held.sizes in ([1, 3, 1], [1, 1, 3], [1, 4]), held.sizes
     monkeypatch.undo()
     for answer, request in zip(answers, asked):
         assert_results_equal(answer, run(registry, request, EVERY_ANALYSIS))
@@ -289,7 +295,9 @@ def wait_until(condition) -> None:
         time.sleep(0.005)
 
 
-def test_retry_after_is_the_waiting_lines_estimated_time(registry):
+def test_retry_after_is_the_waiting_work_estimated_from_the_batches_measured(registry):
+    """The waiting requests that share a batch are priced as one batch of their lines, at the line through the
+    strategy's measured batches."""
     release, started = threading.Event(), threading.Event()
 
     def decode(batch, analyses):
@@ -297,7 +305,10 @@ def test_retry_after_is_the_waiting_lines_estimated_time(registry):
         release.wait(GATE_S)
         return [request.text for request in batch]
 
-    batcher = Batcher(decode, slots=lambda: 1, bound_s=2.0, seconds_per_line=1.0)
+    costs = BatchCosts()
+    costs.record("greedy", requests=1, lines=1, seconds=1.0)  # the line through them: 0.5 s + 0.5 s a line
+    costs.record("greedy", requests=2, lines=3, seconds=2.0)
+    batcher = Batcher(decode, slots=lambda: 1, bound_s=1.5, costs=costs)
     answers = {}
 
     def ask_for(text):
@@ -309,9 +320,9 @@ def test_retry_after_is_the_waiting_lines_estimated_time(registry):
     for thread, lines in zip(ask[1:], (2, 3)):
         thread.start()
         wait_until(lambda lines=lines: batcher.waiting_lines() == lines)
-    with pytest.raises(Overloaded) as refused:  # 3 lines waiting at 1 s a line, one slot: 3 s > 2 s
+    with pytest.raises(Overloaded) as refused:  # 3 lines waiting in one batch: 0.5 + 3 * 0.5 = 2 s > 1.5 s
         batcher.run(greedy_request(registry, "e"), frozenset())
-    assert refused.value.retry_after == 3
+    assert refused.value.retry_after == 2
     release.set()
     for thread in ask:
         thread.join(GATE_S)

@@ -127,6 +127,8 @@ BAD_START_UP_SETTINGS = [
                                                "got '3'"),
     ("ATTENTION_EXPLORER_TRAINING_SLOTS", "²", "must be how many custom runs may train at once: 0 (none), 1 or 2, "
                                                "got '²'"),
+    ("ATTENTION_EXPLORER_BATCH_LOG", "2", "must be 0 (off, the default) or 1 (a line per batch decoded in the log), "
+                                          "got '2'"),
 ]
 # app.py run as its own process would run it, once per bad setting, in one process: the imports are paid once
 RUN_APP_PER_SETTING = """
