@@ -78,44 +78,31 @@ if [[ ${#lane[@]} -gt 0 || $# -gt 0 ]]; then
   .venv/bin/python -m pytest tests "${lane[@]}" "$@"
   exit
 fi
-# The whole suite in three processes at once: every test that needs no browser in one, and the browser tests split
-# by file in two. A browser test mostly waits (a page loading, an event answering: alone, the browser tests keep
-# about a third of the two cores busy), so two of them wait side by side while the other tests compute. The
-# accessibility walk (marked beside_others) runs with the other tests, with a browser and a server of its own. Each
-# process has its own temporary folder and its own range of ports for the servers it starts (Gradio tries 100 from
-# GRADIO_SERVER_PORT); the browser tests' output follows the others'. Each lists its 25 slowest tests
-# (--durations=25): where the time goes, run after run. The browser code's own tests (node) open the first browser
-# lane.
+# The whole suite in two processes at once, one per core: the browser tests (a browser, a server and their waits)
+# beside all the others. The browser lane was the longer by about a quarter: its longest walk (marked
+# beside_others: the accessibility walk) runs in the other lane, with a browser and a server of its own there. Each
+# has its own temporary folder and its own range of ports for the servers it starts (Gradio tries 100 from
+# GRADIO_SERVER_PORT); the browser tests' output follows the others'. Each lane lists its 25 slowest tests
+# (--durations=25): where the time goes, run after run. The browser code's own tests (node) open the browser lane,
+# the shorter one.
 lanes=$(mktemp -d)
 trap 'rm -rf "$site" "$fixtures" "$lanes"' EXIT
-FIRST_BROWSER_FILES=(tests/test_browser.py tests/test_browser_[a-k]*.py)  # about half the browser tests' time
-browser_lane() {  # browser_lane NAME PORT [js] PYTEST-PATHS...: one lane of browser tests
-  local name=$1 port=$2 js=0 tests=0
-  shift 2
-  if [[ $1 == js ]]; then
-    shift
-    js_tests || js=$?
-  fi
-  GRADIO_SERVER_PORT=$port .venv/bin/python -m pytest "$@" -m "browser and not beside_others" --durations=25 \
-    --basetemp "$lanes/$name" || tests=$?
+browser_lane() {
+  local js=0 tests=0
+  js_tests || js=$?
+  GRADIO_SERVER_PORT=8060 .venv/bin/python -m pytest tests -m "browser and not beside_others" --durations=25 \
+    --basetemp "$lanes/browser" || tests=$?
   [[ $js -eq 0 && $tests -eq 0 ]]
 }
-step "running pytest in three processes at once: the browser tests in two, and every other test..."
-browser_lane first 8060 js "${FIRST_BROWSER_FILES[@]}" >"$lanes/first.log" 2>&1 &
-first=$!
-ignored=()
-for file in "${FIRST_BROWSER_FILES[@]}"; do ignored+=(--ignore "$file"); done
-browser_lane second 8260 tests "${ignored[@]}" >"$lanes/second.log" 2>&1 &
-second=$!
+step "running pytest in two processes at once: the browser tests, and every other test..."
+browser_lane >"$lanes/browser.log" 2>&1 &
+browser=$!
 others=0
 GRADIO_SERVER_PORT=7860 .venv/bin/python -m pytest tests -m "not browser or beside_others" --durations=25 \
   --basetemp "$lanes/others" || others=$?
-firsts=0 seconds=0
-wait "$first" || firsts=$?
-wait "$second" || seconds=$?
-step "the browser code's and the first browser tests' output (status $firsts):"
-cat "$lanes/first.log"
-step "the other browser tests' output (status $seconds):"
-cat "$lanes/second.log"
-step "pytest: every other test's status $others, the browser tests' $firsts and $seconds"
-[[ $others -eq 0 && $firsts -eq 0 && $seconds -eq 0 ]]
+browsers=0
+wait "$browser" || browsers=$?
+step "the browser code's and the browser tests' output (status $browsers):"
+cat "$lanes/browser.log"
+step "pytest: every other test's status $others, the browser tests' $browsers"
+[[ $others -eq 0 && $browsers -eq 0 ]]
