@@ -173,6 +173,14 @@ class Wiring:
     def view(self, name: str) -> View:
         return next(v for v in self.views if v.name == name)
 
+    def drawn_now(self, result, view) -> None:
+        """`view` is drawn by an answer that opens its tab (a jump, wiring.wire_jump): the tab's opening, which that
+        answer sets off in the browser, has nothing left to draw, and a draw of it that began earlier is dropped when
+        it ends (render_named), either of which would put the view back without what the jump drew."""
+        if result is not None:
+            result.rendered_views.add(view.name)
+            result.draws[view.name] = next(DRAWS)
+
     def render_named(self, views, result, state: dict, model_key: str, changed: str) -> dict:
         """The views' updates by output name. A view's part is left out where a later draw of the same view began
         while this one ran: a page's events run side by side (a tab's opening waits in the queue, a control's redraw

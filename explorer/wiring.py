@@ -112,11 +112,13 @@ def wire_jump(ui: Wiring, button, target: View) -> None:
 
     def jump(result, *values):
         state = ui.state_from(values)
+        ui.drawn_now(result, target)  # the tab this answer selects must not draw itself over it (CI: unmarked lens)
         named = target.at_step(ui, ui.prepared([target], result), state, int(state.get("step") or 1))
         return ui.by_component(named or {}) | {ui.components["tabs"]: gr.Tabs(selected=target.name),
-                                               ui.open_tab: target.name}
+                                               ui.open_tab: target.name, ui.result_state: result}
 
-    button.click(jump, ui.state_inputs, ui.outputs_of(target) + [ui.components["tabs"], ui.open_tab],
+    button.click(jump, ui.state_inputs, ui.outputs_of(target) + [ui.components["tabs"], ui.open_tab,
+                                                                 ui.result_state],
                  api_visibility="private")
 
 

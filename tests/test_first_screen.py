@@ -187,3 +187,17 @@ def test_a_control_changed_again_while_its_redraw_runs_is_drawn_last(page):
               for block, event in fn.targets if event == "input"}
     assert {"kind", "layer", "head", "sentence", "step", "learn_scrub", "walk_token"} <= set(inputs)
     assert {name: mode for name, mode in inputs.items() if mode != "always_last"} == {}
+
+
+def test_a_jump_to_a_tab_is_not_drawn_over_by_the_opening_it_sets_off(page):
+    """"Show this step in the logit lens" answers with the lens marked at the step and selects its tab; Gradio then
+    fires that tab's select, as a click would. The opening must leave the marked figure (CI once showed the lens
+    unmarked after the jump)."""
+    ui, folder = page
+    result = first_screen(ui, Request.build(ui.registry, SENTENCE, folder.name, strategy="greedy", max_length=12))
+    state = ui.default_state() | {"step": 2}
+    values = [state[name] for name in ui.state_names]
+    jumped = handler(ui, ui.components["show_in_lens"], "click")(result, *values)
+    assert title(jumped[ui.components["lens_plot"]]).endswith("(step 2 marked)")
+    opened = handler(ui, ui.tabs["lens"], "select")(result, *values)
+    assert ui.components["lens_plot"] not in opened and opened[ui.open_tab] == "lens"

@@ -270,7 +270,7 @@ def test_short_scripts_leave_no_compiler_running_and_the_next_run_uses_the_kerne
     cache = tmp_path / "cache"
     env = {**os.environ, "TORCH_EXTENSIONS_DIR": str(cache)}
     env.pop("ATTENTION_EXPLORER_HALF_WEIGHTS", None)
-    folder = cache / build_folder().name  # named by the sources' digest, wherever the cache is
+    folder = cache / build_folder().name  # named by the install and the sources, wherever the cache is
     seed(folder)  # half_linear.cpp alone is compiled, and killed half-way
     run = dict(env=env, cwd=Path(__file__).parents[1], capture_output=True, text=True, timeout=400)
     killed = subprocess.Popen([sys.executable, "-c", "from transformer.core.half_linear import KERNEL; "

@@ -9,7 +9,8 @@ caller is gone. A caller that reaches its exit while the build runs waits for it
 so the next run loads the cached kernel at once: where ninja's dry run finds nothing to compile, the process loads it
 itself, with no builder (which would import torch a second time).
 
-The build is keyed by the sources' content, so that two copies of the package share it: kernel_sources.py.
+The build is keyed by the sources' content, so that two copies of the package share it (kernel_sources.py), and by
+the torch install whose headers it compiles against.
 
     attention-explorer-build-kernel      # builds (or finds) the kernel in the foreground, with progress
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import hashlib
 import os
 import shutil
 import signal
@@ -59,13 +61,15 @@ def folder_errors(folder: Path):
 
 
 def build_folder() -> Path:
-    """Where the compiled kernel is cached: TORCH_EXTENSIONS_DIR or ~/.cache/torch_extensions, per torch version;
-    made here, or a KernelFolderError naming the path that cannot be made or written."""
+    """Where the compiled kernel is cached: TORCH_EXTENSIONS_DIR or ~/.cache/torch_extensions, per torch version and
+    install (the build names the install's headers: two virtual environments sharing one folder rebuilt it in turn,
+    about 30 s each); made here, or a KernelFolderError naming the path that cannot be made or written."""
     try:
         root = Path(os.environ.get("TORCH_EXTENSIONS_DIR") or Path.home() / ".cache" / "torch_extensions")
     except RuntimeError:  # no HOME, and no user entry to find one in
         raise folder_failure("~", "cannot be found (no HOME)") from None
-    folder = root / f"{EXTENSION}-torch{torch.__version__}-{source_digest()}"
+    install = hashlib.sha256(str(Path(torch.__file__).resolve().parent).encode()).hexdigest()[:8]
+    folder = root / f"{EXTENSION}-torch{torch.__version__}-{install}-{source_digest()}"
     with folder_errors(folder):
         folder.mkdir(parents=True, exist_ok=True)
     problem = folder_problem(folder)
