@@ -17,7 +17,10 @@ settings.
 
 Admission is bounded: a request is refused at once (`Overloaded`) when the work already waiting would take more than
 `bound_s` seconds to serve on the slots, estimated from what each strategy's batches have cost at their sizes
-(batch_costs.py, which also logs every batch).
+(batch_costs.py, which also logs every batch). A class is never refused: while fewer than `admitted_lines` lines
+wait (a class's worth, MAX_LINES), a request is admitted whatever the estimate. Batches measured on a cold or
+crowded machine (the worker processes still starting: a one-line beam batch once took 2.4 s) price every later one
+too high for a while, and 32 clients were then refused.
 """
 from __future__ import annotations
 
@@ -81,12 +84,16 @@ class Batcher:
     """Runs requests through `decode` in batches (see the module's docstring)."""
 
     def __init__(self, decode: Callable[[list, frozenset[str]], list], slots: Callable[[], int],
-                 max_lines: int = MAX_LINES, bound_s: float = BOUND_S, costs: BatchCosts | None = None):
+                 max_lines: int = MAX_LINES, bound_s: float = BOUND_S, costs: BatchCosts | None = None,
+                 admitted_lines: int = MAX_LINES):
         """`decode(requests, analyses)`: one result per request, in order; `slots()`: how many batches may decode at
-        once now; `costs`: what batches have cost (a new BatchCosts by default)."""
-        if max_lines < 1 or bound_s < 0:
-            raise ValueError(f"max_lines must be at least 1 and bound_s at least 0; got {max_lines} and {bound_s}")
+        once now; `costs`: what batches have cost (a new BatchCosts by default); `admitted_lines`: fewer lines than
+        this waiting, a request is never refused."""
+        if max_lines < 1 or bound_s < 0 or admitted_lines < 0:
+            raise ValueError(f"max_lines must be at least 1, bound_s and admitted_lines at least 0; got {max_lines}, "
+                             f"{bound_s} and {admitted_lines}")
         self.decode, self.slots, self.max_lines, self.bound_s = decode, slots, max_lines, bound_s
+        self.admitted_lines = admitted_lines
         self.costs = BatchCosts() if costs is None else costs
         self.batches = 0  # decoded so far
         self._waiting: list[Waiting] = []  # in arrival order
@@ -128,6 +135,8 @@ class Batcher:
                                           self.slots())
 
     def _admit(self) -> None:
+        if sum(item.lines for item in self._waiting) < self.admitted_lines:
+            return
         queued = self.waiting_seconds()
         if queued > self.bound_s:
             raise Overloaded(max(1, math.ceil(queued)))

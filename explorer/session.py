@@ -41,7 +41,7 @@ from transformer.decoding.hypothesis import HypothesisStep, hypothesis_step, out
 from transformer.decoding.strategies import get_strategy
 from transformer.unicode_text import check_text
 
-from .batching import BATCHED_STRATEGIES, BOUND_S, Batcher, batch_key
+from .batching import BATCHED_STRATEGIES, BOUND_S, MAX_LINES, Batcher, batch_key
 from .language import LanguageOffer, offer_for
 from .registry import Registry
 from .request import Request
@@ -153,12 +153,14 @@ KEEP = object()  # rerun's default: the result's own heads switched off
 class ModelService:
     """Runs requests and answers the views' questions about a result (see the module's docstring)."""
 
-    def __init__(self, registry: Registry, cache: ResultCache | None = None, bound_s: float = BOUND_S):
-        """`bound_s`: a request is refused (batching.Overloaded) when the work already waiting would take longer."""
+    def __init__(self, registry: Registry, cache: ResultCache | None = None, bound_s: float = BOUND_S,
+                 admitted_lines: int = MAX_LINES):
+        """`bound_s`: a request is refused (batching.Overloaded) when the work already waiting would take longer,
+        unless fewer than `admitted_lines` lines wait."""
         self.registry = registry
         self.cache = ResultCache(capacity_from_environment()) if cache is None else cache
         self.pool = None  # worker processes that run requests (run_pool.RunPool); app.py starts them
-        self.batcher = Batcher(self.run_batch, self.slots, bound_s=bound_s)
+        self.batcher = Batcher(self.run_batch, self.slots, bound_s=bound_s, admitted_lines=admitted_lines)
 
     def run(self, request: Request, analyses: frozenset[str] | None = EVERY_ANALYSIS) -> RunResult:
         """`request` translated, or an equal request's result: the same translations in a RunResult of its own.

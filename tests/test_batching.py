@@ -169,11 +169,14 @@ def test_padded_keys_get_exactly_zero_weight(registry, model):
 def test_requests_of_other_settings_are_not_decoded_together(registry):
     greedy = requests(registry, "python", "greedy", {}, texts=TEXTS[:1])
     beam = requests(registry, "python", "beam", {"beam_size": 2}, texts=TEXTS[1:2])
-    sample = requests(registry, "python", "sample", {"seed": 3}, texts=TEXTS[:2])
-    for mixed in (greedy + beam, sample):
+    seeds = [*requests(registry, "python", "sample", {"seed": 3}, texts=TEXTS[:1]),
+             *requests(registry, "python", "sample", {"seed": 4}, texts=TEXTS[1:2])]
+    for mixed in (greedy + beam, seeds):
         with pytest.raises(ValueError, match="differ in their text only"):
             run_batch(registry, mixed, EVERY_ANALYSIS)
-    assert batch_key(sample[0], frozenset()) is None
+    assert batch_key(seeds[0], frozenset()) != batch_key(seeds[1], frozenset())
+    assert batch_key(seeds[0], frozenset()) == batch_key(
+        requests(registry, "python", "sample", {"seed": 3}, texts=TEXTS[1:2])[0], frozenset())
     assert batch_key(greedy[0], frozenset()) == batch_key(requests(registry, "python", "greedy", {})[1], frozenset())
     assert batch_key(greedy[0], frozenset()) != batch_key(greedy[0], frozenset({"norms"}))
 
@@ -252,7 +255,7 @@ def test_sampling_requests_of_one_seed_decode_together_and_another_seed_apart(re
 
 
 def test_past_the_bound_a_request_is_refused_at_once_and_the_admitted_lose_nothing(registry, monkeypatch):
-    service = ModelService(registry, ResultCache(0), bound_s=0.0)  # any line waiting is too much
+    service = ModelService(registry, ResultCache(0), bound_s=0.0, admitted_lines=0)  # any line waiting is too much
     asked = requests(registry, "python", "greedy", {}, texts=["a dog runs", "a girl sits\nthe boy jumps", "two men"])
     release, started = threading.Event(), threading.Event()
     decode = session.run_batch
@@ -308,7 +311,8 @@ def test_retry_after_is_the_waiting_work_estimated_from_the_batches_measured(reg
     costs = BatchCosts()
     costs.record("greedy", requests=1, lines=1, seconds=1.0)  # the line through them: 0.5 s + 0.5 s a line
     costs.record("greedy", requests=2, lines=3, seconds=2.0)
-    batcher = Batcher(decode, slots=lambda: 1, bound_s=1.5, costs=costs)
+    # fewer than 3 lines waiting are admitted whatever the estimate; from 3 on, the estimate decides
+    batcher = Batcher(decode, slots=lambda: 1, bound_s=1.0, costs=costs, admitted_lines=3)
     answers = {}
 
     def ask_for(text):
@@ -320,7 +324,7 @@ def test_retry_after_is_the_waiting_work_estimated_from_the_batches_measured(reg
     for thread, lines in zip(ask[1:], (2, 3)):
         thread.start()
         wait_until(lambda lines=lines: batcher.waiting_lines() == lines)
-    with pytest.raises(Overloaded) as refused:  # 3 lines waiting in one batch: 0.5 + 3 * 0.5 = 2 s > 1.5 s
+    with pytest.raises(Overloaded) as refused:  # 3 lines waiting in one batch: 0.5 + 3 * 0.5 = 2 s > 1 s
         batcher.run(greedy_request(registry, "e"), frozenset())
     assert refused.value.retry_after == 2
     release.set()

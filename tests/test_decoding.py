@@ -232,6 +232,24 @@ def test_the_nucleus_equals_sorting_every_token(spread, top_p):
     assert ((kept > 0).sum(dim=-1) > 0).all()
 
 
+def test_a_batchs_nucleus_is_each_rows_own_and_sorts_the_vocabulary_only_where_needed(monkeypatch):
+    """Rows of very different spreads in one batch: each row's nucleus is what it is alone and what sorting gives;
+    only the flat row's nucleus is searched past the first 64 tokens."""
+    torch.manual_seed(3)
+    probs = torch.cat([(torch.randn(1, 3000, dtype=torch.float64) * spread).softmax(dim=-1)
+                       for spread in (8.0, 0.3, 6.0, 8.0)])
+    widths = []
+    topk = torch.Tensor.topk
+    monkeypatch.setattr(torch.Tensor, "topk", lambda self, k, **kw: widths.append((self.size(0), k)) or
+                        topk(self, k, **kw))
+    kept = nucleus(probs, 0.9)
+    assert widths[0] == (4, 64) and all(rows == 1 for rows, _ in widths[1:]) and widths[-1][1] > 64, widths
+    monkeypatch.undo()
+    torch.testing.assert_close(kept, sorted_nucleus(probs, 0.9))
+    for row in range(4):
+        assert torch.equal(kept[row], nucleus(probs[row:row + 1], 0.9)[0])
+
+
 def test_max_length_stops_decoding():
     torch.manual_seed(0)
     model = Transformer(tiny_config(vocab_size=12)).eval()

@@ -34,18 +34,20 @@ NUCLEUS_FIRST_K = 64  # the most probable tokens looked at first: a nucleus is r
 
 def nucleus(probs: torch.Tensor, top_p: float) -> torch.Tensor:
     """(N, V) probabilities with a token dropped when the more probable tokens before it already reach top_p (the
-    first always stays), renormalised. The kept tokens are a prefix of the descending order, so the best k are
-    enough once each row's k-th is dropped; k grows 4x until it is (sorting all V, as it once did, cost 0.3 ms a
-    step)."""
+    first always stays), renormalised. The kept tokens are a prefix of the descending order, so a row's best k are
+    enough once its k-th is dropped; k grows 4x for the rows where it is not (sorting all V, as it once did, cost
+    0.3 ms a step). Each row grows its own k, so a row's tokens are those it keeps alone: in a batch, one flat row
+    once made every row sort the whole vocabulary (a batch of 25 sampled lines took 2.5 s, 1 s alone)."""
     vocab = probs.size(-1)
+    keep = torch.zeros_like(probs, dtype=torch.bool)
+    rows = torch.arange(probs.size(0), device=probs.device)  # the rows whose nucleus is not found yet
     k = min(NUCLEUS_FIRST_K, vocab)
-    while True:
-        top, order = probs.topk(k, dim=-1)  # (N, k), descending
+    while rows.numel():
+        top, order = probs[rows].topk(k, dim=-1)  # (n, k), descending
         before = top.cumsum(dim=-1) - top
-        if k == vocab or bool((before[:, -1] >= top_p).all()):
-            break
-        k = min(vocab, 4 * k)
-    keep = torch.zeros_like(probs, dtype=torch.bool).scatter_(-1, order, before < top_p)
+        found = before[:, -1] >= top_p if k < vocab else torch.ones_like(rows, dtype=torch.bool)
+        keep[rows[found]] = keep[rows[found]].scatter(-1, order[found], before[found] < top_p)
+        rows, k = rows[~found], min(vocab, 4 * k)
     probs = probs.masked_fill(~keep, 0.0)
     return probs / probs.sum(dim=-1, keepdim=True)
 
