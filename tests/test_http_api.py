@@ -133,7 +133,7 @@ def test_past_the_services_bound_the_route_answers_503_with_retry_after_at_once(
     """The real bound (explorer/batching.py), with no work allowed to wait: one request decodes (held), a second
     waits for the slot, and a third is refused at once while both are still held; then both are answered."""
     ui, client = page
-    service = ModelService(ui.registry, ResultCache(0), bound_s=0.0)
+    service = ModelService(ui.registry, ResultCache(0), bound_s=0.0, admitted_lines=0)
     decode, holding, release = service.run_batch, threading.Semaphore(0), threading.Event()
 
     def held(requests, analyses):
