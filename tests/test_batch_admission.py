@@ -1,8 +1,9 @@
 """The admission bound replayed on a class's recorded arrivals (explorer/batching.py, explorer/batch_costs.py).
 
-tests/data/arrivals_32_clients.json holds when each of 200 distinct greedy requests was sent by 32 clients on the
-JSON route (`python bench/load_test.py --route --plan distinct --record-arrivals ...`, 2-core Intel Xeon). The
-replay sends the same requests at the same moments (time compressed) to a Batcher whose decode sleeps what a batch
+tests/recorded/arrivals_32_clients.json holds when each of 200 distinct requests was sent by 32 clients on the JSON
+route, none refused (`python bench/load_test.py --route --plan distinct --record-arrivals ...`, 2-core Intel Xeon,
+2026-12-08). The replay sends as many one-line greedy requests at the same moments (time compressed) to a
+Batcher whose decode sleeps what a batch
 costs on a known line, on two slots, as a server that has decoded a few batches already. Every admission decision
 is checked against the waiting work at that moment, priced here at the line the Batcher had learned; the learned
 line is checked against the true one."""
@@ -18,7 +19,7 @@ from explorer.request import Request
 
 from .test_batching import registry  # noqa: F401
 
-ARRIVALS = Path(__file__).parent / "data" / "arrivals_32_clients.json"
+ARRIVALS = Path(__file__).parent / "recorded" / "arrivals_32_clients.json"
 SPEED_UP = 4  # the recorded moments and the batches' seconds, both this many times shorter
 TRUE = Price(fixed=0.030 / SPEED_UP, per_line=0.015 / SPEED_UP)  # the bench's line (batch_costs.py's docstring)
 SLOTS = 2
