@@ -3,8 +3,8 @@
 tests/recorded/arrivals_32_clients.json holds when each of 200 distinct requests was sent by 32 clients on the JSON
 route, none refused (`python bench/load_test.py --route --plan distinct --record-arrivals ...`, 2-core Intel Xeon,
 2026-12-08). The replay sends as many one-line greedy requests at the same moments (time compressed) to a
-Batcher whose decode sleeps what a batch
-costs on a known line, on two slots, as a server that has decoded a few batches already. Every admission decision
+Batcher whose decode sleeps what a batch costs on a known line, on two slots, as a server that has decoded a few
+batches already. Every admission decision
 is checked against the waiting work at that moment, priced here at the line the Batcher had learned; the learned
 line is checked against the true one."""
 import json
