@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 import math
 import threading
-import time
 from collections import deque
 from dataclasses import dataclass
 
@@ -40,9 +39,8 @@ def batch_log_from_environment() -> bool:
 
 @dataclass(frozen=True)
 class BatchRecord:
-    """One decoded batch: when it ended (time.monotonic), its strategy, requests, lines and seconds."""
+    """One decoded batch: its strategy, requests, lines and seconds."""
 
-    ended: float
     strategy: str
     requests: int
     lines: int
@@ -98,7 +96,7 @@ class BatchCosts:
 
     def record(self, strategy: str, requests: int, lines: int, seconds: float) -> BatchRecord:
         """Adds a decoded batch (logged) and fits its strategy's price again."""
-        record = BatchRecord(time.monotonic(), strategy, requests, lines, seconds)
+        record = BatchRecord(strategy, requests, lines, seconds)
         log.info("%s", record.line())
         with self._lock:
             newest = self._by_strategy.setdefault(strategy, deque(maxlen=self.window))
@@ -130,7 +128,6 @@ def parse_line(text: str) -> BatchRecord | None:
         return None
     fields = dict(part.split("=", 1) for part in text[at + len("batch: "):].split())
     try:
-        return BatchRecord(0.0, fields["strategy"], int(fields["requests"]), int(fields["lines"]),
-                           float(fields["seconds"]))
+        return BatchRecord(fields["strategy"], int(fields["requests"]), int(fields["lines"]), float(fields["seconds"]))
     except (KeyError, ValueError):
         return None
