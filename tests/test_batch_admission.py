@@ -118,5 +118,8 @@ def test_a_class_is_admitted_where_a_cold_batch_made_the_estimate_too_high(regis
     refuses the class; a class's worth of waiting lines (MAX_LINES) is admitted whatever it says."""
     _, answers = replay(registry, bound_s=3.0 / SPEED_UP, cold=True)
     assert [answer for answer in answers if isinstance(answer, Overloaded)]  # what the server did
-    _, answers = replay(registry, bound_s=3.0 / SPEED_UP, admitted_lines=MAX_LINES, cold=True)
-    assert not [answer for answer in answers if isinstance(answer, Overloaded)]
+    batcher, _ = replay(registry, bound_s=3.0 / SPEED_UP, admitted_lines=MAX_LINES, cold=True)
+    # the replay sends at the recorded moments whether or not answers came (32 real clients wait for theirs, so
+    # fewer than 32 lines wait): on a slow machine more may queue, and past a class's worth the estimate decides
+    refused = [sum(lines for _, _, lines in waiting) for waiting, _, admitted in batcher.decisions if not admitted]
+    assert all(lines >= MAX_LINES for lines in refused), refused
